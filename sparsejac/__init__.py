@@ -1,0 +1,12 @@
+"""sparsejac: exact sparse Jacobians of plain numpy programs.
+
+The pipeline (see ``docs/``): detect the sparsity pattern of ``f`` by tracing its numpy
+calls, colour the pattern into a few seed directions, evaluate compressed Jacobian products
+with forward or reverse mode, and decompress into a ``scipy.sparse.csr_array``.
+"""
+
+from sparsejac.pattern import SparsityPattern, as_pattern
+
+__version__ = "0.1.0"
+
+__all__ = ["SparsityPattern", "__version__", "as_pattern"]

@@ -1,0 +1,323 @@
+"""The sparsity pattern: sparsejac's internal immutable m×n boolean matrix.
+
+This module owns :class:`SparsityPattern` and the conversion of every accepted input
+(scipy sparse matrices and arrays, dense arrays, Matrix Market ``.mtx`` and scipy ``.npz``
+files) into it. Every public function of sparsejac that takes a ``sparsity`` argument goes
+through :func:`as_pattern`, so the rules live in one place:
+
+* a stored entry whose value is zero is *not* part of the pattern (explicit zeros dropped);
+* symmetric Matrix Market storage is expanded to both triangles;
+* index arrays are ``int64``, sorted within each row (CSR) and each column (CSC).
+
+At the public boundary a pattern is a ``scipy.sparse.csr_array`` of ``bool``
+(:meth:`SparsityPattern.to_csr_array`), so it drops straight into scipy's ``jac_sparsity=``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+__all__ = ["PatternFileError", "SparsityPattern", "as_pattern", "read_pattern_file"]
+
+IndexArray = np.ndarray  # int64, read-only
+
+
+class PatternFileError(ValueError):
+    """A matrix file could not be read as a sparsity pattern.
+
+    The message names the file and says what is wrong with it.
+    """
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
+class SparsityPattern:
+    """Immutable m×n sparsity pattern with both CSR and CSC index arrays.
+
+    Build one with :func:`as_pattern` (or :meth:`from_any`) rather than the constructor.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(m, n)``: rows are outputs, columns are inputs.
+    nnz : int
+        Number of structural nonzeros.
+    indptr, indices : ndarray of int64
+        CSR index arrays, column indices sorted within each row.
+    col_indptr, col_indices : ndarray of int64
+        CSC index arrays, row indices sorted within each column.
+    rows : ndarray of int64
+        Row index of every nonzero in CSR order (so nonzero ``k`` is
+        ``(rows[k], indices[k])``).
+    csc_to_csr : ndarray of int64
+        For nonzero ``k`` in CSC order, its position in CSR order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pattern import as_pattern
+    >>> p = as_pattern(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
+    >>> p.shape, p.nnz
+    ((2, 3), 3)
+    >>> p.indices.tolist(), p.col_indices.tolist()
+    ([0, 2, 1], [0, 1, 0])
+    >>> p.to_csr_array().toarray()
+    array([[ True, False,  True],
+           [False,  True, False]])
+    """
+
+    __slots__ = (
+        "col_indices",
+        "col_indptr",
+        "csc_to_csr",
+        "indices",
+        "indptr",
+        "nnz",
+        "rows",
+        "shape",
+    )
+
+    shape: tuple[int, int]
+    nnz: int
+    indptr: IndexArray
+    indices: IndexArray
+    col_indptr: IndexArray
+    col_indices: IndexArray
+    rows: IndexArray
+    csc_to_csr: IndexArray
+
+    def __init__(self, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray) -> None:
+        """Build from coordinate arrays; duplicates are merged.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            ``(m, n)``.
+        rows, cols : array_like of int
+            Row and column index of each structural nonzero (any order, duplicates allowed).
+        """
+        m, n = int(shape[0]), int(shape[1])
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        cols = np.asarray(cols, dtype=np.int64).ravel()
+        # One sort by (row, col) gives CSR order; dropping repeats merges duplicates.
+        key = rows * max(n, 1) + cols
+        key = np.unique(key)
+        r = key // max(n, 1)
+        c = key - r * max(n, 1)
+        indptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])
+        # CSC order: stable sort of CSR positions by column keeps rows sorted in a column.
+        csc_to_csr = np.argsort(c, kind="stable")
+        col_indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(c, minlength=n), out=col_indptr[1:])
+        object.__setattr__(self, "shape", (m, n))
+        object.__setattr__(self, "nnz", int(key.size))
+        object.__setattr__(self, "indptr", _readonly(indptr))
+        object.__setattr__(self, "indices", _readonly(c))
+        object.__setattr__(self, "rows", _readonly(r))
+        object.__setattr__(self, "col_indptr", _readonly(col_indptr))
+        object.__setattr__(self, "col_indices", _readonly(r[csc_to_csr]))
+        object.__setattr__(self, "csc_to_csr", _readonly(csc_to_csr))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("SparsityPattern is immutable")
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_any(cls, obj: Any, *, name: str = "sparsity") -> SparsityPattern:
+        """Convert ``obj`` to a pattern; see :func:`as_pattern`."""
+        return as_pattern(obj, name=name)
+
+    # -- derived views ------------------------------------------------------------------
+
+    @property
+    def T(self) -> SparsityPattern:  # noqa: N802 - numpy's name for the transpose
+        """The transposed pattern (n×m)."""
+        return SparsityPattern((self.shape[1], self.shape[0]), self.indices, self.rows)
+
+    @property
+    def row_counts(self) -> np.ndarray:
+        """Number of nonzeros in each row."""
+        return np.diff(self.indptr)
+
+    @property
+    def col_counts(self) -> np.ndarray:
+        """Number of nonzeros in each column."""
+        return np.diff(self.col_indptr)
+
+    @property
+    def density(self) -> float:
+        """Fraction of entries that are structural nonzeros."""
+        m, n = self.shape
+        return self.nnz / (m * n) if m * n else 0.0
+
+    def to_csr_array(self) -> sp.csr_array:
+        """The pattern as a ``scipy.sparse.csr_array`` of ``bool``."""
+        data = np.ones(self.nnz, dtype=bool)
+        return sp.csr_array(
+            (data, self.indices.copy(), self.indptr.copy()), shape=self.shape
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SparsityPattern):
+            return NotImplemented
+        return (
+            self.shape == other.shape
+            and np.array_equal(self.indptr, other.indptr)
+            and np.array_equal(self.indices, other.indices)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.nnz, self.indices[:64].tobytes()))
+
+    def __repr__(self) -> str:
+        m, n = self.shape
+        return f"SparsityPattern(shape=({m}, {n}), nnz={self.nnz})"
+
+
+def _from_scipy(a: Any) -> SparsityPattern:
+    coo = sp.coo_array(a)
+    keep = coo.data != 0
+    return SparsityPattern(coo.shape, coo.row[keep], coo.col[keep])  # type: ignore[arg-type]
+
+
+def read_pattern_file(path: str | os.PathLike[str]) -> SparsityPattern:
+    """Read a Matrix Market (``.mtx``) or scipy ``.npz`` file as a pattern.
+
+    Parameters
+    ----------
+    path : str or path-like
+        File to read. ``.mtx`` files are read with :func:`scipy.io.mmread` (symmetric
+        storage expanded, explicit zeros dropped); ``.npz`` files either hold a sparse
+        matrix saved by :func:`scipy.sparse.save_npz` or a single dense 2-D array.
+
+    Returns
+    -------
+    SparsityPattern
+
+    Raises
+    ------
+    PatternFileError
+        The file is missing, has another extension, or does not hold a 2-D matrix.
+
+    Examples
+    --------
+    >>> import tempfile, os, numpy as np, scipy.io, scipy.sparse as sp
+    >>> from sparsejac.pattern import read_pattern_file
+    >>> d = tempfile.mkdtemp()
+    >>> scipy.io.mmwrite(os.path.join(d, "a.mtx"), sp.coo_array(np.eye(3)))
+    >>> read_pattern_file(os.path.join(d, "a.mtx"))
+    SparsityPattern(shape=(3, 3), nnz=3)
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise PatternFileError(f"{p}: no such file")
+    suffix = "".join(p.suffixes[-2:]) if p.name.endswith(".mtx.gz") else p.suffix
+    try:
+        if suffix in (".mtx", ".mtx.gz"):
+            obj: Any = scipy.io.mmread(p)
+        elif suffix == ".npz":
+            try:
+                obj = sp.load_npz(p)
+            except (ValueError, KeyError):
+                with np.load(p) as z:
+                    if len(z.files) != 1:
+                        raise PatternFileError(
+                            f"{p}: expected a scipy.sparse matrix saved with save_npz or one "
+                            f"dense array, found arrays {z.files}"
+                        ) from None
+                    obj = z[z.files[0]]
+        else:
+            raise PatternFileError(
+                f"{p}: unsupported file type {p.suffix!r}; expected .mtx or .npz"
+            )
+    except PatternFileError:
+        raise
+    except Exception as exc:  # malformed content: scipy raises many kinds
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PatternFileError(f"{p}: not a readable matrix ({msg})") from exc
+    try:
+        return as_pattern(obj, name=str(p))
+    except (TypeError, ValueError) as exc:
+        raise PatternFileError(f"{p}: {exc}") from exc
+
+
+def as_pattern(obj: Any, *, name: str = "sparsity") -> SparsityPattern:
+    """Convert any accepted sparsity input to a :class:`SparsityPattern`.
+
+    Parameters
+    ----------
+    obj : SparsityPattern, scipy sparse matrix or array, array_like, str or path-like
+        The pattern. Nonzero entries are structural nonzeros; explicit zeros are dropped.
+        A string or path names a ``.mtx`` or ``.npz`` file.
+    name : str, optional
+        Argument name used in error messages.
+
+    Returns
+    -------
+    SparsityPattern
+
+    Raises
+    ------
+    TypeError
+        ``obj`` is not a matrix (for example ``None``, a string array or an object array).
+    ValueError
+        ``obj`` is not 2-D or has a zero dimension.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from sparsejac.pattern import as_pattern
+    >>> as_pattern(sp.diags_array([1.0, 0.0, 1.0]))  # the stored zero is dropped
+    SparsityPattern(shape=(3, 3), nnz=2)
+    >>> as_pattern([1.0, 2.0])
+    Traceback (most recent call last):
+        ...
+    ValueError: `sparsity` must be 2-D; got an array of shape (2,)
+    """
+    if isinstance(obj, SparsityPattern):
+        pattern = obj
+    elif isinstance(obj, (str, os.PathLike)):
+        pattern = read_pattern_file(obj)
+    elif sp.issparse(obj):
+        if len(obj.shape) != 2:
+            raise ValueError(f"`{name}` must be 2-D; got a sparse array of shape {obj.shape}")
+        pattern = _from_scipy(obj)
+    else:
+        if obj is None or isinstance(obj, (dict, set)):
+            raise TypeError(
+                f"`{name}` must be a scipy sparse matrix or array, a dense array or a matrix "
+                f"file path; got {type(obj).__name__}"
+            )
+        try:
+            a = np.asarray(obj)
+        except Exception as exc:
+            raise TypeError(
+                f"`{name}` must be a scipy sparse matrix or array, a dense array or a matrix "
+                f"file path; got {type(obj).__name__}"
+            ) from exc
+        if a.dtype.kind not in "biufc":
+            raise TypeError(
+                f"`{name}` must hold numbers or booleans; got an array of dtype {a.dtype}"
+            )
+        if a.ndim != 2:
+            raise ValueError(f"`{name}` must be 2-D; got an array of shape {a.shape}")
+        r, c = np.nonzero(a)
+        pattern = SparsityPattern(a.shape, r, c)  # type: ignore[arg-type]
+    m, n = pattern.shape
+    if m == 0 or n == 0:
+        raise ValueError(
+            f"`{name}` must have at least one row and one column; got shape {pattern.shape}"
+        )
+    return pattern

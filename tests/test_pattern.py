@@ -1,0 +1,131 @@
+"""SparsityPattern: conversions from every accepted input, and the errors for bad ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+from sparsejac.pattern import PatternFileError, SparsityPattern, as_pattern, read_pattern_file
+
+from .conftest import requires_shared, shared_matrix_files
+
+
+def _dense(p: SparsityPattern) -> np.ndarray:
+    return p.to_csr_array().toarray()
+
+
+@pytest.mark.parametrize(
+    "fmt", ["csr_array", "csc_array", "coo_array", "lil_array", "csr_matrix", "dok_array"]
+)
+def test_from_scipy_formats(fmt, rng):
+    """Every scipy sparse format gives the same pattern as the dense nonzeros."""
+    a = sp.random_array((7, 5), density=0.4, rng=rng).toarray()
+    p = as_pattern(getattr(sp, fmt)(a))
+    np.testing.assert_array_equal(_dense(p), a != 0)
+
+
+def test_explicit_zeros_dropped():
+    """A stored zero is not a structural nonzero."""
+    a = sp.csr_array((np.array([1.0, 0.0]), np.array([0, 1]), np.array([0, 2, 2])), shape=(2, 2))
+    assert a.nnz == 2
+    assert as_pattern(a).nnz == 1
+
+
+def test_duplicates_merged():
+    """Duplicate coordinates count once."""
+    p = SparsityPattern((2, 2), [0, 0, 1], [1, 1, 0])
+    assert p.nnz == 2
+
+
+def test_csc_matches_csr(rng):
+    """The CSC arrays describe the same entries, rows sorted within each column."""
+    a = sp.random_array((30, 20), density=0.2, rng=rng)
+    p = as_pattern(a)
+    c = sp.csc_array(a != 0)
+    c.sort_indices()
+    np.testing.assert_array_equal(p.col_indptr, c.indptr)
+    np.testing.assert_array_equal(p.col_indices, c.indices)
+    np.testing.assert_array_equal(p.rows[p.csc_to_csr], p.col_indices)
+    np.testing.assert_array_equal(p.indices[p.csc_to_csr], np.repeat(np.arange(20), p.col_counts))
+
+
+def test_transpose(rng):
+    """`T` swaps rows and columns."""
+    a = sp.random_array((6, 9), density=0.3, rng=rng)
+    p = as_pattern(a)
+    np.testing.assert_array_equal(_dense(p.T), _dense(p).T)
+    assert p.T.T == p
+
+
+def test_immutable():
+    """Patterns cannot be modified."""
+    p = as_pattern(np.eye(3))
+    with pytest.raises(AttributeError):
+        p.nnz = 4
+    with pytest.raises(ValueError, match="read-only"):
+        p.indices[0] = 2
+
+
+def test_symmetric_mtx_expanded(tmp_path):
+    """Symmetric Matrix Market storage gives both triangles."""
+    path = tmp_path / "s.mtx"
+    path.write_text(
+        "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 1 1.0\n2 1 2.0\n3 2 0.0\n"
+    )
+    p = read_pattern_file(path)
+    np.testing.assert_array_equal(
+        _dense(p), np.array([[1, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=bool)
+    )
+
+
+def test_npz_sparse_and_dense(tmp_path, rng):
+    """.npz files with a saved sparse matrix or one dense array both read."""
+    a = sp.random_array((5, 4), density=0.5, rng=rng, format="csr")
+    sp.save_npz(tmp_path / "a.npz", a)
+    np.savez(tmp_path / "b.npz", a.toarray())
+    assert read_pattern_file(tmp_path / "a.npz") == as_pattern(a)
+    assert as_pattern(str(tmp_path / "b.npz")) == as_pattern(a)
+
+
+@pytest.mark.parametrize(
+    ("obj", "exc", "match"),
+    [
+        (np.ones(3), ValueError, r"`sparsity` must be 2-D; got an array of shape \(3,\)"),
+        (np.ones((2, 2, 2)), ValueError, "must be 2-D"),
+        (np.ones((0, 3)), ValueError, r"at least one row.*\(0, 3\)"),
+        (None, TypeError, "got NoneType"),
+        (np.array([["a", "b"]]), TypeError, "dtype <U1"),
+        ({1: 2}, TypeError, "got dict"),
+    ],
+)
+def test_bad_input(obj, exc, match):
+    """Bad inputs raise errors that name the argument and what was received."""
+    with pytest.raises(exc, match=match):
+        as_pattern(obj)
+
+
+def test_bad_files(tmp_path):
+    """Missing, mistyped and malformed files raise PatternFileError naming the file."""
+    with pytest.raises(PatternFileError, match="no such file"):
+        read_pattern_file(tmp_path / "missing.mtx")
+    (tmp_path / "x.txt").write_text("1 2 3")
+    with pytest.raises(PatternFileError, match=r"x\.txt: unsupported file type"):
+        read_pattern_file(tmp_path / "x.txt")
+    (tmp_path / "bad.mtx").write_text("this is not matrix market\n")
+    with pytest.raises(PatternFileError, match=r"bad\.mtx: not a readable matrix"):
+        read_pattern_file(tmp_path / "bad.mtx")
+
+
+@requires_shared
+@pytest.mark.parametrize("path", shared_matrix_files(), ids=lambda p: p.stem)
+def test_shared_matrices_read(path):
+    """Every shared matrix reads with the nonzero count scipy gives after dropping zeros."""
+    a = sp.coo_array(scipy.io.mmread(path))
+    p = read_pattern_file(path)
+    b = sp.csr_array(a)
+    b.sum_duplicates()
+    b.eliminate_zeros()
+    assert p.shape == a.shape
+    assert p.nnz == b.nnz
