@@ -5,8 +5,22 @@ calls, colour the pattern into a few seed directions, evaluate compressed Jacobi
 with forward or reverse mode, and decompress into a ``scipy.sparse.csr_array``.
 """
 
+from sparsejac.detection import jacobian_sparsity
+from sparsejac.errors import (
+    ConcretizationError,
+    TracedConversionError,
+    UnsupportedPrimitiveError,
+)
 from sparsejac.pattern import SparsityPattern, as_pattern
 
 __version__ = "0.1.0"
 
-__all__ = ["SparsityPattern", "__version__", "as_pattern"]
+__all__ = [
+    "ConcretizationError",
+    "SparsityPattern",
+    "TracedConversionError",
+    "UnsupportedPrimitiveError",
+    "__version__",
+    "as_pattern",
+    "jacobian_sparsity",
+]

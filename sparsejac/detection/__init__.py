@@ -1,0 +1,134 @@
+"""Sparsity detection: the dependency-set interpreter over a recorded program.
+
+:func:`jacobian_sparsity` traces ``f`` and runs every active node's pattern rule (see
+:mod:`sparsejac.primitives`) on boolean CSR dependency matrices, starting from the identity
+for ``x``. A *global* pattern (the default) holds for every ``x``: branches chosen by values
+are refused while tracing, and value-dependent operations (``np.maximum``, ``np.where`` with a
+traced condition, ``np.max``) contribute every operand that could be chosen. A *local* pattern
+holds at the given ``x`` only: Python control flow may read values, and those operations keep
+only the operand chosen at ``x``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import scipy.sparse as sp
+
+from sparsejac.primitives import _deps
+from sparsejac.tracing import Program, trace
+
+__all__ = ["jacobian_sparsity", "program_sparsity"]
+
+
+def _last_uses(prog: Program) -> dict[int, int]:
+    last: dict[int, int] = {}
+    for i, node in enumerate(prog.nodes):
+        for v in node.inputs:
+            last[v.id] = i
+    return last
+
+
+def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_array:
+    """The Jacobian pattern of a recorded program, shape ``(out.size, x.size)``, bool.
+
+    Parameters
+    ----------
+    prog : Program
+        From :func:`sparsejac.tracing.trace`.
+    local : bool, optional
+        Use the values at the trace point to keep only chosen operands (defaults to the
+        mode the program was traced in).
+    """
+    local = prog.local if local is None else local
+    n = prog.n_in
+    deps: dict[int, sp.csr_array] = {prog.x.id: _deps.identity(n)}
+    last = _last_uses(prog)
+    keep = prog.out.id
+    for i, node in enumerate(prog.nodes):
+        if node.out.active:
+            in_deps = [deps.get(v.id) if v.active else None for v in node.inputs]
+            d = node.prim.pattern(node, in_deps, local)
+            if d is not None:
+                if d.shape != (node.out.size, n):
+                    raise AssertionError(
+                        f"pattern rule of {node.prim.name!r} returned shape {d.shape}, "
+                        f"expected {(node.out.size, n)}"
+                    )
+                deps[node.out.id] = d
+        for v in node.inputs:  # free dependency sets nobody reads any more
+            if last.get(v.id) == i and v.id != keep and v.id in deps:
+                del deps[v.id]
+    out = deps.get(prog.out.id) if prog.out.active else None
+    if out is None:
+        out = _deps.empty(prog.n_out, n)
+    res = sp.csr_array(out, dtype=bool)
+    res.sort_indices()
+    return res
+
+
+def jacobian_sparsity(
+    f: Callable[..., Any], x: Any, *, local: bool = False, args: tuple[Any, ...] = ()
+) -> sp.csr_array:
+    """Sparsity pattern of the Jacobian of ``f`` at (or around) ``x``, by tracing its numpy calls.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args)`` written with numpy; it is run once on a traced stand-in for ``x``.
+    x : array_like
+        Any shape; flattened in C order, as is the output.
+    local : bool, default False
+        False: a *global* pattern, valid for every ``x`` (Python control flow on values is
+        refused with :class:`~sparsejac.errors.ConcretizationError`). True: a *local* pattern,
+        valid at this ``x``: control flow may read values, and ``np.maximum``, ``np.where``,
+        ``np.max`` ... keep only the branch taken at ``x``.
+    args : tuple, optional
+        Further arguments passed to ``f`` unchanged (constants for the trace).
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Boolean, shape ``(f(x).size, x.size)``: entry ``(i, j)`` is True when output ``i`` may
+        depend on input ``j``. It drops straight into scipy's ``jac_sparsity=``.
+
+    Raises
+    ------
+    UnsupportedPrimitiveError
+        ``f`` calls a numpy function sparsejac has no rule for (the message names it).
+    ConcretizationError
+        Global mode met ``if traced > 0:`` or similar; the message suggests ``local=True``.
+    TracedConversionError
+        ``f`` converted a traced value to a plain number or array (``float(y)``,
+        ``np.asarray(y)``, assignment into ``np.zeros(shape)``).
+
+    See Also
+    --------
+    sparsejac.color : colour the pattern into seed directions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def f(x):
+    ...     return x[1:] * x[:-1]
+    >>> sparsejac.jacobian_sparsity(f, np.ones(4)).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+
+    A branch on values needs a local pattern:
+
+    >>> g = lambda x: np.maximum(x[:2], x[2:])
+    >>> sparsejac.jacobian_sparsity(g, np.array([1.0, 5.0, 3.0, 2.0])).toarray().astype(int)
+    array([[1, 0, 1, 0],
+           [0, 1, 0, 1]])
+    >>> sparsejac.jacobian_sparsity(g, np.array([1.0, 5.0, 3.0, 2.0]), local=True
+    ...                             ).toarray().astype(int)
+    array([[0, 0, 1, 0],
+           [0, 1, 0, 0]])
+    """
+    prog = trace(lambda xt: f(xt, *args), x, local=local)
+    return program_sparsity(prog, local=local)
+

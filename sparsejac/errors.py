@@ -1,0 +1,77 @@
+"""Exceptions raised by sparsejac's tracing, detection and differentiation.
+
+Each message names the numpy call (or the Python operation) that failed and says how to fix
+it, so a user never has to read sparsejac's source to get going again.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConcretizationError",
+    "SupportedFunctionsDoc",
+    "TracedConversionError",
+    "UnsupportedPrimitiveError",
+]
+
+#: Where the list of supported numpy functions lives (generated from the registry).
+SupportedFunctionsDoc = "docs/supported.md"
+
+
+class UnsupportedPrimitiveError(NotImplementedError):
+    """A numpy function (or a form of a call) that sparsejac has no rule for.
+
+    sparsejac never guesses a rule: an unknown function stops the trace. The message names
+    the function and points at the list of supported functions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> sparsejac.jacobian_sparsity(lambda x: np.sort(x), np.ones(3))
+    Traceback (most recent call last):
+        ...
+    sparsejac.errors.UnsupportedPrimitiveError: numpy.sort is not supported by sparsejac's tracer...
+    """
+
+    def __init__(self, name: str, detail: str = "") -> None:
+        self.function = name
+        msg = f"{name} is not supported by sparsejac's tracer"
+        if detail:
+            msg += f" ({detail})"
+        msg += (
+            f". The supported numpy functions are listed in {SupportedFunctionsDoc}; "
+            "rewrite the call with supported ones, or pass `sparsity=` and use mode='fd' "
+            "for a black-box function."
+        )
+        super().__init__(msg)
+
+
+class ConcretizationError(TypeError):
+    """A traced value was needed as a plain Python value in global (value-free) mode.
+
+    A global sparsity pattern must hold for every ``x``, so it cannot depend on a branch
+    taken by ``if traced > 0:``. The message says which operation asked for the value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def f(x):
+    ...     return x if x[0] > 0 else -x
+    >>> sparsejac.jacobian_sparsity(f, np.ones(2))
+    Traceback (most recent call last):
+        ...
+    sparsejac.errors.ConcretizationError: bool() of a traced array: ...
+    >>> sparsejac.jacobian_sparsity(f, np.ones(2), local=True).toarray()
+    array([[ True, False],
+           [False,  True]])
+    """
+
+
+class TracedConversionError(TypeError):
+    """A traced array was converted to a plain numpy array or Python number.
+
+    That conversion would lose the dependence on ``x``, so it is refused in every mode. It
+    happens with ``float(y)``, ``np.asarray(y)``, ``y.tolist()``, and when a traced value is
+    assigned into an array made by ``np.zeros(shape)`` (numpy gives such arrays no hook).
+    """

@@ -1,0 +1,261 @@
+"""The primitive registry: what sparsejac knows about numpy, in one table.
+
+Two levels, as in JAX's ``jax.numpy`` over ``lax``:
+
+* a **primitive** (:class:`Primitive`) is an operation of the recorded program with its three
+  rules side by side: ``pattern`` (dependency sets, for detection), ``jvp`` (tangent blocks,
+  forward mode) and ``vjp`` (cotangent blocks, reverse mode). A family module defines a few
+  primitive *kinds* (elementwise with partial derivatives, gathers by position, linear
+  reductions, contractions) whose rules are written once for the whole kind;
+* a **registry entry** (:class:`Entry`) maps one numpy function or ufunc (``np.roll``,
+  ``np.add`` and its ``reduce``/``accumulate``/``at`` methods) to a *handler*: the traced
+  version of that function, which parses numpy's arguments and binds primitives. Many
+  entries share a primitive (every data-movement function binds the one ``gather``).
+
+:func:`dispatch_function` and :func:`dispatch_ufunc` are called from the Tracer's numpy
+protocols. A function with no entry raises :class:`~sparsejac.errors.UnsupportedPrimitiveError`
+naming it; nothing is guessed.
+
+Rule signatures (``node.inputs[k]`` is the k-th input variable; ``vals[k]`` its value)::
+
+    impl(*vals, **params) -> ndarray                         # the primal, for replays
+    pattern(node, deps, local) -> csr_array | None           # deps[k]: (size_k, n) bool or None
+    jvp(node, vals, tangents, out) -> ndarray | None         # tangents[k]: (p, *shape_k) or None
+    vjp(node, vals, out, ct) -> list[ndarray | None]         # ct: (q, *out_shape)
+
+``None`` means "structurally zero" everywhere (no dependency, zero tangent, zero cotangent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
+from sparsejac.tracing.program import Node, Trace, Var, current_trace
+from sparsejac.tracing.tracer import Tracer
+
+__all__ = [
+    "FUNCTIONS",
+    "UFUNCS",
+    "Entry",
+    "Primitive",
+    "bind",
+    "dispatch_function",
+    "dispatch_ufunc",
+    "find_trace",
+    "public_name",
+    "register_function",
+    "register_ufunc",
+]
+
+Deps = sp.csr_array
+
+
+class Primitive:
+    """An operation of the recorded program, with its pattern, JVP and VJP rules.
+
+    Subclasses set ``name`` and override the four methods. ``zero_derivative`` marks
+    operations whose derivative is identically zero (comparisons, ``floor``, ...): their
+    outputs are never active and all three rules are trivially ``None``.
+    """
+
+    name: str = "primitive"
+    zero_derivative: bool = False
+
+    def impl(self, *vals: Any, **params: Any) -> np.ndarray:
+        """Evaluate the primitive on plain values."""
+        raise NotImplementedError(f"primitive {self.name!r} has no impl rule")
+
+    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
+        """Dependency sets of the output from those of the inputs."""
+        raise NotImplementedError(f"primitive {self.name!r} has no pattern rule")
+
+    def jvp(
+        self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any
+    ) -> np.ndarray | None:
+        """Tangent block of the output, shape ``(p, *out_shape)``."""
+        raise NotImplementedError(f"primitive {self.name!r} has no jvp rule")
+
+    def vjp(
+        self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+    ) -> list[np.ndarray | None]:
+        """Cotangent blocks of the inputs from the output's, ``(q, *shape_k)`` each."""
+        raise NotImplementedError(f"primitive {self.name!r} has no vjp rule")
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name}>"
+
+
+# ---------------------------------------------------------------------------------------
+# the registry
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """How one numpy function (or ufunc method) is traced.
+
+    Attributes
+    ----------
+    name : str
+        Public name, e.g. ``"numpy.roll"`` or ``"numpy.add.at"``.
+    family : str
+        ``elementwise``, ``movement``, ``indexing``, ``reductions``, ``linalg``, ``creation``.
+    handler : callable
+        The traced implementation, called with numpy's arguments.
+    via : str
+        The primitive(s) it binds, or ``"composite"`` when it is written with other
+        supported functions.
+    note : str
+        Restrictions, e.g. "constant `where=` only".
+    """
+
+    name: str
+    family: str
+    handler: Callable[..., Any]
+    via: str
+    note: str = ""
+
+
+@dataclass
+class UfuncEntry:
+    """The methods of one ufunc that are supported, by method name."""
+
+    ufunc: np.ufunc
+    methods: dict[str, Entry] = field(default_factory=dict)
+
+
+FUNCTIONS: dict[Any, Entry] = {}
+UFUNCS: dict[np.ufunc, UfuncEntry] = {}
+
+
+def public_name(func: Any) -> str:
+    """``numpy.roll``-style name of a numpy callable."""
+    if isinstance(func, np.ufunc):
+        return f"numpy.{func.__name__}"
+    mod = getattr(func, "__module__", None) or "numpy"
+    if mod.startswith("numpy._core") or mod.startswith("numpy.core") or mod == "numpy":
+        mod = "numpy"
+    return f"{mod}.{getattr(func, '__name__', repr(func))}"
+
+
+def register_function(
+    *funcs: Any, family: str, via: str, note: str = ""
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register ``handler`` as the traced version of each of ``funcs``."""
+
+    def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
+        for f in funcs:
+            FUNCTIONS[f] = Entry(public_name(f), family, handler, via, note)
+        return handler
+
+    return deco
+
+
+def register_ufunc(
+    ufunc: np.ufunc, method: str, handler: Callable[..., Any], *, family: str, via: str,
+    note: str = "",
+) -> None:
+    """Register ``handler`` for ``ufunc.method`` (``"__call__"``, ``"reduce"``, ``"at"``...)."""
+    entry = UFUNCS.setdefault(ufunc, UfuncEntry(ufunc))
+    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    entry.methods[method] = Entry(name, family, handler, via, note)
+
+
+def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Route a numpy function call with Tracer arguments to its registered handler."""
+    entry = FUNCTIONS.get(func)
+    if entry is None:
+        raise UnsupportedPrimitiveError(public_name(func))
+    return entry.handler(*args, **kwargs)
+
+
+def dispatch_ufunc(
+    ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Route a ufunc call (or method call) with Tracer arguments to its handler."""
+    uentry = UFUNCS.get(ufunc)
+    entry = uentry.methods.get(method) if uentry is not None else None
+    if entry is None:
+        suffix = "" if method == "__call__" else f".{method}"
+        raise UnsupportedPrimitiveError(f"numpy.{ufunc.__name__}{suffix}")
+    out = kwargs.pop("out", None)
+    if method == "at":
+        return entry.handler(*inputs, **kwargs)
+    result = entry.handler(*inputs, **kwargs)
+    if out is None:
+        return result
+    outs = out if isinstance(out, tuple) else (out,)
+    results = result if isinstance(result, tuple) else (result,)
+    for o, r in zip(outs, results, strict=True):
+        if not isinstance(o, Tracer):
+            raise TracedConversionError(
+                f"numpy.{ufunc.__name__}(..., out=...) writes a traced result into a plain numpy "
+                "array, which would lose its dependence on x; drop `out=` or create the output "
+                "with np.empty_like(x) / np.zeros_like(x)."
+            )
+        o._rebind(r)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# binding primitives
+# ---------------------------------------------------------------------------------------
+
+
+def find_trace(args: Any) -> Trace:
+    """The trace of the Tracers among ``args`` (searched one level into lists and tuples)."""
+    found: Trace | None = None
+    stack = list(args) if isinstance(args, (list, tuple)) else [args]
+    for a in stack:
+        if isinstance(a, Tracer):
+            if found is None:
+                found = a._trace
+            elif a._trace is not found:
+                raise ValueError("arrays from two different traces were combined")
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tracer):
+                    if found is None:
+                        found = b._trace
+                    elif b._trace is not found:
+                        raise ValueError("arrays from two different traces were combined")
+    if found is None:
+        found = current_trace()
+    if found is None:  # pragma: no cover - handlers are only reached with a Tracer argument
+        raise RuntimeError("no trace is being recorded")
+    return found
+
+
+def as_var(trace: Trace, a: Any) -> Var:
+    """The variable for a Tracer, or a constant variable for anything else."""
+    if isinstance(a, Tracer):
+        if a._trace is not trace:
+            raise ValueError("arrays from two different traces were combined")
+        return a._var
+    return trace.const(a)
+
+
+def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any] | None = None,
+         value: Any = None) -> Tracer:
+    """Apply ``prim`` to ``args`` (Tracers or constants) and return the traced result.
+
+    ``value`` may be given when the handler already computed the result with numpy (it is
+    then exactly numpy's answer); otherwise ``prim.impl`` computes it.
+    """
+    params = params or {}
+    trace = find_trace(args)
+    in_vars = tuple(as_var(trace, a) for a in args)
+    if value is None:
+        value = prim.impl(*(v.value for v in in_vars), **params)
+    return Tracer(trace, trace.emit(prim, in_vars, params, value))
+
+
+def wrap_const(trace: Trace, value: Any) -> Tracer:
+    """A constant Tracer (it can still be assigned into, which a plain array could not)."""
+    return Tracer(trace, trace.const(np.asarray(value)))

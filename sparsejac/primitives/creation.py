@@ -1,0 +1,172 @@
+"""Array creation and array queries: ``zeros_like`` and friends, ``np.zeros(shape, like=x)``,
+``np.array``/``np.asarray`` with ``like=``, ``np.shape``, ``np.ndim``, ``np.isclose`` ...
+
+Arrays created from a traced array are *constant* Tracers: they depend on nothing, but unlike a
+plain numpy array they can receive traced values (``out = np.zeros_like(x); out[1:] = x[:-1]``).
+numpy gives ``np.zeros(shape)`` no hook into the trace, which is why the ``like=`` forms and the
+``*_like`` functions are the way to create output arrays inside a traced function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sparsejac.primitives.core import find_trace, register_function, wrap_const
+from sparsejac.tracing.tracer import Tracer, concretize
+
+__all__ = ["as_traced_array"]
+
+
+def _make_like(fill: float) -> Any:
+    def handler(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+                shape: Any = None, **kw: Any) -> Any:
+        trace = find_trace([a])
+        shp = np.shape(a._var.value) if isinstance(a, Tracer) else np.shape(a)
+        shp = shp if shape is None else shape
+        dt = (a.dtype if isinstance(a, Tracer) else np.asarray(a).dtype) if dtype is None \
+            else np.dtype(dtype)
+        return wrap_const(trace, np.full(shp, fill, dtype=dt))
+
+    return handler
+
+
+register_function(np.zeros_like, family="creation", via="constant")(_make_like(0.0))
+register_function(np.empty_like, family="creation", via="constant",
+                  note="filled with zeros")(_make_like(0.0))
+register_function(np.ones_like, family="creation", via="constant")(_make_like(1.0))
+
+
+@register_function(np.full_like, family="creation", via="constant | gather",
+                   note="a traced fill value is broadcast")
+def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: Any = None, **kw: Any) -> Any:
+    trace = find_trace([a, fill_value])
+    shp = a.shape if shape is None else shape
+    dt = a.dtype if dtype is None else np.dtype(dtype)
+    if isinstance(fill_value, Tracer) and not fill_value._var.is_const:
+        return np.broadcast_to(fill_value, shp).astype(dt)
+    fv = fill_value._var.value if isinstance(fill_value, Tracer) else fill_value
+    return wrap_const(trace, np.full(shp, fv, dtype=dt))
+
+
+def _with_like(func: Any) -> Any:
+    def handler(*args: Any, like: Any = None, **kwargs: Any) -> Any:
+        trace = find_trace([like] if like is not None else list(args))
+        args = tuple(concretize(a, f"an argument of numpy.{func.__name__}") for a in args)
+        kwargs = {k: concretize(v, f"`{k}` of numpy.{func.__name__}") for k, v in kwargs.items()}
+        return wrap_const(trace, func(*args, **kwargs))
+
+    return handler
+
+
+for _f in (np.zeros, np.ones, np.empty, np.full, np.arange, np.identity, np.eye, np.linspace):
+    register_function(_f, family="creation", via="constant",
+                      note="with `like=x` (a plain np.zeros(shape) cannot receive traced values)"
+                      if _f is not np.linspace else "constant arguments")(_with_like(_f))
+
+
+def as_traced_array(obj: Any, dtype: Any = None) -> Any:
+    """``np.array(obj)`` for an object that may hold Tracers (nested lists are stacked)."""
+    if isinstance(obj, Tracer):
+        res = obj
+    elif isinstance(obj, (list, tuple)):
+        if not any(_holds_tracer(o) for o in obj):
+            res = np.array(obj)
+        else:
+            res = np.stack([as_traced_array(o) for o in obj])
+    else:
+        res = obj
+    if dtype is not None and isinstance(res, Tracer):
+        res = res.astype(dtype)
+    return res
+
+
+def _holds_tracer(obj: Any) -> bool:
+    if isinstance(obj, Tracer):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_holds_tracer(o) for o in obj)
+    return False
+
+
+def _array(obj: Any, dtype: Any = None, *args: Any, copy: Any = True, like: Any = None,
+           **kwargs: Any) -> Any:
+    if not _holds_tracer(obj):
+        trace = find_trace([like])
+        return wrap_const(trace, np.array(obj, dtype=dtype))
+    res = as_traced_array(obj, dtype)
+    return np.copy(res) if copy and res is obj else res
+
+
+def _asarray(obj: Any, dtype: Any = None, *args: Any, like: Any = None, **kwargs: Any) -> Any:
+    return _array(obj, dtype, copy=False, like=like)
+
+
+register_function(np.array, family="creation", via="stack | constant",
+                  note="with `like=x`; plain np.array(traced) is refused")(_array)
+for _f in (np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray):
+    register_function(_f, family="creation", via="identity",
+                      note="with `like=x`; plain np.asarray(traced) is refused")(_asarray)
+
+
+# -- queries that need no tracing -----------------------------------------------------------
+
+
+@register_function(np.shape, family="creation", via="query")
+def _np_shape(a: Any) -> tuple[int, ...]:
+    return tuple(a.shape)
+
+
+@register_function(np.ndim, family="creation", via="query")
+def _np_ndim(a: Any) -> int:
+    return len(a.shape)
+
+
+@register_function(np.size, family="creation", via="query")
+def _np_size(a: Any, axis: Any = None) -> int:
+    return int(a.size) if axis is None else int(a.shape[axis])
+
+
+@register_function(np.result_type, family="creation", via="query")
+def _result_type(*arrays_and_dtypes: Any) -> np.dtype[Any]:
+    return np.result_type(*[a.dtype if isinstance(a, Tracer) else a for a in arrays_and_dtypes])
+
+
+@register_function(np.iscomplexobj, family="creation", via="query")
+def _iscomplexobj(x: Any) -> bool:
+    return bool(np.dtype(x.dtype).kind == "c")
+
+
+@register_function(np.isrealobj, family="creation", via="query")
+def _isrealobj(x: Any) -> bool:
+    return bool(np.dtype(x.dtype).kind != "c")
+
+
+@register_function(np.isclose, family="creation", via="composite: comparisons (zero derivative)")
+def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> Any:
+    close = np.less_equal(np.abs(np.subtract(a, b)), atol + rtol * np.abs(b))
+    if equal_nan:
+        close = np.logical_or(close, np.logical_and(np.isnan(a), np.isnan(b)))
+    return close
+
+
+@register_function(np.allclose, family="creation", via="composite: isclose, all",
+                   note="a Python bool: local mode only")
+def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+              equal_nan: bool = False) -> bool:
+    return bool(np.all(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+@register_function(np.nan_to_num, family="creation", via="composite: where")
+def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
+                neginf: Any = None) -> Any:
+    finfo = np.finfo(np.float64)
+    posinf = finfo.max if posinf is None else posinf
+    neginf = finfo.min if neginf is None else neginf
+    x = np.where(np.isnan(x), nan, x)
+    x = np.where(np.isinf(x) & (x > 0), posinf, x)
+    return np.where(np.isinf(x) & (x < 0), neginf, x)
+

@@ -1,0 +1,156 @@
+"""Indexing: ``x[key]``, ``out[key] = value``, ``np.add.at`` and ``np.bincount``.
+
+Reading ``x[key]`` is data movement (the position array is indexed with the same key), so it
+binds the gather of :mod:`sparsejac.primitives.movement`. Assignment ``out[key] = value`` is a
+gather too: a position array of ``out`` in which the positions of ``value`` are written at
+``key``; the traced ``out`` is then rebound to the result (numpy's in-place semantics, for the
+array itself). Scatter-add (``np.add.at``, ``np.bincount(..., weights=...)``) is linear with a
+constant 0/1 matrix and binds :data:`~sparsejac.primitives.linear.LINEAR_MAP`.
+
+Index arrays and masks must be constants (or, in local mode, traced values that are then read
+at the trace point): a global pattern cannot depend on which elements a traced index picks.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.primitives.core import find_trace, register_function, register_ufunc
+from sparsejac.primitives.linear import apply_sparse_map
+from sparsejac.primitives.movement import apply_movement, first_arg, gather_from_positions
+from sparsejac.tracing.tracer import Tracer, concretize
+
+__all__ = ["getitem", "scatter_add", "setitem"]
+
+
+def _index_key(key: Any) -> Any:
+    return concretize(key, "an index array or mask used in x[...]")
+
+
+def getitem(x: Tracer, key: Any) -> Any:
+    """Traced ``x[key]`` for every numpy indexing form (basic, fancy, boolean mask)."""
+    key = _index_key(key)
+    return apply_movement(operator.getitem, "indexing x[...]", (x, key), {}, first_arg)
+
+
+def setitem(x: Tracer, key: Any, value: Any) -> Tracer:
+    """The traced array equal to ``x`` after ``x[key] = value``."""
+    key = _index_key(key)
+    trace = find_trace([x, value])
+    xvar = x._var
+    v_traced = isinstance(value, Tracer) and not value._var.is_const
+    v_val = value._var.value if isinstance(value, Tracer) else value
+    if v_traced and value._var.active and xvar.dtype.kind not in "fc":
+        raise TypeError(
+            f"assigning a traced value that depends on x into an array of dtype {xvar.dtype} "
+            "would truncate it; create the array with a float dtype (np.zeros_like(x))"
+        )
+    in_vars = []
+    offset = 1
+    if not xvar.is_const:
+        pos = np.arange(offset, offset + xvar.size, dtype=np.int64).reshape(xvar.shape)
+        offset += xvar.size
+        in_vars.append(xvar)
+    else:
+        pos = np.zeros(xvar.shape, dtype=np.int64)
+    if v_traced:
+        vvar = value._var
+        pos_v = np.arange(offset, offset + vvar.size, dtype=np.int64).reshape(vvar.shape)
+        in_vars.append(vvar)
+    else:
+        pos_v = np.zeros(np.shape(v_val), dtype=np.int64)
+    positions = pos.copy()
+    positions[key] = pos_v
+    new_value = np.array(xvar.value, copy=True)
+    new_value[key] = v_val
+    return gather_from_positions(trace, in_vars, positions, new_value)  # type: ignore[no-any-return]
+
+
+def scatter_add(a: Any, indices: Any, b: Any, sign: float = 1.0) -> Any:
+    """Traced ``a`` after ``np.add.at(a, indices, b)`` (``sign=-1``: ``np.subtract.at``)."""
+    indices = concretize(indices, "the indices of numpy.add.at")
+    shape = np.shape(a._var.value if isinstance(a, Tracer) else a)
+    size = int(np.prod(shape, dtype=np.int64))
+    targets = np.arange(size, dtype=np.int64).reshape(shape)[indices]
+    b_shape = np.shape(b._var.value if isinstance(b, Tracer) else b)
+    b_size = int(np.prod(b_shape, dtype=np.int64))
+    b_pos = np.broadcast_to(np.arange(b_size, dtype=np.int64).reshape(b_shape), targets.shape)
+    tgt = targets.ravel()
+    src = np.ascontiguousarray(b_pos).ravel()
+    m = sp.csr_array((np.full(tgt.size, sign), (tgt, src)), shape=(size, b_size))
+    m.sum_duplicates()
+    dtype = np.result_type(_dtype_of(a), _dtype_of(b))
+    return apply_sparse_map((a, b), (None, m), shape, dtype)
+
+
+def _dtype_of(a: Any) -> Any:
+    return a.dtype if isinstance(a, Tracer) else np.asarray(a).dtype
+
+
+def _add_at(a: Any, indices: Any, b: Any = None) -> None:
+    if not isinstance(a, Tracer):
+        raise UnsupportedPrimitiveError(
+            "numpy.add.at", "the target must be a traced array (create it with np.zeros_like(x))"
+        )
+    a._rebind(scatter_add(a, indices, b))
+
+
+def _subtract_at(a: Any, indices: Any, b: Any = None) -> None:
+    if not isinstance(a, Tracer):
+        raise UnsupportedPrimitiveError(
+            "numpy.subtract.at",
+            "the target must be a traced array (create it with np.zeros_like(x))",
+        )
+    a._rebind(scatter_add(a, indices, b, sign=-1.0))
+
+
+register_ufunc(np.add, "at", _add_at, family="indexing", via="linear_map")
+register_ufunc(np.subtract, "at", _subtract_at, family="indexing", via="linear_map")
+
+
+@register_function(np.bincount, family="indexing", via="linear_map",
+                   note="constant bins; traced `weights=`")
+def _bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
+    bins = np.asarray(concretize(x, "the bins of numpy.bincount")).ravel()
+    if weights is None or (isinstance(weights, Tracer) and weights._var.is_const):
+        w = None if weights is None else weights._var.value
+        return np.bincount(bins, w, minlength)
+    size = max(int(minlength), int(bins.max()) + 1 if bins.size else 0)
+    if np.shape(weights) != bins.shape:
+        raise ValueError("The weights and list don't have the same length.")
+    m = sp.csr_array(
+        (np.ones(bins.size), (bins, np.arange(bins.size))), shape=(size, bins.size)
+    )
+    m.sum_duplicates()
+    return apply_sparse_map((weights,), (m,), (size,), np.float64)
+
+
+@register_function(np.copyto, family="indexing", via="gather")
+def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    if not isinstance(dst, Tracer):
+        raise UnsupportedPrimitiveError(
+            "numpy.copyto", "the destination must be a traced array (np.empty_like(x))"
+        )
+    if where is True:
+        dst[...] = src
+    else:
+        dst._rebind(np.where(where, src, dst))
+
+
+@register_function(np.put_along_axis, family="indexing", via="gather")
+def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
+    if not isinstance(arr, Tracer):
+        raise UnsupportedPrimitiveError("numpy.put_along_axis", "the target must be traced")
+    indices = concretize(indices, "the indices of numpy.put_along_axis")
+    shape = arr.shape
+    pos = np.arange(arr.size).reshape(shape)
+    sel = np.take_along_axis(pos, indices, axis)
+    flat = arr.reshape(-1)
+    flat[sel.ravel()] = np.reshape(np.broadcast_to(values, sel.shape), -1)
+    arr._rebind(flat.reshape(shape))
+

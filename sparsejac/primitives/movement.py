@@ -1,0 +1,397 @@
+"""Data movement: every numpy call that only moves, copies or drops elements.
+
+One mechanism serves them all (shared/DESIGN.md, "Key mechanisms"): the handler calls the
+numpy function twice, once on the operands' *values* and once on integer *position* arrays
+(operand ``k`` replaced by ``offset_k + 1 + arange(size_k).reshape(shape_k)``; constants by
+zeros). The position result says, for every output element, which operand element it came
+from (``0``: a constant or a fill value such as ``np.pad``'s). That index is the whole
+primitive :data:`GATHER`:
+
+* pattern: gather the rows of the operands' dependency matrices;
+* jvp: gather the columns of the tangent blocks;
+* vjp: scatter-add the cotangent back (a plain assignment when no element is read twice).
+
+So adding a data-movement function is one ``register_movement`` line, as long as the function
+treats integer arrays exactly as it treats float arrays (true of every one listed here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.primitives import _deps
+from sparsejac.primitives.core import Deps, Primitive, find_trace, public_name, register_function
+from sparsejac.tracing.program import Node, Trace, Var
+from sparsejac.tracing.tracer import Tracer, concretize
+
+__all__ = ["GATHER", "GatherPlan", "gather_from_positions", "register_movement"]
+
+
+@dataclass
+class _OperandPlan:
+    """Which output elements come from one operand, and from which of its elements."""
+
+    sel: np.ndarray  # positions in the (flat) output
+    src: np.ndarray  # positions in the (flat) operand
+    size: int
+    injective: bool
+    # sort-based scatter-add plan, for operands read more than once (broadcast_to, tile)
+    order: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    uniq: np.ndarray | None = None
+
+
+@dataclass
+class GatherPlan:
+    """Static description of a gather: ``out.flat[i] = concat(operands).flat[index[i]]``."""
+
+    index: np.ndarray  # int64, -1 where the value is a fill value
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    sizes: tuple[int, ...]
+    fill_mask: np.ndarray | None  # bool, where index == -1 (None if nowhere)
+    fill_values: np.ndarray | None
+    identity: bool  # a pure reshape of a single operand
+    operands: list[_OperandPlan] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        """Number of output elements."""
+        return int(self.index.size)
+
+
+def _operand_plans(index: np.ndarray, sizes: Sequence[int]) -> list[_OperandPlan]:
+    plans = []
+    off = 0
+    for size in sizes:
+        if len(sizes) == 1:
+            sel = np.flatnonzero(index >= 0) if (index < 0).any() else np.arange(index.size)
+        else:
+            sel = np.flatnonzero((index >= off) & (index < off + size))
+        src = index[sel] - off
+        # np.unique sorts; a bincount answers "is any element read twice" in O(n)
+        injective = not src.size or int(np.bincount(src, minlength=size).max()) <= 1
+        op = _OperandPlan(sel=sel, src=src, size=size, injective=injective)
+        if not injective:
+            order = np.argsort(src, kind="stable")
+            s = src[order]
+            starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]]) if s.size else s
+            op.order, op.starts, op.uniq = order, starts, s[starts]
+        plans.append(op)
+        off += size
+    return plans
+
+
+class Gather(Primitive):
+    """``out = concat(operands).flat[index]`` with fill values where ``index == -1``."""
+
+    name = "gather"
+
+    def impl(self, *vals: Any, plan: GatherPlan, **params: Any) -> np.ndarray:
+        """Gather the operand values."""
+        if plan.identity:
+            return np.reshape(vals[0], plan.shape)
+        flat = (np.ravel(vals[0]) if len(vals) == 1
+                else np.concatenate([np.ravel(v) for v in vals]))
+        if plan.fill_mask is None:
+            return np.take(flat, plan.index).reshape(plan.shape)
+        out = np.empty(plan.size, dtype=plan.dtype)
+        keep = ~plan.fill_mask
+        out[keep] = flat[plan.index[keep]]
+        out[plan.fill_mask] = plan.fill_values
+        return out.reshape(plan.shape)
+
+    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
+        """Rows of the operands' dependency matrices, gathered."""
+        plan: GatherPlan = node.params["plan"]
+        if plan.identity:
+            return deps[0]
+        live = [d for d in deps if d is not None]
+        if not live:
+            return None
+        n = live[0].shape[1]
+        blocks = [d if d is not None else _deps.empty(s, n) for d, s in zip(deps, plan.sizes)]
+        stacked = blocks[0] if len(blocks) == 1 else _vstack(blocks)
+        return _deps.take_rows(stacked, plan.index)
+
+    def jvp(
+        self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any
+    ) -> np.ndarray | None:
+        """Columns of the tangent blocks, gathered."""
+        plan: GatherPlan = node.params["plan"]
+        live = [(k, t) for k, t in enumerate(tangents) if t is not None]
+        if not live:
+            return None
+        p = live[0][1].shape[0]
+        if plan.identity:
+            return live[0][1].reshape((p, *plan.shape))
+        if len(tangents) == 1 and plan.fill_mask is None:
+            t2 = live[0][1].reshape(p, -1)
+            return np.take(t2, plan.index, axis=1).reshape((p, *plan.shape))
+        res = np.zeros((p, plan.size))
+        for k, t in live:
+            op = plan.operands[k]
+            res[:, op.sel] = t.reshape(p, -1)[:, op.src]
+        return res.reshape((p, *plan.shape))
+
+    def vjp(
+        self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+    ) -> list[np.ndarray | None]:
+        """Scatter-add of the cotangent block into each active operand."""
+        plan: GatherPlan = node.params["plan"]
+        q = ct.shape[0]
+        res: list[np.ndarray | None] = []
+        for k, var in enumerate(node.inputs):
+            if not var.active:
+                res.append(None)
+                continue
+            if plan.identity:
+                res.append(ct.reshape((q, *var.shape)))
+                continue
+            op = plan.operands[k]
+            c2 = ct.reshape(q, -1)
+            g = np.zeros((q, op.size))
+            if op.injective:
+                g[:, op.src] = c2[:, op.sel]
+            elif op.src.size:
+                picked = c2[:, op.sel[op.order]]
+                g[:, op.uniq] = np.add.reduceat(picked, op.starts, axis=1)
+            res.append(g.reshape((q, *var.shape)))
+        return res
+
+
+GATHER = Gather()
+
+
+def _vstack(blocks: Sequence[Deps]) -> Deps:
+    import scipy.sparse as sp
+
+    out = sp.vstack(blocks, format="csr")
+    out.has_sorted_indices = True
+    return sp.csr_array(out)
+
+
+# ---------------------------------------------------------------------------------------
+# building gathers from a numpy call
+# ---------------------------------------------------------------------------------------
+
+
+def gather_from_positions(trace: Trace, in_vars: Sequence[Var], positions: Any, value: Any) -> Any:
+    """Record the gather whose position result is ``positions`` and value is ``value``.
+
+    ``positions`` holds ``1 + flat index into concat(in_vars)``, or 0 for fill values.
+    """
+    positions = np.asarray(positions)
+    value = np.asarray(value)
+    if positions.shape != value.shape:  # pragma: no cover - a handler bug, not a user error
+        raise AssertionError(f"position result {positions.shape} != value {value.shape}")
+    if not in_vars:
+        return Tracer(trace, trace.const(value))
+    index = positions.ravel().astype(np.int64) - 1
+    fill = index < 0
+    has_fill = bool(fill.any())
+    sizes = tuple(v.size for v in in_vars)
+    identity = (
+        len(in_vars) == 1 and not has_fill and index.size == sizes[0]
+        and bool(np.array_equal(index, np.arange(index.size)))
+    )
+    plan = GatherPlan(
+        index=index,
+        shape=value.shape,
+        dtype=value.dtype,
+        sizes=sizes,
+        fill_mask=fill if has_fill else None,
+        fill_values=np.ascontiguousarray(value.ravel()[fill]) if has_fill else None,
+        identity=identity,
+    )
+    if not identity:
+        plan.operands = _operand_plans(index, sizes)
+    return Tracer(trace, trace.emit(GATHER, tuple(in_vars), {"plan": plan}, value))
+
+
+Spec = Callable[[tuple[Any, ...], dict[str, Any]],
+                tuple[list[Any], Callable[[list[Any]], tuple[tuple[Any, ...], dict[str, Any]]]]]
+
+
+def _is_leaf(a: Any) -> bool:
+    return not isinstance(a, (list, tuple))
+
+
+def _flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    """Leaves of nested lists/tuples, and the function that rebuilds the nesting."""
+    if _is_leaf(tree):
+        return [tree], lambda leaves: leaves[0]
+    parts = [_flatten(t) for t in tree]
+    counts = [len(p[0]) for p in parts]
+    leaves = [leaf for p in parts for leaf in p[0]]
+    kind = type(tree)
+
+    def rebuild(new: list[Any]) -> Any:
+        out, i = [], 0
+        for (_, fn), c in zip(parts, counts, strict=True):
+            out.append(fn(new[i:i + c]))
+            i += c
+        return kind(out) if kind is tuple else out
+
+    return leaves, rebuild
+
+
+def first_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Spec: the first positional argument is the one array operand."""
+    return [args[0]], lambda ops: ((ops[0], *args[1:]), kwargs)
+
+
+def sequence_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Spec: the first positional argument is a (nested) sequence of operands."""
+    leaves, rebuild = _flatten(args[0])
+    return leaves, lambda ops: ((rebuild(ops), *args[1:]), kwargs)
+
+
+def all_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Spec: every positional argument is an operand (``atleast_1d(*arys)``)."""
+    return list(args), lambda ops: (tuple(ops), kwargs)
+
+
+def args_at(*positions: int) -> Spec:
+    """Spec: the positional arguments at ``positions`` are operands."""
+
+    def spec(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        ops = [args[i] for i in positions if i < len(args)]
+
+        def rebuild(new: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+            a = list(args)
+            for i, v in zip([i for i in positions if i < len(args)], new, strict=True):
+                a[i] = v
+            return tuple(a), kwargs
+
+        return ops, rebuild
+
+    return spec
+
+
+def apply_movement(
+    func: Callable[..., Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+    spec: Spec, position_kwargs: Callable[..., dict[str, Any]] | None = None,
+) -> Any:
+    """Trace ``func(*args, **kwargs)`` as one gather per output array."""
+    leaves, _ = spec(args, kwargs)
+    trace = find_trace(leaves)
+
+    # Tracers outside the operands (a traced shift, a traced index array) must be concrete:
+    # allowed in local mode, refused in global mode.
+    def clean(a: Any, what: str) -> Any:
+        return a if _holds_leaf(a, leaves) else concretize(a, what)
+
+    args = tuple(clean(a, f"an argument of {name}") for a in args)
+    kwargs = {k: clean(v, f"the argument `{k}` of {name}") for k, v in kwargs.items()}
+    leaves, rebuild = spec(args, kwargs)
+
+    pos_leaves, val_leaves, in_vars = [], [], []
+    offset = 1
+    for leaf in leaves:
+        if isinstance(leaf, Tracer) and not leaf._var.is_const:
+            var = leaf._var
+            pos_leaves.append(
+                np.arange(offset, offset + var.size, dtype=np.int64).reshape(var.shape)
+            )
+            offset += var.size
+            val_leaves.append(var.value)
+            in_vars.append(var)
+        else:
+            val = leaf._var.value if isinstance(leaf, Tracer) else leaf
+            val_leaves.append(val)
+            pos_leaves.append(np.zeros(np.shape(val), dtype=np.int64))
+    a_pos, k_pos = rebuild(pos_leaves)
+    a_val, k_val = rebuild(val_leaves)
+    extra = position_kwargs(*args, **kwargs) if position_kwargs is not None else {}
+    positions = func(*a_pos, **{**k_pos, **extra})
+    value = func(*a_val, **k_val)
+    if isinstance(value, (list, tuple)):
+        return type(value)(
+            gather_from_positions(trace, in_vars, p, v)
+            for p, v in zip(positions, value, strict=True)
+        )
+    return gather_from_positions(trace, in_vars, positions, value)
+
+
+def _holds_leaf(obj: Any, leaves: list[Any]) -> bool:
+    if any(obj is leaf for leaf in leaves):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_holds_leaf(o, leaves) for o in obj)
+    return False
+
+
+def _contains_tracer(obj: Any) -> bool:
+    if isinstance(obj, Tracer):
+        return not obj._var.is_const
+    if isinstance(obj, (list, tuple)):
+        return any(_contains_tracer(o) for o in obj)
+    return False
+
+
+def register_movement(
+    func: Callable[..., Any], spec: Spec = first_arg, *, note: str = "",
+    position_kwargs: Callable[..., dict[str, Any]] | None = None,
+    check: Callable[..., None] | None = None,
+) -> None:
+    """Register a data-movement numpy function traced by positions.
+
+    ``position_kwargs(*args, **kwargs)`` may override keyword arguments for the call on
+    positions (``np.pad``'s ``constant_values`` must be 0 there: "no source").
+    """
+    name = public_name(func)
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        if check is not None:
+            check(*args, **kwargs)
+        return apply_movement(func, name, args, kwargs, spec, position_kwargs)
+
+    register_function(func, family="movement", via="gather", note=note)(handler)
+
+
+# ---------------------------------------------------------------------------------------
+# the table
+# ---------------------------------------------------------------------------------------
+
+_PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric", "empty")
+
+
+def _check_pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> None:
+    if callable(mode) or mode not in _PAD_MODES:
+        raise UnsupportedPrimitiveError(
+            "numpy.pad", f"mode={mode!r}; supported modes are {list(_PAD_MODES)}"
+        )
+    if _contains_tracer(kwargs.get("constant_values")):
+        raise UnsupportedPrimitiveError("numpy.pad", "a traced `constant_values=`")
+
+
+for _f in (
+    np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis, np.squeeze,
+    np.expand_dims, np.broadcast_to, np.roll, np.flip, np.fliplr, np.flipud, np.rot90,
+    np.tile, np.repeat, np.diagonal, np.diag, np.diagflat, np.tril, np.triu, np.take,
+    np.take_along_axis, np.copy, np.resize, np.delete, np.split, np.array_split, np.hsplit,
+    np.vsplit, np.dsplit, np.matrix_transpose, np.permute_dims, np.unstack,
+):
+    register_movement(_f)
+
+def _pad_positions(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any
+                   ) -> dict[str, Any]:
+    return {"constant_values": 0} if mode == "constant" else {}
+
+
+register_movement(np.pad, note=f"modes {', '.join(_PAD_MODES)}", check=_check_pad,
+                  position_kwargs=_pad_positions)
+register_movement(np.compress, args_at(1), note="constant condition")
+register_movement(np.insert, args_at(0, 2))
+register_movement(np.append, args_at(0, 1))
+for _f in (np.concatenate, np.concat, np.stack, np.hstack, np.vstack, np.dstack,
+           np.column_stack, np.block):
+    register_movement(_f, sequence_arg)
+for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays, np.meshgrid):
+    register_movement(_f, all_args)

@@ -1,0 +1,576 @@
+"""Reductions and scans: ``sum``, ``prod``, ``max``, ``min``, ``cumsum``, ``cumprod``, and the
+composites built on them (``mean``, ``var``, ``std``, ``average``, ``trace``, ``ptp``).
+
+Every reduction over ``axes`` groups the input elements by output element; the pattern rule is
+``deps_out = R @ deps_in`` with the 0/1 group matrix ``R`` (:func:`group_matrix`), built from
+index arrays. The tangent and cotangent rules use numpy's own reductions on blocks with the seed
+axis leading (``t.sum(axis=axes + 1)``), which is faster than a sparse product.
+
+``max``/``min`` have a value-dependent derivative: the global pattern is the whole group (any
+element can be the largest for some x), the local pattern and the derivative take the first
+arg-extremum, as ``np.argmax`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.primitives import _deps
+from sparsejac.primitives.core import (
+    Deps,
+    Primitive,
+    bind,
+    register_function,
+    register_ufunc,
+)
+from sparsejac.tracing.program import Node
+from sparsejac.tracing.tracer import Tracer
+
+__all__ = ["CUMPROD", "CUMSUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_SUM",
+           "group_matrix", "normalize_axes"]
+
+_NoValue = np._NoValue  # type: ignore[attr-defined]
+
+
+def normalize_axes(axis: Any, ndim: int, name: str) -> tuple[int, ...]:
+    """Sorted non-negative axes of a reduction (``None``: all)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if np.isscalar(axis) or isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+def _out_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+    if keepdims:
+        return _keep_shape(shape, axes)
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def group_matrix(shape: tuple[int, ...], axes: tuple[int, ...]) -> sp.csr_array:
+    """0/1 matrix (out_size × in_size): which input elements a reduction over ``axes`` sums."""
+    keep = _keep_shape(shape, axes)
+    out_size = int(np.prod(keep, dtype=np.int64))
+    in_size = int(np.prod(shape, dtype=np.int64))
+    groups = np.broadcast_to(np.arange(out_size, dtype=np.int64).reshape(keep), shape).ravel()
+    return sp.csr_array(
+        (np.ones(in_size, dtype=bool), (groups, np.arange(in_size, dtype=np.int64))),
+        shape=(out_size, in_size),
+    )
+
+
+def _lanes(a: np.ndarray, axes: tuple[int, ...], lead: int = 0) -> np.ndarray:
+    """View ``a`` (with ``lead`` leading axes kept) as ``(*lead_shape, out_size, L)``."""
+    nd = a.ndim - lead
+    rest = [i for i in range(nd) if i not in axes]
+    perm = list(range(lead)) + [lead + i for i in rest] + [lead + i for i in axes]
+    moved = np.transpose(a, perm)
+    lead_shape = a.shape[:lead]
+    out_size = int(np.prod([a.shape[lead + i] for i in rest], dtype=np.int64))
+    length = int(np.prod([a.shape[lead + i] for i in axes], dtype=np.int64))
+    return moved.reshape((*lead_shape, out_size, length))
+
+
+def _unlanes(g: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...]) -> np.ndarray:
+    """Inverse of :func:`_lanes` with one leading axis: ``(q, out_size, L)`` -> ``(q, *shape)``."""
+    rest = [i for i in range(len(shape)) if i not in axes]
+    moved_shape = (g.shape[0], *[shape[i] for i in rest], *[shape[i] for i in axes])
+    perm = [0] + [1 + i for i in rest] + [1 + i for i in axes]
+    inv = np.argsort(perm)
+    return np.transpose(g.reshape(moved_shape), inv)
+
+
+class _Reduction(Primitive):
+    """Shared pattern rule: the group matrix (a whole group in global mode)."""
+
+    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
+        if deps[0] is None:
+            return None
+        shape = node.inputs[0].shape
+        return _deps.apply_linear(group_matrix(shape, node.params["axes"]), deps[0])
+
+
+class ReduceSum(_Reduction):
+    """``np.sum`` over ``axes``."""
+
+    name = "reduce_sum"
+
+    def impl(self, *vals: Any, axes: tuple[int, ...], keepdims: bool, **p: Any) -> np.ndarray:
+        """``np.sum``."""
+        return np.asarray(np.sum(vals[0], axis=axes, keepdims=keepdims, dtype=p.get("dtype")))
+
+    def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
+            out: Any) -> np.ndarray | None:
+        """Sum the tangent block over the same axes (shifted past the seed axis)."""
+        t = tangents[0]
+        if t is None:
+            return None
+        axes = tuple(a + 1 for a in node.params["axes"])
+        return np.sum(t, axis=axes, keepdims=node.params["keepdims"])
+
+    def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+            ) -> list[np.ndarray | None]:
+        """Broadcast the cotangent back over the reduced axes."""
+        shape = node.inputs[0].shape
+        keep = _keep_shape(shape, node.params["axes"])
+        g = ct.reshape((ct.shape[0], *keep))
+        return [np.broadcast_to(g, (ct.shape[0], *shape))]
+
+
+class ReduceProd(_Reduction):
+    """``np.prod`` over ``axes``; partials are exclusive products (exact with zeros)."""
+
+    name = "reduce_prod"
+
+    def impl(self, *vals: Any, axes: tuple[int, ...], keepdims: bool, **p: Any) -> np.ndarray:
+        """``np.prod``."""
+        return np.asarray(np.prod(vals[0], axis=axes, keepdims=keepdims, dtype=p.get("dtype")))
+
+    @staticmethod
+    def _partials(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        lanes = _lanes(np.asarray(x, dtype=np.float64), axes)  # (out_size, L)
+        left = np.ones_like(lanes)
+        right = np.ones_like(lanes)
+        if lanes.shape[1] > 1:
+            left[:, 1:] = np.cumprod(lanes[:, :-1], axis=1)
+            right[:, :-1] = np.cumprod(lanes[:, :0:-1], axis=1)[:, ::-1]
+        return left * right
+
+    def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
+            out: Any) -> np.ndarray | None:
+        """``sum_lane partial * t``."""
+        t = tangents[0]
+        if t is None:
+            return None
+        axes = node.params["axes"]
+        part = self._partials(vals[0], axes)
+        res = np.einsum("pol,ol->po", _lanes(t, axes, lead=1), part)
+        return res.reshape((t.shape[0], *node.out.shape))
+
+    def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+            ) -> list[np.ndarray | None]:
+        """``partial * ct`` broadcast over each lane."""
+        axes = node.params["axes"]
+        part = self._partials(vals[0], axes)
+        g = ct.reshape(ct.shape[0], -1)[:, :, None] * part[None]
+        return [_unlanes(g, node.inputs[0].shape, axes)]
+
+
+class ReduceExtremum(_Reduction):
+    """``np.max`` / ``np.min``: derivative through the first arg-extremum of each group."""
+
+    def __init__(self, name: str, fn: Any, argfn: Any) -> None:
+        self.name = name
+        self.fn = fn
+        self.argfn = argfn
+
+    def impl(self, *vals: Any, axes: tuple[int, ...], keepdims: bool, **p: Any) -> np.ndarray:
+        """``np.max`` or ``np.min``."""
+        return np.asarray(self.fn(vals[0], axis=axes, keepdims=keepdims))
+
+    def _selected(self, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        """Flat input index of the chosen element of every group."""
+        lanes = _lanes(np.asarray(x), axes)
+        arg = self.argfn(lanes, axis=1)
+        pos = _lanes(np.arange(np.size(x), dtype=np.int64).reshape(np.shape(x)), axes)
+        return pos[np.arange(pos.shape[0]), arg]
+
+    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
+        """The whole group (global) or the chosen element (local)."""
+        if deps[0] is None:
+            return None
+        if not local:
+            return super().pattern(node, deps, local)
+        return _deps.take_rows(deps[0], self._selected(node.inputs[0].value, node.params["axes"]))
+
+    def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
+            out: Any) -> np.ndarray | None:
+        """Tangent of the chosen element."""
+        t = tangents[0]
+        if t is None:
+            return None
+        sel = self._selected(vals[0], node.params["axes"])
+        return np.take(t.reshape(t.shape[0], -1), sel, axis=1).reshape(
+            (t.shape[0], *node.out.shape))
+
+    def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+            ) -> list[np.ndarray | None]:
+        """Cotangent to the chosen element, zero elsewhere."""
+        sel = self._selected(vals[0], node.params["axes"])
+        q = ct.shape[0]
+        g = np.zeros((q, int(np.size(vals[0]))))
+        g[:, sel] = ct.reshape(q, -1)
+        return [g.reshape((q, *node.inputs[0].shape))]
+
+
+REDUCE_SUM = ReduceSum()
+REDUCE_PROD = ReduceProd()
+REDUCE_MAX = ReduceExtremum("reduce_max", np.max, np.argmax)
+REDUCE_MIN = ReduceExtremum("reduce_min", np.min, np.argmin)
+
+
+class _Scan(Primitive):
+    """Cumulative operations along one axis of a 1-D lane layout."""
+
+    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
+        """Element k of a lane depends on elements 0..k of the lane."""
+        if deps[0] is None:
+            return None
+        shape = node.inputs[0].shape
+        axis = node.params["axis"]
+        pos = _lanes(np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape), (axis,))
+        length = pos.shape[1]
+        kk, jj = np.tril_indices(length)
+        rows = pos[:, kk].ravel()
+        cols = pos[:, jj].ravel()
+        size = int(np.prod(shape))
+        r = sp.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(size, size))
+        return _deps.apply_linear(r, deps[0])
+
+
+class CumSum(_Scan):
+    """``np.cumsum`` along one axis."""
+
+    name = "cumsum"
+
+    def impl(self, *vals: Any, axis: int, **p: Any) -> np.ndarray:
+        """``np.cumsum``."""
+        return np.cumsum(vals[0], axis=axis, dtype=p.get("dtype"))
+
+    def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
+            out: Any) -> np.ndarray | None:
+        """Cumulative sum of the tangent block."""
+        t = tangents[0]
+        return None if t is None else np.cumsum(t, axis=node.params["axis"] + 1)
+
+    def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+            ) -> list[np.ndarray | None]:
+        """Reverse cumulative sum."""
+        a = node.params["axis"] + 1
+        return [np.flip(np.cumsum(np.flip(ct, a), axis=a), a)]
+
+
+class CumProd(_Scan):
+    """``np.cumprod`` along one axis; the lane Jacobian is built exactly (zeros allowed)."""
+
+    name = "cumprod"
+
+    def impl(self, *vals: Any, axis: int, **p: Any) -> np.ndarray:
+        """``np.cumprod``."""
+        return np.cumprod(vals[0], axis=axis, dtype=p.get("dtype"))
+
+    @staticmethod
+    def _lane_jacobian(x: np.ndarray, axis: int) -> np.ndarray:
+        """``D[o, k, j] = d y_k / d x_j`` for each lane o (zero for j > k)."""
+        lanes = _lanes(np.asarray(x, dtype=np.float64), (axis,))  # (M, L)
+        m, length = lanes.shape
+        excl = np.ones_like(lanes)
+        if length > 1:
+            excl[:, 1:] = np.cumprod(lanes[:, :-1], axis=1)
+        # tail[o, j, k] = prod_{j < i <= k} x_i (1 for k <= j)
+        upper = np.triu(np.ones((length, length), dtype=bool), 1)
+        a = np.where(upper[None], lanes[:, None, :], 1.0)
+        tail = np.cumprod(a, axis=2)
+        d = excl[:, :, None] * tail  # [o, j, k]
+        d = np.where(np.tril(np.ones((length, length), dtype=bool))[None].transpose(0, 2, 1),
+                     d, 0.0)
+        return d.transpose(0, 2, 1)  # [o, k, j]
+
+    def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
+            out: Any) -> np.ndarray | None:
+        """Lane Jacobian times the tangent lanes."""
+        t = tangents[0]
+        if t is None:
+            return None
+        axis = node.params["axis"]
+        d = self._lane_jacobian(vals[0], axis)
+        res = np.einsum("okj,poj->pok", d, _lanes(t, (axis,), lead=1))
+        return _unlanes(res, node.out.shape, (axis,))
+
+    def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+            ) -> list[np.ndarray | None]:
+        """Transposed lane Jacobian times the cotangent lanes."""
+        axis = node.params["axis"]
+        d = self._lane_jacobian(vals[0], axis)
+        g = np.einsum("okj,pok->poj", d, _lanes(ct, (axis,), lead=1))
+        return [_unlanes(g, node.inputs[0].shape, (axis,))]
+
+
+CUMSUM = CumSum()
+CUMPROD = CumProd()
+
+
+# ---------------------------------------------------------------------------------------
+# handlers
+# ---------------------------------------------------------------------------------------
+
+
+def _check_plain(name: str, out: Any = None, where: Any = _NoValue, initial: Any = _NoValue,
+                 **extra: Any) -> None:
+    if where is not _NoValue and where is not True:
+        raise UnsupportedPrimitiveError(name, "the `where=` argument is not supported")
+    if initial is not _NoValue and initial is not None:
+        raise UnsupportedPrimitiveError(name, "the `initial=` argument is not supported")
+    if extra:
+        raise UnsupportedPrimitiveError(name, f"keyword arguments {sorted(extra)}")
+
+
+def _finish(res: Any, out: Any) -> Any:
+    if out is None:
+        return res
+    if not isinstance(out, Tracer):
+        raise UnsupportedPrimitiveError("out=", "a reduction into a plain numpy array")
+    out[...] = res
+    return out
+
+
+def _reduce(prim: Primitive, name: str, a: Any, axis: Any, keepdims: Any, dtype: Any = None
+            ) -> Any:
+    a_shape = np.shape(a._var.value) if isinstance(a, Tracer) else np.shape(a)
+    axes = normalize_axes(axis, len(a_shape), name)
+    params: dict[str, Any] = {"axes": axes, "keepdims": bool(keepdims)}
+    if dtype is not None:
+        params["dtype"] = np.dtype(dtype)
+    return bind(prim, (a,), params)
+
+
+@register_function(np.sum, family="reductions", via="reduce_sum")
+def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False,
+         **kw: Any) -> Any:
+    _check_plain("numpy.sum", **kw)
+    return _finish(_reduce(REDUCE_SUM, "numpy.sum", a, axis, keepdims, dtype), out)
+
+
+@register_function(np.prod, family="reductions", via="reduce_prod")
+def _prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False,
+          **kw: Any) -> Any:
+    _check_plain("numpy.prod", **kw)
+    return _finish(_reduce(REDUCE_PROD, "numpy.prod", a, axis, keepdims, dtype), out)
+
+
+@register_function(np.max, np.amax, family="reductions", via="reduce_max")
+def _max(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
+    _check_plain("numpy.max", **kw)
+    return _finish(_reduce(REDUCE_MAX, "numpy.max", a, axis, keepdims), out)
+
+
+@register_function(np.min, np.amin, family="reductions", via="reduce_min")
+def _min(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
+    _check_plain("numpy.min", **kw)
+    return _finish(_reduce(REDUCE_MIN, "numpy.min", a, axis, keepdims), out)
+
+
+def _scan(prim: Primitive, name: str, a: Any, axis: Any, dtype: Any) -> Any:
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    ndim = len(np.shape(a._var.value)) if isinstance(a, Tracer) else np.ndim(a)
+    (ax,) = normalize_axes(axis, ndim, name)
+    params: dict[str, Any] = {"axis": ax}
+    if dtype is not None:
+        params["dtype"] = np.dtype(dtype)
+    return bind(prim, (a,), params)
+
+
+@register_function(np.cumsum, np.cumulative_sum, family="reductions", via="cumsum")
+def _cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+            include_initial: bool = False) -> Any:
+    if include_initial:
+        raise UnsupportedPrimitiveError("numpy.cumulative_sum", "include_initial=True")
+    return _finish(_scan(CUMSUM, "numpy.cumsum", a, axis, dtype), out)
+
+
+@register_function(np.cumprod, np.cumulative_prod, family="reductions", via="cumprod")
+def _cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+             include_initial: bool = False) -> Any:
+    if include_initial:
+        raise UnsupportedPrimitiveError("numpy.cumulative_prod", "include_initial=True")
+    return _finish(_scan(CUMPROD, "numpy.cumprod", a, axis, dtype), out)
+
+
+# ufunc methods: np.add.reduce(x, axis) and friends (axis defaults to 0 for ufunc.reduce)
+
+def _ufunc_reduce(prim: Primitive, name: str) -> Any:
+    def handler(a: Any, axis: Any = 0, dtype: Any = None, out: Any = None,
+                keepdims: bool = False, **kw: Any) -> Any:
+        _check_plain(name, **kw)
+        return _finish(_reduce(prim, name, a, axis, keepdims, dtype), out)
+
+    return handler
+
+
+def _ufunc_accumulate(prim: Primitive, name: str) -> Any:
+    def handler(a: Any, axis: int = 0, dtype: Any = None, out: Any = None) -> Any:
+        return _finish(_scan(prim, name, a, axis, dtype), out)
+
+    return handler
+
+
+register_ufunc(np.add, "reduce", _ufunc_reduce(REDUCE_SUM, "numpy.add.reduce"),
+               family="reductions", via="reduce_sum")
+register_ufunc(np.multiply, "reduce", _ufunc_reduce(REDUCE_PROD, "numpy.multiply.reduce"),
+               family="reductions", via="reduce_prod")
+register_ufunc(np.maximum, "reduce", _ufunc_reduce(REDUCE_MAX, "numpy.maximum.reduce"),
+               family="reductions", via="reduce_max")
+register_ufunc(np.minimum, "reduce", _ufunc_reduce(REDUCE_MIN, "numpy.minimum.reduce"),
+               family="reductions", via="reduce_min")
+register_ufunc(np.add, "accumulate", _ufunc_accumulate(CUMSUM, "numpy.add.accumulate"),
+               family="reductions", via="cumsum")
+register_ufunc(np.multiply, "accumulate", _ufunc_accumulate(CUMPROD, "numpy.multiply.accumulate"),
+               family="reductions", via="cumprod")
+
+
+# -- composites ----------------------------------------------------------------------------
+
+
+def _count(a: Any, axis: Any) -> int:
+    shape = np.shape(a._var.value) if isinstance(a, Tracer) else np.shape(a)
+    axes = normalize_axes(axis, len(shape), "count")
+    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+
+
+@register_function(np.mean, family="reductions", via="composite: sum")
+def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False,
+          **kw: Any) -> Any:
+    _check_plain("numpy.mean", **kw)
+    return _finish(np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims) / _count(a, axis), out)
+
+
+@register_function(np.var, family="reductions", via="composite: sum")
+def _var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+         keepdims: Any = False, **kw: Any) -> Any:
+    _check_plain("numpy.var", **kw)
+    dev = a - np.mean(a, axis=axis, keepdims=True)
+    res = np.sum(dev * dev, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
+    return _finish(res, out)
+
+
+@register_function(np.std, family="reductions", via="composite: sum, sqrt")
+def _std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+         keepdims: Any = False, **kw: Any) -> Any:
+    _check_plain("numpy.std", **kw)
+    return _finish(np.sqrt(np.var(a, axis=axis, ddof=ddof, keepdims=keepdims)), out)
+
+
+@register_function(np.average, family="reductions", via="composite: sum")
+def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
+             keepdims: Any = False) -> Any:
+    if weights is None:
+        avg = np.mean(a, axis=axis, keepdims=keepdims)
+        scl = _count(a, axis)
+    else:
+        if np.ndim(weights) != np.ndim(a):
+            if axis is None or np.ndim(weights) != 1:
+                raise UnsupportedPrimitiveError("numpy.average", "weights of another shape")
+            ax = normalize_axes(axis, np.ndim(a), "numpy.average")[0]
+            shape = [1] * np.ndim(a)
+            shape[ax] = -1
+            weights = np.reshape(weights, shape)
+        scl = np.sum(weights * np.ones_like(a), axis=axis, keepdims=keepdims)
+        avg = np.sum(a * weights, axis=axis, keepdims=keepdims) / scl
+    return (avg, scl) if returned else avg
+
+
+@register_function(np.ptp, family="reductions", via="composite: max, min")
+def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False) -> Any:
+    return _finish(np.max(a, axis=axis, keepdims=keepdims) - np.min(a, axis=axis,
+                                                                    keepdims=keepdims), out)
+
+
+@register_function(np.trace, family="reductions", via="composite: diagonal, sum")
+def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+           out: Any = None) -> Any:
+    return _finish(np.sum(np.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype), out)
+
+
+@register_function(np.diff, family="reductions", via="composite: indexing, subtract")
+def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = _NoValue, append: Any = _NoValue
+          ) -> Any:
+    if prepend is not _NoValue or append is not _NoValue:
+        parts = []
+        nd = np.ndim(a)
+        ax = normalize_axes(axis, nd, "numpy.diff")[0]
+        for extra in (prepend,):
+            if extra is not _NoValue:
+                parts.append(_along(extra, a, ax))
+        parts.append(a)
+        if append is not _NoValue:
+            parts.append(_along(append, a, ax))
+        a = np.concatenate(parts, axis=ax)
+    nd = np.ndim(a)
+    ax = normalize_axes(axis, nd, "numpy.diff")[0]
+    for _ in range(int(n)):
+        hi = [slice(None)] * nd
+        lo = [slice(None)] * nd
+        hi[ax] = slice(1, None)
+        lo[ax] = slice(None, -1)
+        a = a[tuple(hi)] - a[tuple(lo)]
+    return a
+
+
+def _along(extra: Any, a: Any, ax: int) -> Any:
+    if np.ndim(extra) == 0:
+        shape = list(np.shape(a))
+        shape[ax] = 1
+        return np.broadcast_to(extra, tuple(shape))
+    return extra
+
+
+# zero-derivative reductions and queries (results carry no dependencies)
+
+
+class _ZeroReduction(Primitive):
+    zero_derivative = True
+
+    def __init__(self, name: str, fn: Any) -> None:
+        self.name = name
+        self.fn = fn
+
+    def impl(self, *vals: Any, **params: Any) -> np.ndarray:
+        return np.asarray(self.fn(vals[0], **params))
+
+    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
+        return None
+
+    def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
+            out: Any) -> np.ndarray | None:
+        return None
+
+    def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+            ) -> list[np.ndarray | None]:
+        return [None] * len(node.inputs)
+
+
+def _zero_reduction(func: Any, name: str) -> None:
+    prim = _ZeroReduction(name, func)
+
+    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
+                **kw: Any) -> Any:
+        params: dict[str, Any] = {"axis": axis}
+        if keepdims:
+            params["keepdims"] = True
+        params.update(kw)
+        return _finish(bind(prim, (a,), params), out)
+
+    register_function(func, family="reductions", via=f"{name} (zero derivative)")(handler)
+
+
+for _f, _n in ((np.all, "all"), (np.any, "any"), (np.argmax, "argmax"), (np.argmin, "argmin"),
+               (np.count_nonzero, "count_nonzero")):
+    _zero_reduction(_f, _n)

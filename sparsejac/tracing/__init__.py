@@ -1,0 +1,150 @@
+"""Tracing: run a numpy function on Tracers and record it as a :class:`Program`.
+
+:func:`trace` is the one entry point used by detection and by both AD modes. It validates
+``x``, runs ``f`` once on a Tracer standing for ``x`` (plus non-differentiated *params*, such
+as an ODE's ``t``), and checks what ``f`` returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from sparsejac.tracing.program import (
+    INPUT,
+    PARAM,
+    Node,
+    Program,
+    Trace,
+    Var,
+    recording,
+)
+from sparsejac.tracing.tracer import Tracer
+
+__all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "trace"]
+
+
+def as_float_input(x: Any, name: str = "x") -> np.ndarray:
+    """``x`` as a fresh float64 array, or a clear error for what cannot be differentiated."""
+    if isinstance(x, Tracer):
+        raise TypeError(f"`{name}` is already a traced array; nested tracing is not supported")
+    try:
+        arr = np.array(x, copy=True)
+    except Exception as exc:
+        raise TypeError(f"`{name}` must be an array of real numbers; got {type(x).__name__}") from exc
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        kind = "complex numbers" if arr.dtype.kind == "c" else f"dtype {arr.dtype}"
+        raise TypeError(f"`{name}` must be an array of real numbers; got an array of {kind}")
+    if arr.size == 0:
+        raise ValueError(f"`{name}` must have at least one element; got shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
+        raise ValueError(
+            f"`{name}` must be finite; element {bad} (flat index) is {arr.ravel()[bad]}"
+        )
+    return arr
+
+
+@contextmanager
+def _scipy_sparse_defers() -> Iterator[None]:
+    """Let ``L @ tracer`` reach ``Tracer.__rmatmul__`` for a scipy.sparse ``L``.
+
+    scipy's ``_matmul_dispatch`` would otherwise convert the Tracer with ``np.asarray``. While
+    a trace runs it returns ``NotImplemented`` for Tracers (and only for them), so Python
+    falls back to the Tracer's reflected operator.
+    """
+    try:
+        from scipy.sparse._base import _spbase
+    except ImportError:  # pragma: no cover - scipy moved its base class
+        yield
+        return
+    original = _spbase.__dict__["_matmul_dispatch"]
+    if getattr(original, "_sparsejac_patch", False):
+        yield
+        return
+
+    def _matmul_dispatch(self: Any, other: Any) -> Any:
+        if isinstance(other, Tracer):
+            return NotImplemented
+        return original(self, other)
+
+    _matmul_dispatch._sparsejac_patch = True  # type: ignore[attr-defined]
+    _spbase._matmul_dispatch = _matmul_dispatch
+    try:
+        yield
+    finally:
+        _spbase._matmul_dispatch = original
+
+
+def _output_var(trace: Trace, out: Any, name: str) -> Var:
+    from sparsejac.primitives.creation import as_traced_array
+
+    if isinstance(out, (list, tuple)):
+        out = as_traced_array(out)
+    if isinstance(out, Tracer):
+        if out._trace is not trace:
+            raise ValueError(f"`{name}` returned an array from another trace")
+        var = out._var
+    elif isinstance(out, (bool, int, float, np.number, np.bool_, np.ndarray)):
+        var = trace.const(np.asarray(out))
+    else:
+        raise TypeError(
+            f"`{name}` must return an array of numbers (or a list of them); "
+            f"got {type(out).__name__}"
+        )
+    if var.dtype == object or var.dtype.kind not in "biuf":
+        kind = "complex numbers" if var.dtype.kind == "c" else f"dtype {var.dtype}"
+        raise TypeError(f"`{name}` must return real numbers; it returned an array of {kind}")
+    if var.dtype.kind == "b":
+        raise TypeError(
+            f"`{name}` returned a boolean array; a Jacobian needs numbers (convert with "
+            ".astype(float) if that is what you mean)"
+        )
+    return var
+
+
+def trace(
+    f: Callable[..., Any],
+    x: Any,
+    *,
+    local: bool = False,
+    params: Sequence[Any] = (),
+    name: str = "f",
+) -> Program:
+    """Record ``f(x, *params)`` as a program.
+
+    Parameters
+    ----------
+    f : callable
+        Called once as ``f(x_tracer, *param_tracers)``.
+    x : array_like
+        The point; its values are used to evaluate ``f`` (never mutated).
+    local : bool
+        Allow Python control flow on traced values (the program is then valid at ``x`` only).
+    params : sequence of array_like
+        Further traced, non-differentiated inputs.
+    name : str
+        Name of ``f`` in error messages.
+
+    Returns
+    -------
+    Program
+    """
+    import sparsejac.primitives  # noqa: F401  (registers every family)
+
+    x_arr = as_float_input(x)
+    tr = Trace(local=local)
+    xvar = tr.new_input(x_arr, INPUT)
+    pvars = tuple(tr.new_input(np.asarray(p), PARAM) for p in params)
+    with recording(tr), _scipy_sparse_defers():
+        result = f(Tracer(tr, xvar), *(Tracer(tr, v) for v in pvars))
+        out = _output_var(tr, result, name)
+    return Program(
+        x=xvar, params=pvars, nodes=tr.nodes, out=out,
+        value_dependent=tr.value_dependent, local=local,
+    )
+

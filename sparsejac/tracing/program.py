@@ -1,0 +1,216 @@
+"""The recorded program: variables, nodes, and the trace that records them.
+
+Running ``f`` on a :class:`~sparsejac.tracing.tracer.Tracer` records every numpy call as a
+:class:`Node` (a primitive applied to :class:`Var` inputs with static parameters) into a
+:class:`Trace`; the finished trace is a :class:`Program`, a straight-line program in SSA
+form. Detection, forward mode and reverse mode are interpreters over that program, so the
+numpy-facing part (dispatch, argument parsing) is written once.
+
+Vocabulary
+----------
+* **input** – the array ``x`` we differentiate with respect to (one per program).
+* **param** – a further argument of ``f`` that is traced but not differentiated
+  (the time ``t`` of an ODE right-hand side). Replays may give it new values.
+* **const** – a value that does not depend on any input (folded at trace time, never
+  recorded as a node).
+* **active** – a variable with a path of non-zero-derivative operations from ``x``; only
+  active variables carry dependency sets, tangents and cotangents.
+
+Every variable keeps the value it had at the trace point, so a program recorded at ``x0``
+also *is* the evaluation of ``f(x0)`` (reverse mode reuses those values).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sparsejac.primitives.core import Primitive
+
+__all__ = ["Node", "Program", "Trace", "Var", "current_trace"]
+
+_ids = itertools.count()
+
+INPUT, PARAM, CONST, NODE = "input", "param", "const", "node"
+
+
+class Var:
+    """One SSA value of a recorded program.
+
+    Attributes
+    ----------
+    shape : tuple of int
+    dtype : numpy.dtype
+    kind : {"input", "param", "const", "node"}
+    active : bool
+        Whether derivatives with respect to the input can flow through this value.
+    value : ndarray
+        The value at the trace point (for constants, the constant itself).
+    """
+
+    __slots__ = ("active", "dtype", "id", "kind", "shape", "value")
+
+    def __init__(self, value: Any, kind: str, active: bool) -> None:
+        arr = np.asarray(value)
+        # Python scalars stay Python scalars so that numpy's promotion rules (NEP 50: a
+        # Python float does not widen a float32 array) are the same in replays as in f.
+        weak = isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic)
+        self.value = value if weak else arr
+        self.shape: tuple[int, ...] = arr.shape
+        self.dtype: np.dtype[Any] = arr.dtype
+        self.kind = kind
+        self.active = active
+        self.id = next(_ids)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def is_const(self) -> bool:
+        """True when the value does not depend on any input or param."""
+        return self.kind == CONST
+
+    def __repr__(self) -> str:
+        tag = "*" if self.active else ""
+        return f"%{self.id}{tag}:{self.kind}{list(self.shape)}"
+
+
+@dataclass(eq=False)
+class Node:
+    """A primitive applied to input variables with static parameters."""
+
+    prim: Primitive
+    inputs: tuple[Var, ...]
+    params: dict[str, Any]
+    out: Var
+
+    def __repr__(self) -> str:
+        args = ", ".join(map(repr, self.inputs))
+        return f"{self.out!r} = {self.prim.name}({args})"
+
+
+@dataclass(eq=False)
+class Program:
+    """A finished trace: ``out = f(x, *params)`` as a list of nodes.
+
+    Attributes
+    ----------
+    x : Var
+        The differentiated input (its value is the trace point).
+    params : tuple of Var
+        Non-differentiated traced inputs.
+    nodes : list of Node
+        In execution order.
+    out : Var
+        The output (possibly a constant when ``f`` does not depend on ``x``).
+    value_dependent : bool
+        True when the trace consulted values (local mode): the program is then valid at the
+        trace point only, and must be recorded again for another ``x``.
+    """
+
+    x: Var
+    params: tuple[Var, ...]
+    nodes: list[Node]
+    out: Var
+    value_dependent: bool = False
+    local: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_in(self) -> int:
+        """Size of ``x``."""
+        return self.x.size
+
+    @property
+    def n_out(self) -> int:
+        """Size of the output."""
+        return self.out.size
+
+    def active_nodes(self) -> list[Node]:
+        """The nodes whose output is active, in execution order."""
+        return [nd for nd in self.nodes if nd.out.active]
+
+    def __repr__(self) -> str:
+        lines = [f"Program(x={self.x!r}, params={self.params!r}) {{"]
+        lines += [f"  {nd!r}" for nd in self.nodes]
+        lines.append(f"  return {self.out!r}\n}}")
+        return "\n".join(lines)
+
+
+class Trace:
+    """The recording in progress. Tracers point at their trace; nodes are appended here.
+
+    Parameters
+    ----------
+    local : bool
+        Local mode lets Python control flow read values (the program is then marked
+        ``value_dependent``); global mode refuses with a ConcretizationError.
+    """
+
+    def __init__(self, *, local: bool) -> None:
+        self.local = local
+        self.nodes: list[Node] = []
+        self.value_dependent = False
+        self.closed = False
+
+    def new_input(self, value: np.ndarray, kind: str) -> Var:
+        """A fresh input (active) or param (inactive) variable."""
+        return Var(value, kind, active=(kind == INPUT))
+
+    def const(self, value: Any) -> Var:
+        """A constant variable (nothing recorded)."""
+        return Var(value, CONST, active=False)
+
+    def emit(
+        self, prim: Primitive, inputs: tuple[Var, ...], params: dict[str, Any], value: np.ndarray
+    ) -> Var:
+        """Record ``prim(*inputs, **params)`` whose value at the trace point is ``value``.
+
+        When no input depends on the inputs of the program the result is folded into a
+        constant and nothing is recorded.
+        """
+        if self.closed:
+            raise RuntimeError(
+                "a traced array was used after its trace ended (was it stored in a global "
+                "or returned inside another object?)"
+            )
+        value = np.asarray(value)
+        if all(v.kind == CONST for v in inputs):
+            return Var(value, CONST, active=False)
+        active = (not prim.zero_derivative) and any(v.active for v in inputs)
+        if active and value.dtype.kind not in "fc":
+            active = False  # integer and boolean results carry no derivative
+        out = Var(value, NODE, active=active)
+        self.nodes.append(Node(prim, inputs, params, out))
+        return out
+
+    def mark_value_dependent(self, what: str) -> None:
+        """Note that the trace consulted a value (allowed in local mode only)."""
+        self.value_dependent = True
+
+
+_STACK: list[Trace] = []
+
+
+def current_trace() -> Trace | None:
+    """The innermost trace being recorded, or ``None``."""
+    return _STACK[-1] if _STACK else None
+
+
+@contextmanager
+def recording(trace: Trace) -> Iterator[Trace]:
+    """Make ``trace`` the current trace for the duration of the block."""
+    _STACK.append(trace)
+    try:
+        yield trace
+    finally:
+        _STACK.pop()
+        trace.closed = True

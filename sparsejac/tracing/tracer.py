@@ -1,0 +1,484 @@
+"""The Tracer: an ndarray stand-in that records every numpy call made on it.
+
+numpy hands a call to :meth:`Tracer.__array_ufunc__` (ufuncs and their methods such as
+``np.add.at``) or :meth:`Tracer.__array_function__` (everything else, e.g. ``np.roll``)
+whenever a Tracer is among the arguments. Both look the call up in the primitive registry
+(:mod:`sparsejac.primitives.core`); an unknown call raises
+:class:`~sparsejac.errors.UnsupportedPrimitiveError`, never a guess.
+
+Conversions to plain Python values are where tracing meets Python control flow:
+
+* ``bool()``, ``int()``, ``operator.index()`` have zero derivative, so local mode answers
+  them from the value at the trace point (and marks the program value-dependent); global
+  mode refuses with :class:`~sparsejac.errors.ConcretizationError`;
+* ``float()``, ``complex()``, ``.item()``, ``.tolist()``, ``np.asarray()`` would drop the
+  derivative, so they are refused for any value that depends on ``x``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sparsejac.errors import ConcretizationError, TracedConversionError
+from sparsejac.tracing.program import CONST, Trace, Var
+
+__all__ = ["Tracer", "concretize", "is_tracer"]
+
+_GLOBAL_HINT = (
+    "A global sparsity pattern must hold for every x, so it cannot follow a branch chosen by "
+    "the values. Use np.where / np.maximum / np.clip for value-dependent choices, or ask for "
+    "a pattern valid at this x only with local=True."
+)
+
+
+class Tracer:
+    """Array-like stand-in for an intermediate value of the traced function.
+
+    Users never build one: :func:`sparsejac.jacobian_sparsity` and the AD entry points pass
+    a Tracer to ``f`` in place of ``x``. It supports numpy's operators, methods and the
+    functions listed in ``docs/supported.md``.
+    """
+
+    __slots__ = ("_trace", "_var")
+    __array_priority__ = 1000.0
+    __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
+
+    def __init__(self, trace: Trace, var: Var) -> None:
+        self._trace = trace
+        self._var = var
+
+    # -- array attributes ----------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the traced array."""
+        return self._var.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """Dtype of the traced array."""
+        return self._var.dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self._var.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return self._var.size
+
+    @property
+    def T(self) -> Tracer:  # noqa: N802 - numpy's name
+        """Transpose (reversed axes), as ``ndarray.T``."""
+        return np.transpose(self)  # type: ignore[return-value]
+
+    @property
+    def mT(self) -> Tracer:  # noqa: N802 - numpy's name
+        """Transpose of the last two axes, as ``ndarray.mT``."""
+        return np.swapaxes(self, -1, -2)  # type: ignore[return-value]
+
+    @property
+    def real(self) -> Tracer:
+        """Real part (the array itself for real dtypes)."""
+        return np.real(self)  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        kind = "active" if self._var.active else ("constant" if self._var.is_const else "inactive")
+        return f"Tracer(shape={self.shape}, dtype={self.dtype}, {kind})"
+
+    # -- numpy protocols -----------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from sparsejac.primitives.core import dispatch_ufunc
+
+        return dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        from sparsejac.primitives.core import dispatch_function
+
+        return dispatch_function(func, args, kwargs)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self._var.is_const:
+            return np.asarray(self._var.value, dtype=dtype)
+        raise TracedConversionError(
+            f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array "
+            "(np.asarray / np.array, or assignment into an array made by np.zeros(shape) / "
+            "np.empty(shape)). That would lose its dependence on x. Drop the np.asarray call "
+            "(the traced array already behaves like an ndarray), or create output arrays from "
+            "x: out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x)."
+        )
+
+    # -- conversions to Python values ------------------------------------------------------
+
+    def _concrete_zero_derivative(self, what: str) -> np.ndarray:
+        """Value for an operation whose result has zero derivative (bool, int, index)."""
+        var = self._var
+        if var.is_const:
+            return var.value
+        if not self._trace.local:
+            raise ConcretizationError(f"{what} of a traced array: {_GLOBAL_HINT}")
+        self._trace.mark_value_dependent(what)
+        return var.value
+
+    def _concrete_value(self, what: str) -> np.ndarray:
+        """Value for a conversion that would drop the derivative (float, item, tolist)."""
+        var = self._var
+        if var.is_const:
+            return var.value
+        if var.active:
+            raise TracedConversionError(
+                f"{what} of a traced array that depends on x would drop that dependence; keep "
+                "the computation in numpy (e.g. y[0] instead of float(y[0]))."
+            )
+        return self._concrete_zero_derivative(what)
+
+    def __bool__(self) -> bool:
+        return bool(self._concrete_zero_derivative("bool()"))
+
+    def __int__(self) -> int:
+        return int(self._concrete_zero_derivative("int()"))
+
+    def __index__(self) -> int:
+        v = self._concrete_zero_derivative("use as an index (operator.index)")
+        return v.__index__()  # type: ignore[no-any-return]
+
+    def __float__(self) -> float:
+        return float(self._concrete_value("float()"))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete_value("complex()"))
+
+    def item(self, *args: Any) -> Any:
+        """Refused for values that depend on ``x`` (see :class:`TracedConversionError`)."""
+        return self._concrete_value(".item()").item(*args)
+
+    def tolist(self) -> Any:
+        """Refused for values that depend on ``x`` (see :class:`TracedConversionError`)."""
+        return self._concrete_value(".tolist()").tolist()
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Any:
+        from sparsejac.primitives.indexing import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from sparsejac.primitives.indexing import setitem
+
+        self._rebind(setitem(self, key, value))
+
+    def _rebind(self, other: Any) -> Tracer:
+        """Make this tracer stand for ``other`` (in-place update: ``y += 1``, ``y[i] = v``)."""
+        if not isinstance(other, Tracer):
+            other = self._trace_const(other)
+        if other.shape != self.shape:
+            raise ValueError(
+                f"in-place update would change the shape from {self.shape} to {other.shape}"
+            )
+        if other.dtype != self.dtype:
+            if not np.can_cast(other.dtype, self.dtype, casting="same_kind"):
+                raise TypeError(
+                    f"cannot store a result of dtype {other.dtype} in place into a traced array "
+                    f"of dtype {self.dtype} (numpy's same_kind casting rule)"
+                )
+            other = other.astype(self.dtype)
+        self._var = other._var
+        return self
+
+    def _trace_const(self, value: Any) -> Tracer:
+        return Tracer(self._trace, self._trace.const(value))
+
+    # -- methods (each forwards to the numpy function, hence to the registry) ---------------
+
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
+        """As :meth:`numpy.ndarray.reshape`."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape, order=order)  # type: ignore[call-overload]
+
+    def ravel(self, order: str = "C") -> Any:
+        """As :meth:`numpy.ndarray.ravel`."""
+        return np.ravel(self, order=order)  # type: ignore[call-overload]
+
+    def flatten(self, order: str = "C") -> Any:
+        """As :meth:`numpy.ndarray.flatten`."""
+        return np.ravel(self, order=order)  # type: ignore[call-overload]
+
+    def transpose(self, *axes: Any) -> Any:
+        """As :meth:`numpy.ndarray.transpose`."""
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]  # type: ignore[assignment]
+        return np.transpose(self, axes or None)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Any:
+        """As :meth:`numpy.ndarray.swapaxes`."""
+        return np.swapaxes(self, axis1, axis2)
+
+    def squeeze(self, axis: Any = None) -> Any:
+        """As :meth:`numpy.ndarray.squeeze`."""
+        return np.squeeze(self, axis=axis)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        """As :meth:`numpy.ndarray.repeat`."""
+        return np.repeat(self, repeats, axis=axis)
+
+    def take(self, indices: Any, axis: Any = None, mode: str = "raise") -> Any:
+        """As :meth:`numpy.ndarray.take`."""
+        return np.take(self, indices, axis=axis, mode=mode)  # type: ignore[call-overload]
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        """As :meth:`numpy.ndarray.diagonal`."""
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **kw: Any) -> Any:
+        """As :meth:`numpy.ndarray.sum`."""
+        return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+             **kw: Any) -> Any:
+        """As :meth:`numpy.ndarray.prod`."""
+        return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+             **kw: Any) -> Any:
+        """As :meth:`numpy.ndarray.mean`."""
+        return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        """As :meth:`numpy.ndarray.max`."""
+        return np.max(self, axis=axis, out=out, keepdims=keepdims, **kw)
+
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        """As :meth:`numpy.ndarray.min`."""
+        return np.min(self, axis=axis, out=out, keepdims=keepdims, **kw)
+
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        """As :meth:`numpy.ndarray.cumsum`."""
+        return np.cumsum(self, axis=axis, dtype=dtype, out=out)
+
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        """As :meth:`numpy.ndarray.cumprod`."""
+        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """As :meth:`numpy.ndarray.all`."""
+        return np.all(self, axis=axis, out=out, keepdims=keepdims)
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """As :meth:`numpy.ndarray.any`."""
+        return np.any(self, axis=axis, out=out, keepdims=keepdims)
+
+    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """As :meth:`numpy.ndarray.argmax`."""
+        return np.argmax(self, axis=axis, out=out, keepdims=keepdims)
+
+    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """As :meth:`numpy.ndarray.argmin`."""
+        return np.argmin(self, axis=axis, out=out, keepdims=keepdims)
+
+    def dot(self, b: Any, out: Any = None) -> Any:
+        """As :meth:`numpy.ndarray.dot`."""
+        return np.dot(self, b, out=out)
+
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kw: Any) -> Any:  # noqa: A002
+        """As :meth:`numpy.ndarray.clip`."""
+        return np.clip(self, min, max, out=out, **kw)
+
+    def conj(self) -> Any:
+        """As :meth:`numpy.ndarray.conj`."""
+        return np.conjugate(self)
+
+    conjugate = conj
+
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        """As :meth:`numpy.ndarray.round`."""
+        return np.round(self, decimals, out=out)
+
+    def copy(self, order: str = "C") -> Any:
+        """As :meth:`numpy.ndarray.copy`: a traced copy."""
+        return np.copy(self)
+
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True) -> Any:
+        """As :meth:`numpy.ndarray.astype`."""
+        from sparsejac.primitives.elementwise import astype
+
+        return astype(self, dtype)
+
+    def fill(self, value: Any) -> None:
+        """As :meth:`numpy.ndarray.fill`: set every element."""
+        self[...] = value
+
+    # -- operators -------------------------------------------------------------------------
+
+    def __neg__(self) -> Any:
+        return np.negative(self)
+
+    def __pos__(self) -> Any:
+        return np.positive(self)
+
+    def __abs__(self) -> Any:
+        return np.absolute(self)
+
+    def __invert__(self) -> Any:
+        return np.invert(self)
+
+    def __add__(self, o: Any) -> Any:
+        return np.add(self, o)
+
+    def __radd__(self, o: Any) -> Any:
+        return np.add(o, self)
+
+    def __sub__(self, o: Any) -> Any:
+        return np.subtract(self, o)
+
+    def __rsub__(self, o: Any) -> Any:
+        return np.subtract(o, self)
+
+    def __mul__(self, o: Any) -> Any:
+        return np.multiply(self, o)
+
+    def __rmul__(self, o: Any) -> Any:
+        return np.multiply(o, self)
+
+    def __truediv__(self, o: Any) -> Any:
+        return np.true_divide(self, o)
+
+    def __rtruediv__(self, o: Any) -> Any:
+        return np.true_divide(o, self)
+
+    def __floordiv__(self, o: Any) -> Any:
+        return np.floor_divide(self, o)
+
+    def __rfloordiv__(self, o: Any) -> Any:
+        return np.floor_divide(o, self)
+
+    def __mod__(self, o: Any) -> Any:
+        return np.remainder(self, o)
+
+    def __rmod__(self, o: Any) -> Any:
+        return np.remainder(o, self)
+
+    def __pow__(self, o: Any) -> Any:
+        return np.power(self, o)
+
+    def __rpow__(self, o: Any) -> Any:
+        return np.power(o, self)
+
+    def __matmul__(self, o: Any) -> Any:
+        return np.matmul(self, o)
+
+    def __rmatmul__(self, o: Any) -> Any:
+        return np.matmul(o, self)
+
+    def __and__(self, o: Any) -> Any:
+        return np.bitwise_and(self, o)
+
+    def __rand__(self, o: Any) -> Any:
+        return np.bitwise_and(o, self)
+
+    def __or__(self, o: Any) -> Any:
+        return np.bitwise_or(self, o)
+
+    def __ror__(self, o: Any) -> Any:
+        return np.bitwise_or(o, self)
+
+    def __xor__(self, o: Any) -> Any:
+        return np.bitwise_xor(self, o)
+
+    def __rxor__(self, o: Any) -> Any:
+        return np.bitwise_xor(o, self)
+
+    def __lt__(self, o: Any) -> Any:
+        return np.less(self, o)
+
+    def __le__(self, o: Any) -> Any:
+        return np.less_equal(self, o)
+
+    def __gt__(self, o: Any) -> Any:
+        return np.greater(self, o)
+
+    def __ge__(self, o: Any) -> Any:
+        return np.greater_equal(self, o)
+
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        return np.equal(self, o)
+
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        return np.not_equal(self, o)
+
+    def __divmod__(self, o: Any) -> Any:
+        return np.floor_divide(self, o), np.remainder(self, o)
+
+    def __rdivmod__(self, o: Any) -> Any:
+        return np.floor_divide(o, self), np.remainder(o, self)
+
+    # in-place operators rebind this tracer to the result (numpy's in-place semantics for
+    # the array itself; other views of it are not updated, see docs/limitations.md)
+    def __iadd__(self, o: Any) -> Tracer:
+        return self._rebind(np.add(self, o))
+
+    def __isub__(self, o: Any) -> Tracer:
+        return self._rebind(np.subtract(self, o))
+
+    def __imul__(self, o: Any) -> Tracer:
+        return self._rebind(np.multiply(self, o))
+
+    def __itruediv__(self, o: Any) -> Tracer:
+        return self._rebind(np.true_divide(self, o))
+
+    def __ipow__(self, o: Any) -> Tracer:
+        return self._rebind(np.power(self, o))
+
+    def __imatmul__(self, o: Any) -> Tracer:
+        return self._rebind(np.matmul(self, o))
+
+    def __ifloordiv__(self, o: Any) -> Tracer:
+        return self._rebind(np.floor_divide(self, o))
+
+    def __imod__(self, o: Any) -> Tracer:
+        return self._rebind(np.remainder(self, o))
+
+
+def is_tracer(obj: Any) -> bool:
+    """True for a :class:`Tracer`."""
+    return isinstance(obj, Tracer)
+
+
+def concretize(obj: Any, what: str) -> Any:
+    """Plain value of ``obj`` for a use that needs one (an index array, a shape).
+
+    Constants and non-tracers pass through. A traced value is allowed in local mode only
+    (it has zero derivative where it is used as an index), and marks the program
+    value-dependent.
+    """
+    if isinstance(obj, Tracer):
+        var = obj._var
+        if var.kind == CONST:
+            return var.value
+        if not obj._trace.local:
+            raise ConcretizationError(f"{what} depends on traced values: {_GLOBAL_HINT}")
+        obj._trace.mark_value_dependent(what)
+        return var.value
+    if isinstance(obj, (list, tuple)) and any(isinstance(o, Tracer) for o in obj):
+        return type(obj)(concretize(o, what) for o in obj)
+    return obj
