@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -47,19 +48,67 @@ def identity(n: int) -> Deps:
     return _csr(np.arange(n, dtype=np.int64), np.arange(n + 1, dtype=np.int64), (n, n))
 
 
+@numba.njit(cache=True)
+def _take_rows_kernel(indptr, indices, rows):  # type: ignore[no-untyped-def]  # pragma: no cover
+    m = rows.size
+    out_ptr = np.empty(m + 1, np.int64)
+    out_ptr[0] = 0
+    for i in range(m):
+        r = rows[i]
+        c = indptr[r + 1] - indptr[r] if r >= 0 else 0
+        out_ptr[i + 1] = out_ptr[i] + c
+    out_idx = np.empty(out_ptr[m], np.int64)
+    for i in range(m):
+        r = rows[i]
+        if r >= 0:
+            s = indptr[r]
+            o = out_ptr[i]
+            for k in range(indptr[r + 1] - s):
+                out_idx[o + k] = indices[s + k]
+    return out_ptr, out_idx
+
+
+@numba.njit(cache=True)
+def _union2_kernel(ap, ai, bp, bi):  # type: ignore[no-untyped-def]  # pragma: no cover
+    m = ap.size - 1
+    out_ptr = np.empty(m + 1, np.int64)
+    out_idx = np.empty(ai.size + bi.size, np.int64)
+    o = 0
+    for r in range(m):
+        out_ptr[r] = o
+        i, ie = ap[r], ap[r + 1]
+        j, je = bp[r], bp[r + 1]
+        while i < ie and j < je:
+            a = ai[i]
+            b = bi[j]
+            if a < b:
+                out_idx[o] = a
+                i += 1
+            elif b < a:
+                out_idx[o] = b
+                j += 1
+            else:
+                out_idx[o] = a
+                i += 1
+                j += 1
+            o += 1
+        while i < ie:
+            out_idx[o] = ai[i]
+            i += 1
+            o += 1
+        while j < je:
+            out_idx[o] = bi[j]
+            j += 1
+            o += 1
+    out_ptr[m] = o
+    return out_ptr, out_idx[:o]
+
+
 def take_rows(d: Deps, rows: np.ndarray) -> Deps:
     """Row ``i`` of the result is row ``rows[i]`` of ``d`` (empty where ``rows[i] < 0``)."""
-    rows = np.asarray(rows, dtype=np.int64).ravel()
-    valid = rows >= 0
-    r = np.where(valid, rows, 0)
-    indptr_in = d.indptr.astype(np.int64, copy=False)
-    starts = indptr_in[r]
-    counts = np.where(valid, indptr_in[r + 1] - starts, 0)
-    indptr = np.zeros(rows.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    total = int(indptr[-1])
-    pos = np.arange(total, dtype=np.int64) - np.repeat(indptr[:-1] - starts, counts)
-    return _csr(d.indices[pos], indptr, (rows.size, d.shape[1]))
+    rows = np.ascontiguousarray(rows, dtype=np.int64).ravel()
+    ptr, idx = _take_rows_kernel(d.indptr, d.indices, rows)
+    return _csr(idx, ptr, (rows.size, d.shape[1]))
 
 
 def keep_rows(d: Deps, keep: np.ndarray) -> Deps:
@@ -80,7 +129,8 @@ def union(terms: Sequence[Deps]) -> Deps | None:
         return terms[0]
     out = terms[0]
     for t in terms[1:]:
-        out = out + t  # scipy's sorted merge; on bool data + is logical or
+        ptr, idx = _union2_kernel(out.indptr, out.indices, t.indptr, t.indices)
+        out = _csr(idx, ptr, out.shape)
     return out
 
 

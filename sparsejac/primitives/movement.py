@@ -57,12 +57,19 @@ class GatherPlan:
     fill_mask: np.ndarray | None  # bool, where index == -1 (None if nowhere)
     fill_values: np.ndarray | None
     identity: bool  # a pure reshape of a single operand
-    operands: list[_OperandPlan] = field(default_factory=list)
+    _operands: list[_OperandPlan] | None = field(default=None, repr=False)
 
     @property
     def size(self) -> int:
         """Number of output elements."""
         return int(self.index.size)
+
+    @property
+    def operands(self) -> list[_OperandPlan]:
+        """Per-operand gather/scatter plans (built on first use: detection never needs them)."""
+        if self._operands is None:
+            self._operands = _operand_plans(self.index, self.sizes)
+        return self._operands
 
 
 def _operand_plans(index: np.ndarray, sizes: Sequence[int]) -> list[_OperandPlan]:
@@ -209,8 +216,6 @@ def gather_from_positions(trace: Trace, in_vars: Sequence[Var], positions: Any, 
         fill_values=np.ascontiguousarray(value.ravel()[fill]) if has_fill else None,
         identity=identity,
     )
-    if not identity:
-        plan.operands = _operand_plans(index, sizes)
     return Tracer(trace, trace.emit(GATHER, tuple(in_vars), {"plan": plan}, value))
 
 
