@@ -5,6 +5,7 @@ calls, colour the pattern into a few seed directions, evaluate compressed Jacobi
 with forward or reverse mode, and decompress into a ``scipy.sparse.csr_array``.
 """
 
+from sparsejac.coloring import ColoringResult, color
 from sparsejac.detection import jacobian_sparsity
 from sparsejac.errors import (
     ConcretizationError,
@@ -16,11 +17,13 @@ from sparsejac.pattern import SparsityPattern, as_pattern
 __version__ = "0.1.0"
 
 __all__ = [
+    "ColoringResult",
     "ConcretizationError",
     "SparsityPattern",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "__version__",
     "as_pattern",
+    "color",
     "jacobian_sparsity",
 ]

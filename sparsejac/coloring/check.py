@@ -1,0 +1,204 @@
+"""Slow, obviously correct checkers of colourings, for tests and ``color(..., check=True)``.
+
+Nothing here is fast or clever on purpose: each checker loops over the pattern in plain
+Python (with dicts), straight from the definition, so that it can serve as an oracle for the
+compiled kernels. Use them on small and medium matrices. (After SMC's ``check.jl`` and
+asdex's ``verify.py``.)
+
+Definition (Gebremedhin, Manne and Pothen 2005, Definition 3.1): a partition of the columns
+is *structurally orthogonal* when no row has nonzeros in two columns of the same group; then
+every nonzero ``J[i, j]`` is the single contribution of column ``j`` to ``(J @ S)[i, group
+of j]``. For rows, swap the roles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.coloring.graph import check_partition
+from sparsejac.pattern import SparsityPattern, as_pattern
+
+__all__ = ["check_groups", "check_result", "check_structurally_orthogonal"]
+
+
+def check_groups(groups: Any, length: int, *, name: str = "groups") -> int:
+    """Check that ``groups`` is an integer array of ``length`` using colours ``0..p-1``.
+
+    Every colour below the largest must be used (no empty group).
+
+    Parameters
+    ----------
+    groups : array_like of int
+        The group of every column (or row).
+    length : int
+        Expected number of entries.
+    name : str, optional
+        Argument name for error messages.
+
+    Returns
+    -------
+    int
+        The number of groups ``p``.
+
+    Raises
+    ------
+    ValueError
+        Wrong shape or dtype, a negative group, or an unused group number.
+
+    Examples
+    --------
+    >>> from sparsejac.coloring.check import check_groups
+    >>> check_groups([0, 1, 0], 3)
+    2
+    >>> check_groups([0, 2, 0], 3)
+    Traceback (most recent call last):
+        ...
+    ValueError: `groups` must use every group 0..2; group 1 is empty
+    """
+    g = np.asarray(groups)
+    if g.shape != (length,) or (g.size and g.dtype.kind not in "iu"):
+        raise ValueError(
+            f"`{name}` must be an integer array of shape ({length},); "
+            f"got {g.dtype} array of shape {g.shape}"
+        )
+    if g.size == 0:
+        return 0
+    if int(g.min()) < 0:
+        raise ValueError(f"`{name}` must be >= 0; got {int(g.min())}")
+    p = int(g.max()) + 1
+    used = set(g.tolist())
+    for c in range(p):
+        if c not in used:
+            raise ValueError(f"`{name}` must use every group 0..{p - 1}; group {c} is empty")
+    return p
+
+
+def check_structurally_orthogonal(
+    sparsity: Any, groups: Any, partition: str = "column"
+) -> None:
+    """Raise if two columns (rows) of one group share a row (column).
+
+    Parameters
+    ----------
+    sparsity : SparsityPattern, scipy sparse or array_like
+        The pattern.
+    groups : array_like of int
+        The group of every column (``"column"``) or row (``"row"``).
+    partition : {"column", "row"}
+        Which side ``groups`` describes.
+
+    Raises
+    ------
+    AssertionError
+        A conflict; the message names the row (column), the two columns (rows) and their
+        common group.
+    ValueError
+        ``groups`` is malformed (see :func:`check_groups`) or ``partition`` is unknown.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.coloring.check import check_structurally_orthogonal
+    >>> A = np.array([[1, 1, 0], [0, 1, 1]])
+    >>> check_structurally_orthogonal(A, [0, 1, 0])
+    >>> check_structurally_orthogonal(A, [0, 0, 1])
+    Traceback (most recent call last):
+        ...
+    AssertionError: row 0 has nonzeros in columns 0 and 1, both in group 0
+    """
+    check_partition(partition)
+    pat: SparsityPattern = as_pattern(sparsity)
+    if partition == "column":
+        ptr, idx, side, other, n = pat.indptr, pat.indices, "row", "columns", pat.shape[1]
+    else:
+        ptr, idx, side, other, n = pat.col_indptr, pat.col_indices, "column", "rows", pat.shape[0]
+    check_groups(groups, n)
+    g = [int(x) for x in np.asarray(groups)]
+    for line in range(ptr.size - 1):
+        owner: dict[int, int] = {}
+        for k in range(int(ptr[line]), int(ptr[line + 1])):
+            v = int(idx[k])
+            c = g[v]
+            if c in owner:
+                raise AssertionError(
+                    f"{side} {line} has nonzeros in {other} {owner[c]} and {v}, both in group {c}"
+                )
+            owner[c] = v
+
+
+def check_result(result: Any, *, J: Any = None) -> None:
+    """Check a :class:`~sparsejac.coloring.ColoringResult` from its definition.
+
+    Checks the groups (:func:`check_groups`), ``n_colors``, structural orthogonality, the
+    seed matrices, and that decompressing the compressed ``J`` gives ``J`` back exactly.
+
+    Parameters
+    ----------
+    result : ColoringResult
+        The colouring.
+    J : array_like or scipy sparse, optional
+        Values to round-trip; by default the pattern with the values ``1, 2, ..., nnz``.
+
+    Raises
+    ------
+    AssertionError
+        The colouring or its decompression is wrong.
+
+    Examples
+    --------
+    >>> import numpy as np, sparsejac
+    >>> from sparsejac.coloring.check import check_result
+    >>> check_result(sparsejac.color(np.eye(3) + np.eye(3, k=1)))
+    """
+    pat = result.pattern
+    m, n = pat.shape
+    groups = result.groups
+    n_vertices = n if result.partition == "column" else m
+    p = check_groups(groups, n_vertices)
+    if p != result.n_colors:
+        raise AssertionError(f"n_colors is {result.n_colors} but the groups use {p}")
+    check_structurally_orthogonal(pat, groups, result.partition)
+    if not (result.lower_bound <= p):
+        raise AssertionError(f"lower_bound {result.lower_bound} exceeds n_colors {p}")
+    S, W = result.seed_matrices()
+    if result.partition == "column":
+        assert S is not None and W is None and S.shape == (n, p)
+        for j in range(n):
+            if S[j].sum() != 1.0 or S[j, groups[j]] != 1.0:
+                raise AssertionError(f"S row {j} is not the unit vector of group {groups[j]}")
+    else:
+        assert W is not None and S is None and W.shape == (p, m)
+        for i in range(m):
+            if W[:, i].sum() != 1.0 or W[groups[i], i] != 1.0:
+                raise AssertionError(f"W column {i} is not the unit vector of group {groups[i]}")
+    if J is None:
+        values = np.arange(1, pat.nnz + 1, dtype=np.float64)
+    else:
+        values = np.asarray(
+            sp.csr_array(J if sp.issparse(J) else np.asarray(J, dtype=float))[
+                pat.rows, pat.indices
+            ],
+            dtype=np.float64,
+        ).ravel()
+    A = sp.csr_array((values, pat.indices, pat.indptr), shape=(m, n))
+    if result.partition == "column":
+        assert S is not None
+        back = result.decompress(B=A @ S)
+    else:
+        assert W is not None
+        back = result.decompress(C=(A.T @ W.T).T)
+    if not (
+        np.array_equal(back.indptr, pat.indptr)
+        and np.array_equal(back.indices, pat.indices)
+    ):
+        raise AssertionError("decompression does not have the pattern's CSR structure")
+    bad = np.flatnonzero(back.data != values)
+    if bad.size:
+        k = int(bad[0])
+        i, j = int(pat.rows[k]), int(pat.indices[k])
+        raise AssertionError(
+            f"decompression differs at ({i}, {j}): {back.data[k]!r} instead of {values[k]!r}"
+        )

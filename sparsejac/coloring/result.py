@@ -1,0 +1,446 @@
+"""The result of a colouring: groups, seed matrices, compression and exact decompression.
+
+This module owns :class:`ColoringResult`. Decompression is a gather (DESIGN.md, "Decompression
+is a gather"): for a column colouring with groups ``c``, ``J[i, j] = B[i, c[j]]`` for every
+structural nonzero ``(i, j)``, so one flat index array per memory layout of ``B`` is computed
+the first time it is needed and every later call is a single :func:`numpy.take` into the
+pattern's CSR order. A row colouring is the same with ``C[r[i], j]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.coloring.graph import PARTITIONS
+from sparsejac.pattern import SparsityPattern
+
+__all__ = ["Candidate", "ColoringResult"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One colouring tried by ``order="best"``.
+
+    Attributes
+    ----------
+    name : str
+        What produced it, e.g. ``"dsatur"``, ``"random#1"``, ``"incidence_degree@2"``
+        (a restart with random tie-breaking) or ``"recolor"``.
+    n_colors : int
+        Its number of colours.
+    seconds : float
+        Time it took.
+    """
+
+    name: str
+    n_colors: int
+    seconds: float
+
+
+def _frozen_groups(groups: Any, length: int, n_colors: int, name: str) -> np.ndarray:
+    a = np.array(groups, dtype=np.int64, copy=True)
+    if a.shape != (length,):
+        raise ValueError(f"`{name}` must have shape ({length},); got {a.shape}")
+    if a.size and (a.min() < -1 or a.max() >= n_colors):
+        raise ValueError(
+            f"`{name}` values must lie in -1..{n_colors - 1} (-1 = not used); "
+            f"got range {a.min()}..{a.max()}"
+        )
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ColoringResult:
+    """A structurally orthogonal partition of the columns or rows of a sparsity pattern.
+
+    Build one with :func:`sparsejac.color`. For a ``"column"`` colouring, columns of the
+    same group share no row, so the ``n_colors`` products ``B = J @ S`` (one forward pass
+    per colour) recover every nonzero of ``J``; for a ``"row"`` colouring, ``C = W @ J``
+    (one reverse pass per colour).
+
+    Attributes
+    ----------
+    pattern : SparsityPattern
+        The m×n pattern that was coloured.
+    partition : {"column", "row"}
+        Which side was coloured. (A later bidirectional partition will set both groups
+        arrays, with -1 meaning "not used on this side".)
+    order : str
+        What produced the colouring: an order name such as ``"dsatur"``, a callable's
+        name, or ``"best:<candidate>"`` (with ``"+recolor"`` when iterated greedy
+        recolouring improved it) for ``order="best"``.
+    n_colors : int
+        Number of groups ``p``: the number of Jacobian-vector products one Jacobian costs.
+    column_groups : ndarray of int64 or None
+        Length n, values ``0..p-1``: the group of every column (``"column"``); else None.
+    row_groups : ndarray of int64 or None
+        Length m, values ``0..p-1``: the group of every row (``"row"``); else None.
+    lower_bound : int
+        No colouring has fewer groups: the largest number of nonzeros in a row (column
+        partition) or in a column (row partition), and at least 1.
+    seconds : float
+        Wall time spent colouring.
+    candidates : tuple of Candidate
+        For ``order="best"``, every colouring tried, in order; else empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> J = np.array([[1.0, 2.0, 0.0, 0.0],
+    ...               [0.0, 3.0, 4.0, 0.0],
+    ...               [0.0, 0.0, 5.0, 6.0]])
+    >>> r = sparsejac.color(J, "column", order="natural")
+    >>> r.n_colors, r.column_groups.tolist(), r.lower_bound
+    (2, [0, 1, 0, 1], 2)
+    >>> S, W = r.seed_matrices()
+    >>> B = J @ S  # two products instead of four
+    >>> r.decompress(B).toarray()
+    array([[1., 2., 0., 0.],
+           [0., 3., 4., 0.],
+           [0., 0., 5., 6.]])
+    """
+
+    pattern: SparsityPattern
+    partition: str
+    order: str
+    n_colors: int
+    column_groups: np.ndarray | None
+    row_groups: np.ndarray | None
+    lower_bound: int
+    seconds: float = 0.0
+    candidates: tuple[Candidate, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        m, n = self.pattern.shape
+        if self.partition not in PARTITIONS:
+            raise ValueError(
+                f"Unknown `partition` {self.partition!r}; expected one of {list(PARTITIONS)}."
+            )
+        p = int(self.n_colors)
+        object.__setattr__(self, "n_colors", p)
+        for name, length in (("column_groups", n), ("row_groups", m)):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _frozen_groups(value, length, p, name))
+        needed = "column_groups" if self.partition == "column" else "row_groups"
+        groups = getattr(self, needed)
+        if groups is None:
+            raise ValueError(f"a {self.partition} colouring needs `{needed}`; got None")
+        if groups.size and groups.min() < 0:
+            raise ValueError(f"`{needed}` of a {self.partition} colouring must not hold -1")
+
+    # -- accessors ------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Shape ``(m, n)`` of the Jacobian."""
+        return self.pattern.shape
+
+    @property
+    def groups(self) -> np.ndarray:
+        """The groups of the coloured side (``column_groups`` or ``row_groups``).
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> sparsejac.color(np.eye(3), "row").groups.tolist()
+        [0, 0, 0]
+        """
+        g = self.column_groups if self.partition == "column" else self.row_groups
+        assert g is not None  # guaranteed by __post_init__
+        return g
+
+    @property
+    def compressed_shape(self) -> tuple[int, int]:
+        """Shape of the compressed matrix: ``B`` (m, p) or ``C`` (p, n)."""
+        m, n = self.pattern.shape
+        return (m, self.n_colors) if self.partition == "column" else (self.n_colors, n)
+
+    def __repr__(self) -> str:
+        return (
+            f"ColoringResult(partition={self.partition!r}, order={self.order!r}, "
+            f"n_colors={self.n_colors}, lower_bound={self.lower_bound}, "
+            f"shape={self.pattern.shape}, nnz={self.pattern.nnz})"
+        )
+
+    # -- seeds and compression ------------------------------------------------------------
+
+    def seed_matrices(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Dense 0/1 seed matrices ``(S, W)``; the one this partition does not use is None.
+
+        Returns
+        -------
+        S : ndarray of float64, shape (n, p), or None
+            Column seeds: ``S[j, column_groups[j]] = 1``; ``B = J @ S``.
+        W : ndarray of float64, shape (p, m), or None
+            Row seeds: ``W[row_groups[i], i] = 1``; ``C = W @ J``.
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> S, W = sparsejac.color(np.array([[1, 1, 0], [0, 0, 1]]), "column",
+        ...                        order="natural").seed_matrices()
+        >>> S
+        array([[1., 0.],
+               [0., 1.],
+               [1., 0.]])
+        >>> W is None
+        True
+        """
+        m, n = self.pattern.shape
+        S = W = None
+        if self.column_groups is not None:
+            g = self.column_groups
+            S = np.zeros((n, self.n_colors))
+            used = np.flatnonzero(g >= 0)
+            S[used, g[used]] = 1.0
+        if self.row_groups is not None:
+            g = self.row_groups
+            W = np.zeros((self.n_colors, m))
+            used = np.flatnonzero(g >= 0)
+            W[g[used], used] = 1.0
+        return S, W
+
+    def compress(self, J: Any) -> np.ndarray:
+        """Compressed Jacobian: ``B = J @ S`` (column) or ``C = W @ J`` (row), without AD.
+
+        Parameters
+        ----------
+        J : array_like or scipy sparse, shape (m, n)
+            A matrix whose nonzeros lie in the pattern.
+
+        Returns
+        -------
+        ndarray of float64
+            ``B`` of shape (m, p) or ``C`` of shape (p, n).
+
+        Raises
+        ------
+        ValueError
+            ``J`` does not have the pattern's shape.
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> J = np.array([[1.0, 2.0, 0.0], [0.0, 0.0, 3.0]])
+        >>> sparsejac.color(J, "column", order="natural").compress(J)
+        array([[1., 2.],
+               [3., 0.]])
+        """
+        A = sp.csr_array(J) if sp.issparse(J) else sp.csr_array(np.asarray(J, dtype=float))
+        if A.shape != self.pattern.shape:
+            raise ValueError(
+                f"`J` has shape {A.shape} but this colouring is of a {self.pattern.shape} "
+                "pattern"
+            )
+        S, W = self.seed_matrices()
+        if self.partition == "column":
+            assert S is not None
+            return np.asarray(A @ S, dtype=np.float64)
+        assert W is not None
+        return np.asarray((A.T @ W.T).T, dtype=np.float64)
+
+    # -- decompression --------------------------------------------------------------------
+
+    @cached_property
+    def _gather_c(self) -> np.ndarray:
+        """Flat indices into a C-contiguous compressed matrix, one per nonzero (CSR order)."""
+        pat = self.pattern
+        if self.partition == "column":
+            idx = pat.rows * self.n_colors + self.groups[pat.indices]
+        else:
+            idx = self.groups[pat.rows] * pat.shape[1] + pat.indices
+        idx.setflags(write=False)
+        return idx
+
+    @cached_property
+    def _gather_f(self) -> np.ndarray:
+        """Flat indices into a Fortran-contiguous compressed matrix."""
+        pat = self.pattern
+        if self.partition == "column":
+            idx = self.groups[pat.indices] * pat.shape[0] + pat.rows
+        else:
+            idx = pat.indices * self.n_colors + self.groups[pat.rows]
+        idx.setflags(write=False)
+        return idx
+
+    def _compressed(self, B: Any, C: Any) -> np.ndarray:
+        used, unused = ("B", "C") if self.partition == "column" else ("C", "B")
+        given = B if self.partition == "column" else C
+        other = C if self.partition == "column" else B
+        what = "J @ S" if self.partition == "column" else "W @ J"
+        if other is not None:
+            raise ValueError(
+                f"a {self.partition} colouring is decompressed from `{used}` = {what}; "
+                f"`{unused}` must be None, got an array of shape {np.shape(other)}"
+            )
+        if given is None:
+            raise ValueError(
+                f"a {self.partition} colouring needs `{used}` = {what} of shape "
+                f"{self.compressed_shape}; got None"
+            )
+        a = np.asarray(given)
+        if a.shape != self.compressed_shape:
+            raise ValueError(
+                f"`{used}` has shape {a.shape} but this {self.partition} colouring of a "
+                f"{self.pattern.shape} pattern with {self.n_colors} colours expects "
+                f"{self.compressed_shape}"
+            )
+        if a.dtype != np.float64:
+            a = a.astype(np.float64)
+        return a
+
+    def decompress_data(
+        self, B: Any = None, C: Any = None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The nonzero values of ``J`` in the pattern's CSR order: one vectorised gather.
+
+        Use it to refill a fixed ``csr_array``'s ``.data`` on every evaluation.
+
+        Parameters
+        ----------
+        B : array_like, shape (m, p), optional
+            ``J @ S`` -- required for a column colouring.
+        C : array_like, shape (p, n), optional
+            ``W @ J`` -- required for a row colouring.
+        out : ndarray of float64, shape (nnz,), optional
+            Where to write the values.
+
+        Returns
+        -------
+        ndarray of float64, shape (nnz,)
+            ``out`` if given.
+
+        Raises
+        ------
+        ValueError
+            The needed array is missing, the other one is given, a shape is wrong, or
+            ``out`` is not a float64 array of shape (nnz,).
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> J = np.array([[1.0, 2.0, 0.0], [0.0, 0.0, 3.0]])
+        >>> r = sparsejac.color(J, "row")
+        >>> r.decompress_data(C=r.compress(J))
+        array([1., 2., 3.])
+        >>> r.decompress_data(C=np.zeros((3, 3)))
+        Traceback (most recent call last):
+            ...
+        ValueError: `C` has shape (3, 3) but this row colouring of a (2, 3) pattern with \
+1 colours expects (1, 3)
+        """
+        a = self._compressed(B, C)
+        if out is not None and (
+            not isinstance(out, np.ndarray)
+            or out.shape != (self.pattern.nnz,)
+            or out.dtype != np.float64
+        ):
+            got = (
+                f"{out.dtype} array of shape {out.shape}"
+                if isinstance(out, np.ndarray)
+                else type(out).__name__
+            )
+            raise ValueError(
+                f"`out` must be a float64 array of shape ({self.pattern.nnz},); got {got}"
+            )
+        if a.flags.c_contiguous:
+            flat, idx = a.reshape(-1), self._gather_c
+        elif a.flags.f_contiguous:
+            flat, idx = a.reshape(-1, order="F"), self._gather_f
+        else:
+            flat, idx = np.ascontiguousarray(a).reshape(-1), self._gather_c
+        return np.take(flat, idx, out=out)
+
+    def decompress(self, B: Any = None, C: Any = None) -> sp.csr_array:
+        """Recover ``J`` exactly from its compressed form, as a ``csr_array``.
+
+        Parameters
+        ----------
+        B : array_like, shape (m, p), optional
+            ``J @ S`` -- required for a column colouring.
+        C : array_like, shape (p, n), optional
+            ``W @ J`` -- required for a row colouring.
+
+        Returns
+        -------
+        scipy.sparse.csr_array of float64, shape (m, n)
+            With the pattern's structure (sorted indices; structural zeros kept).
+
+        Raises
+        ------
+        ValueError
+            The needed array is missing, the other one is given, or a shape is wrong.
+
+        See Also
+        --------
+        decompress_data : the values only, optionally into a preallocated array.
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> J = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+        >>> r = sparsejac.color(J, "column")
+        >>> r.n_colors
+        2
+        >>> r.decompress(J @ r.seed_matrices()[0]).toarray()
+        array([[1., 0., 2.],
+               [0., 3., 0.]])
+        >>> r.decompress()
+        Traceback (most recent call last):
+            ...
+        ValueError: a column colouring needs `B` = J @ S of shape (2, 2); got None
+        """
+        data = self.decompress_data(B, C)
+        pat = self.pattern
+        out = sp.csr_array(
+            (data, pat.indices.copy(), pat.indptr.copy()), shape=pat.shape, copy=False
+        )
+        out.has_sorted_indices = True
+        return out
+
+    # -- figures --------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """The figures ``sparsejac report`` prints, as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            ``shape``, ``nnz``, ``density``, ``partition``, ``order``, ``n_colors``,
+            ``lower_bound``, ``gap`` (``n_colors - lower_bound``), ``compression``
+            (coloured vertices per colour: n/p or m/p), ``seconds`` and ``candidates``
+            (list of ``{"name", "n_colors", "seconds"}``).
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> s = sparsejac.color(np.eye(4), "column", order="natural").stats()
+        >>> s["n_colors"], s["lower_bound"], s["gap"], s["compression"]
+        (1, 1, 0, 4.0)
+        """
+        m, n = self.pattern.shape
+        n_vertices = n if self.partition == "column" else m
+        return {
+            "shape": [m, n],
+            "nnz": self.pattern.nnz,
+            "density": self.pattern.density,
+            "partition": self.partition,
+            "order": self.order,
+            "n_colors": self.n_colors,
+            "lower_bound": self.lower_bound,
+            "gap": self.n_colors - self.lower_bound,
+            "compression": n_vertices / self.n_colors,
+            "seconds": self.seconds,
+            "candidates": [
+                {"name": c.name, "n_colors": c.n_colors, "seconds": c.seconds}
+                for c in self.candidates
+            ],
+        }
