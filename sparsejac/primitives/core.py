@@ -22,8 +22,16 @@ Rule signatures (``node.inputs[k]`` is the k-th input variable; ``vals[k]`` its 
     pattern(node, deps, local) -> csr_array | None           # deps[k]: (size_k, n) bool or None
     jvp(node, vals, tangents, out) -> ndarray | None         # tangents[k]: (p, *shape_k) or None
     vjp(node, vals, out, ct) -> list[ndarray | None]         # ct: (q, *out_shape)
+    linearize(node) -> list[LocalJac | None] | None          # optional, for prepared Jacobians
 
 ``None`` means "structurally zero" everywhere (no dependency, zero tangent, zero cotangent).
+
+``linearize`` describes the node's local Jacobian with respect to each input as a sparse
+matrix whose *structure* is fixed (valid for every x) and whose values are either constants
+known when the program is prepared or a function of the primal values. Prepared Jacobians
+(:mod:`sparsejac.ad.compiled`) chain these local Jacobians once, fold the constant parts, and
+at each evaluation recompute only the value-dependent parts. A primitive without it is
+evaluated through its ``jvp``/``vjp`` rules on dense tangent blocks.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ __all__ = [
     "FUNCTIONS",
     "UFUNCS",
     "Entry",
+    "LocalJac",
     "Primitive",
     "bind",
     "dispatch_function",
@@ -54,6 +63,27 @@ __all__ = [
 ]
 
 Deps = sp.csr_array
+
+
+@dataclass(frozen=True)
+class LocalJac:
+    """The local Jacobian ``d out / d input_k`` of one node as a sparse matrix.
+
+    Entry ``e`` is ``(rows[e], cols[e])`` (flat output element, flat input element); the
+    structure holds for every x. The values are ``const`` (a scalar or an array aligned with
+    the entries) when they are known at preparation, otherwise ``dyn(vals, out)`` computes
+    them from the node's input values and output value.
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    const: Any = None
+    dyn: Callable[[Sequence[Any], Any], Any] | None = None
+
+    @property
+    def nnz(self) -> int:
+        """Number of structural entries."""
+        return int(self.rows.size)
 
 
 class Primitive:
@@ -86,6 +116,10 @@ class Primitive:
     ) -> list[np.ndarray | None]:
         """Cotangent blocks of the inputs from the output's, ``(q, *shape_k)`` each."""
         raise NotImplementedError(f"primitive {self.name!r} has no vjp rule")
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """Local Jacobians per input (None: inactive input); None: use jvp/vjp instead."""
+        return None
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"

@@ -19,6 +19,7 @@ Operations with an identically zero derivative (comparisons, ``floor``, ``sign``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import _deps
 from sparsejac.primitives.core import (
     Deps,
+    LocalJac,
     Primitive,
     bind,
     register_function,
@@ -44,6 +46,32 @@ POSITIVE = (0.2, 3.0)
 UNIT = (-0.9, 0.9)
 ABOVE_ONE = (1.1, 3.0)
 NONZERO = (0.3, 3.0)  # sampled with random signs
+
+
+def reads(*which: int | str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare which operands (indices, or ``"out"``) a partial derivative reads.
+
+    A partial that reads only constant operands is a constant of the prepared program (e.g.
+    ``d(x * 3)/dx``); undeclared partials are assumed to read everything.
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.reads = which  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+def _entries(c: Any, shape: tuple[int, ...]) -> Any:
+    """A partial's value as one value per output element (a scalar stays a scalar)."""
+    if np.ndim(c) == 0:
+        return float(c)
+    return np.ascontiguousarray(np.broadcast_to(c, shape), dtype=np.float64).ravel()
+
+
+def _partial_values(part: Callable[..., Any], shape: tuple[int, ...], vals: Sequence[Any],
+                    out: Any) -> Any:
+    return _entries(part(*vals, out), shape)
 
 
 def expand_tangent(t: np.ndarray, in_shape: tuple[int, ...], out_ndim: int) -> np.ndarray:
@@ -167,6 +195,28 @@ class Elementwise(Primitive):
             res.append(unbroadcast(ct * c, var.shape))
         return res
 
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """Diagonal (broadcast) local Jacobians valued by the partials."""
+        out_shape = node.out.shape
+        rows = np.arange(node.out.size, dtype=np.int64)
+        res: list[LocalJac | None] = []
+        for k, var in enumerate(node.inputs):
+            part = self.partials[k]
+            if self.zero_derivative or part is None or not var.active:
+                res.append(None)
+                continue
+            bc = _deps.broadcast_rows(var.shape, out_shape)
+            cols = rows if bc is None else bc
+            rd = getattr(part, "reads", None)
+            if rd is not None and all(r != "out" and node.inputs[r].is_const for r in rd):
+                vals = [v.value for v in node.inputs]
+                res.append(LocalJac(rows, cols, const=_entries(part(*vals, node.out.value),
+                                                               out_shape)))
+            else:
+                res.append(LocalJac(rows, cols,
+                                    dyn=functools.partial(_partial_values, part, out_shape)))
+        return res
+
 
 # ---------------------------------------------------------------------------------------
 # partial derivatives (named functions, one line each where possible)
@@ -174,10 +224,12 @@ class Elementwise(Primitive):
 # unary: (x, out)
 
 
+@reads()
 def _one(*args: Any) -> float:
     return 1.0
 
 
+@reads()
 def _minus_one(*args: Any) -> float:
     return -1.0
 
@@ -278,10 +330,12 @@ def _arctanh(x: Any, out: Any) -> Any:
     return 1.0 / (1.0 - x * x)
 
 
+@reads()
 def _deg2rad(x: Any, out: Any) -> float:
     return np.pi / 180.0
 
 
+@reads()
 def _rad2deg(x: Any, out: Any) -> float:
     return 180.0 / np.pi
 
@@ -289,14 +343,17 @@ def _rad2deg(x: Any, out: Any) -> float:
 # binary: (a, b, out)
 
 
+@reads(1)
 def _b(a: Any, b: Any, out: Any) -> Any:
     return b
 
 
+@reads(0)
 def _a(a: Any, b: Any, out: Any) -> Any:
     return a
 
 
+@reads(1)
 def _div_a(a: Any, b: Any, out: Any) -> Any:
     return 1.0 / b
 
@@ -409,6 +466,7 @@ def _copysign_a(a: Any, b: Any, out: Any) -> Any:
     return np.copysign(1.0, a) * np.copysign(1.0, b)
 
 
+@reads(1)
 def _ldexp_a(a: Any, b: Any, out: Any) -> Any:
     return np.ldexp(1.0, b)
 
@@ -416,10 +474,12 @@ def _ldexp_a(a: Any, b: Any, out: Any) -> Any:
 # where(cond, a, b)
 
 
+@reads(0)
 def _where_a(c: Any, a: Any, b: Any, out: Any) -> Any:
     return np.asarray(c, dtype=bool).astype(np.float64)
 
 
+@reads(0)
 def _where_b(c: Any, a: Any, b: Any, out: Any) -> Any:
     return (~np.asarray(c, dtype=bool)).astype(np.float64)
 

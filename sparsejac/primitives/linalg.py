@@ -16,6 +16,7 @@ sparse :data:`~sparsejac.primitives.linear.LINEAR_MAP` instead, with ``L`` itsel
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +28,7 @@ from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import _deps
 from sparsejac.primitives.core import (
     Deps,
+    LocalJac,
     Primitive,
     bind,
     register_function,
@@ -114,50 +116,88 @@ class Contraction(Primitive):
         """Evaluate the einsum."""
         return np.asarray(np.einsum(f"{','.join(ins)}->{out}", *vals, optimize=len(vals) > 2))
 
-    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
-        """``sum_k R_k @ deps_k`` with ``R_k`` from indicator einsums."""
+    @staticmethod
+    def _operand_map(node: Node, k: int, vals: Sequence[Any] | None) -> tuple[str, np.ndarray]:
+        """``W[L]`` = d out / d operand k over the letters ``L = out + ins[k]``.
+
+        With ``vals=None`` it is the structural indicator (a traced operand counts as
+        nonzero everywhere, a constant one by its nonzeros); otherwise the actual values.
+        """
         ins: tuple[str, ...] = node.params["ins"]
         out: str = node.params["out"]
         sizes: dict[str, int] = node.params["sizes"]
-        out_shape = node.out.shape
+        letters = "".join(dict.fromkeys(out + ins[k]))
+        work = int(np.prod([sizes[c] for c in letters], dtype=np.int64))
+        if work > MAX_PATTERN_WORK:
+            raise UnsupportedPrimitiveError(
+                "numpy.einsum", f"the dense pattern rule would need {work:,} entries; "
+                "use a scipy.sparse matrix for large constant operators"
+            )
+        specs, ops = [], []
+        for i, var in enumerate(node.inputs):
+            if i == k:
+                continue
+            if vals is not None:
+                op = np.asarray(vals[i], dtype=np.float64)
+            elif var.is_const:
+                op = (np.asarray(var.value) != 0).astype(np.float64)
+            else:
+                op = np.broadcast_to(1.0, var.shape)
+            specs.append(ins[i])
+            ops.append(op)
+        present = set("".join(specs))
+        for c in letters:
+            if c not in present:
+                specs.append(c)
+                ops.append(np.ones(sizes[c]))
+        w = np.einsum(f"{','.join(specs)}->{letters}", *ops) if ops else np.ones(())
+        return letters, w
+
+    def _structure(self, node: Node, k: int) -> tuple[np.ndarray, np.ndarray, tuple[Any, ...]]:
+        """(rows, cols, coords) of the structural nonzeros of d out / d operand k."""
+        ins: tuple[str, ...] = node.params["ins"]
+        out: str = node.params["out"]
+        letters, w = self._operand_map(node, k, None)
+        coords = np.nonzero(w != 0)
+        coord = dict(zip(letters, coords, strict=True))
+        nnz = coords[0].size if coords else int(w != 0)
+        rows = (np.ravel_multi_index(tuple(coord[c] for c in out), node.out.shape)
+                if out else np.zeros(nnz, dtype=np.int64))
+        cols = (np.ravel_multi_index(tuple(coord[c] for c in ins[k]), node.inputs[k].shape)
+                if ins[k] else np.zeros(nnz, dtype=np.int64))
+        return rows.astype(np.int64), cols.astype(np.int64), coords
+
+    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
+        """``sum_k R_k @ deps_k`` with ``R_k`` from indicator einsums."""
         terms = []
         for k, d in enumerate(deps):
             if d is None:
                 continue
-            letters = "".join(dict.fromkeys(out + ins[k]))
-            work = int(np.prod([sizes[c] for c in letters], dtype=np.int64))
-            if work > MAX_PATTERN_WORK:
-                raise UnsupportedPrimitiveError(
-                    "numpy.einsum", f"the dense pattern rule would need {work:,} entries; "
-                    "use a scipy.sparse matrix for large constant operators"
-                )
-            specs, ops = [], []
-            for i, var in enumerate(node.inputs):
-                if i == k:
-                    continue
-                ind = (np.asarray(var.value) != 0).astype(np.float64) if var.is_const \
-                    else np.broadcast_to(1.0, var.shape)
-                specs.append(ins[i])
-                ops.append(ind)
-            present = set("".join(specs))
-            for c in letters:
-                if c not in present:
-                    specs.append(c)
-                    ops.append(np.ones(sizes[c]))
-            w = np.einsum(f"{','.join(specs)}->{letters}", *ops) if ops else np.ones(())
-            coords = np.nonzero(w != 0)
-            coord = dict(zip(letters, coords, strict=True))
-            in_shape = node.inputs[k].shape
-            rows = (np.ravel_multi_index(tuple(coord[c] for c in out), out_shape)
-                    if out else np.zeros(coords[0].size if coords else 1, dtype=np.int64))
-            cols = (np.ravel_multi_index(tuple(coord[c] for c in ins[k]), in_shape)
-                    if ins[k] else np.zeros_like(rows))
+            rows, cols, _ = self._structure(node, k)
             r = sp.csr_array(
                 (np.ones(rows.size, dtype=bool), (rows, cols)),
-                shape=(int(np.prod(out_shape, dtype=np.int64)), node.inputs[k].size),
+                shape=(node.out.size, node.inputs[k].size),
             )
             terms.append(_deps.apply_linear(r, d))
         return _deps.union(terms)
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """The structural map, valued by the other operands (constant when they are)."""
+        res: list[LocalJac | None] = []
+        for k, var in enumerate(node.inputs):
+            if not var.active:
+                res.append(None)
+                continue
+            rows, cols, coords = self._structure(node, k)
+            others_const = all(v.is_const for i, v in enumerate(node.inputs) if i != k)
+            if others_const:
+                _, w = self._operand_map(node, k, [v.value for v in node.inputs])
+                res.append(LocalJac(rows, cols, const=np.ascontiguousarray(w[coords],
+                                                                           dtype=np.float64)))
+            else:
+                res.append(LocalJac(rows, cols,
+                                    dyn=functools.partial(_contraction_values, node, k, coords)))
+        return res
 
     def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
             out: Any) -> np.ndarray | None:
@@ -225,6 +265,12 @@ def contract(subscripts: str, *operands: Any) -> Any:
     seed = next(c for c in _LETTERS if c not in "".join(ins) + out)
     return bind(CONTRACTION, operands,
                 {"ins": tuple(ins), "out": out, "sizes": sizes, "seed": seed})
+
+
+def _contraction_values(node: Node, k: int, coords: tuple[Any, ...], vals: Sequence[Any],
+                        out: Any) -> np.ndarray:
+    _, w = Contraction._operand_map(node, k, vals)
+    return np.ascontiguousarray(w[coords], dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.primitives import _deps
-from sparsejac.primitives.core import Deps, Primitive, bind
+from sparsejac.primitives.core import Deps, LocalJac, Primitive, bind
 from sparsejac.tracing.program import Node
 
 __all__ = ["LINEAR_MAP", "LinearPlan", "apply_sparse_map"]
@@ -100,6 +100,22 @@ class LinearMap(Primitive):
             c2 = ct.reshape(q, -1)
             g = c2 if m is None else np.asarray((m.T @ c2.T).T)
             res.append(g.reshape((q, *var.shape)))
+        return res
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """The matrices themselves (constant values)."""
+        plan: LinearPlan = node.params["plan"]
+        res: list[LocalJac | None] = []
+        for m, var in zip(plan.mats, node.inputs, strict=True):
+            if not var.active:
+                res.append(None)
+            elif m is None:
+                ar = np.arange(var.size, dtype=np.int64)
+                res.append(LocalJac(ar, ar, const=1.0))
+            else:
+                coo = sp.coo_array(m)
+                res.append(LocalJac(coo.row.astype(np.int64), coo.col.astype(np.int64),
+                                    const=np.asarray(coo.data, dtype=np.float64)))
         return res
 
 

@@ -25,7 +25,14 @@ import numpy as np
 
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import _deps
-from sparsejac.primitives.core import Deps, Primitive, find_trace, public_name, register_function
+from sparsejac.primitives.core import (
+    Deps,
+    LocalJac,
+    Primitive,
+    find_trace,
+    public_name,
+    register_function,
+)
 from sparsejac.tracing.program import Node, Trace, Var
 from sparsejac.tracing.tracer import Tracer, concretize
 
@@ -169,6 +176,21 @@ class Gather(Primitive):
                 picked = c2[:, op.sel[op.order]]
                 g[:, op.uniq] = np.add.reduceat(picked, op.starts, axis=1)
             res.append(g.reshape((q, *var.shape)))
+        return res
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """Selection matrices with constant entries 1."""
+        plan: GatherPlan = node.params["plan"]
+        res: list[LocalJac | None] = []
+        for k, var in enumerate(node.inputs):
+            if not var.active:
+                res.append(None)
+            elif plan.identity:
+                ar = np.arange(plan.size, dtype=np.int64)
+                res.append(LocalJac(ar, ar, const=1.0))
+            else:
+                op = plan.operands[k]
+                res.append(LocalJac(op.sel.astype(np.int64), op.src.astype(np.int64), const=1.0))
         return res
 
 

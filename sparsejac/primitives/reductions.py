@@ -13,6 +13,7 @@ arg-extremum, as ``np.argmax`` does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import _deps
 from sparsejac.primitives.core import (
     Deps,
+    LocalJac,
     Primitive,
     bind,
     register_function,
@@ -96,14 +98,45 @@ def _unlanes(g: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...]) -> np
     return np.transpose(g.reshape(moved_shape), inv)
 
 
+def _group_rows(shape: tuple[int, ...], axes: tuple[int, ...]) -> np.ndarray:
+    """Output element of every input element (C order) of a reduction over ``axes``."""
+    keep = _keep_shape(shape, axes)
+    out_size = int(np.prod(keep, dtype=np.int64))
+    return np.ascontiguousarray(
+        np.broadcast_to(np.arange(out_size, dtype=np.int64).reshape(keep), shape)).ravel()
+
+
 class _Reduction(Primitive):
-    """Shared pattern rule: the group matrix (a whole group in global mode)."""
+    """Shared rules: the group matrix (a whole group in global mode)."""
+
+    #: whether the local Jacobian's values depend on x (False: all ones, as for a sum)
+    dynamic = False
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
         if deps[0] is None:
             return None
         shape = node.inputs[0].shape
         return _deps.apply_linear(group_matrix(shape, node.params["axes"]), deps[0])
+
+    def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
+        """Entries of the local Jacobian, one per input element; None: constant 1."""
+        return None
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """Group matrix structure; values from :meth:`_values` (constant 1 for a sum)."""
+        if not node.inputs[0].active:
+            return [None]
+        shape = node.inputs[0].shape
+        axes = node.params["axes"]
+        rows = _group_rows(shape, axes)
+        cols = np.arange(rows.size, dtype=np.int64)
+        if not self.dynamic:
+            return [LocalJac(rows, cols, const=1.0)]
+        return [LocalJac(rows, cols, dyn=functools.partial(_call_values, self, axes))]
+
+
+def _call_values(prim: _Reduction, axes: tuple[int, ...], vals: Sequence[Any], out: Any) -> Any:
+    return prim._values(vals, out, axes=axes)
 
 
 class ReduceSum(_Reduction):
@@ -137,6 +170,7 @@ class ReduceProd(_Reduction):
     """``np.prod`` over ``axes``; partials are exclusive products (exact with zeros)."""
 
     name = "reduce_prod"
+    dynamic = True
 
     def impl(self, *vals: Any, axes: tuple[int, ...], keepdims: bool, **p: Any) -> np.ndarray:
         """``np.prod``."""
@@ -171,9 +205,17 @@ class ReduceProd(_Reduction):
         g = ct.reshape(ct.shape[0], -1)[:, :, None] * part[None]
         return [_unlanes(g, node.inputs[0].shape, axes)]
 
+    def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
+        """Exclusive products, in input order."""
+        x = np.asarray(vals[0])
+        part = self._partials(x, axes)
+        return np.ascontiguousarray(_unlanes(part[None], x.shape, axes)).ravel()
+
 
 class ReduceExtremum(_Reduction):
     """``np.max`` / ``np.min``: derivative through the first arg-extremum of each group."""
+
+    dynamic = True
 
     def __init__(self, name: str, fn: Any, argfn: Any) -> None:
         self.name = name
@@ -218,11 +260,25 @@ class ReduceExtremum(_Reduction):
         g[:, sel] = ct.reshape(q, -1)
         return [g.reshape((q, *node.inputs[0].shape))]
 
+    def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
+        """One-hot at the chosen element of each group, in input order."""
+        x = np.asarray(vals[0])
+        v = np.zeros(x.size)
+        v[self._selected(x, axes)] = 1.0
+        return v
+
 
 REDUCE_SUM = ReduceSum()
 REDUCE_PROD = ReduceProd()
 REDUCE_MAX = ReduceExtremum("reduce_max", np.max, np.argmax)
 REDUCE_MIN = ReduceExtremum("reduce_min", np.min, np.argmin)
+
+
+def _scan_entries(shape: tuple[int, ...], axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of a scan's lower-triangular local Jacobian, lane by lane (k >= j)."""
+    pos = _lanes(np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape), (axis,))
+    kk, jj = np.tril_indices(pos.shape[1])
+    return pos[:, kk].ravel(), pos[:, jj].ravel()
 
 
 class _Scan(Primitive):
@@ -233,12 +289,7 @@ class _Scan(Primitive):
         if deps[0] is None:
             return None
         shape = node.inputs[0].shape
-        axis = node.params["axis"]
-        pos = _lanes(np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape), (axis,))
-        length = pos.shape[1]
-        kk, jj = np.tril_indices(length)
-        rows = pos[:, kk].ravel()
-        cols = pos[:, jj].ravel()
+        rows, cols = _scan_entries(shape, node.params["axis"])
         size = int(np.prod(shape))
         r = sp.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(size, size))
         return _deps.apply_linear(r, deps[0])
@@ -264,6 +315,13 @@ class CumSum(_Scan):
         """Reverse cumulative sum."""
         a = node.params["axis"] + 1
         return [np.flip(np.cumsum(np.flip(ct, a), axis=a), a)]
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """Lower-triangular ones in every lane."""
+        if not node.inputs[0].active:
+            return [None]
+        rows, cols = _scan_entries(node.inputs[0].shape, node.params["axis"])
+        return [LocalJac(rows, cols, const=1.0)]
 
 
 class CumProd(_Scan):
@@ -310,6 +368,20 @@ class CumProd(_Scan):
         d = self._lane_jacobian(vals[0], axis)
         g = np.einsum("okj,pok->poj", d, _lanes(ct, (axis,), lead=1))
         return [_unlanes(g, node.inputs[0].shape, (axis,))]
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """Lower-triangular lane Jacobians, valued at each evaluation."""
+        if not node.inputs[0].active:
+            return [None]
+        axis = node.params["axis"]
+        rows, cols = _scan_entries(node.inputs[0].shape, axis)
+        return [LocalJac(rows, cols, dyn=functools.partial(_cumprod_values, axis))]
+
+
+def _cumprod_values(axis: int, vals: Sequence[Any], out: Any) -> np.ndarray:
+    d = CumProd._lane_jacobian(vals[0], axis)  # [lane, k, j]
+    kk, jj = np.tril_indices(d.shape[1])
+    return np.ascontiguousarray(d[:, kk, jj]).ravel()
 
 
 CUMSUM = CumSum()

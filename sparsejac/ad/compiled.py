@@ -1,0 +1,621 @@
+"""Prepared compressed evaluation: a recorded program linearised once, replayed many times.
+
+A prepared Jacobian evaluates ``B = J(x) @ S`` (forward) or ``C = W @ J(x)`` (reverse) for
+fixed colour seeds at every Newton step, so everything that does not depend on ``x`` is done
+once, here, at preparation (Griewank and Walther, *Evaluating Derivatives*, 2nd ed., ch. 9–10,
+"preaccumulation of local Jacobians"):
+
+1. Each node's local Jacobian (:meth:`Primitive.linearize`) is a sparse matrix of fixed
+   structure whose values are constants or functions of the primal values.
+2. Walking the program, the Jacobian of every active variable with respect to the *sources*
+   (``x`` and a few materialised intermediates) is kept symbolically as entries
+   ``(row, source, col)``: the structure and every index map of the sparse chain rule are
+   computed now; constant values (``np.roll``, a stencil's coefficients, ``3 * x``) are
+   folded now. At evaluation only value-dependent entries are recomputed, by gathers,
+   products and bincounts over precomputed index arrays.
+3. A variable is *materialised* as a dense tangent block ``(size, p)`` when its entries would
+   outnumber the block (``nnz > size · p``) or when a primitive without ``linearize`` needs it.
+4. Seeds from a colouring are 0/1 with one nonzero per row of ``S`` (column of ``W``), so
+   spreading entries into ``B`` costs one addition per entry, not ``p``.
+
+The forward sweep fills ``B`` (``m × p``); the reverse sweep fills ``C`` (``q × n``) by walking
+the sources backwards. Decompression then reads the Jacobian out of ``B``/``C``.
+
+Only programs recorded without reading values (``Program.value_dependent`` is False) can be
+prepared: the structure must hold for every x.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+
+from sparsejac.primitives.core import LocalJac
+from sparsejac.tracing import Node, Program
+
+__all__ = ["PreparedProgram"]
+
+
+# ---------------------------------------------------------------------------------------
+# kernels
+# ---------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _spread_onehot(rows, cols, vals, groups, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[rows[e], groups[cols[e]]] += vals[e]`` (entries with a negative group skipped)."""
+    for e in range(rows.size):
+        g = groups[cols[e]]
+        if g >= 0:
+            out[rows[e], g] += vals[e]
+
+
+@numba.njit(cache=True)
+def _spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[rows[e], :] += vals[e] * src[cols[e], :]``."""
+    p = out.shape[1]
+    for e in range(rows.size):
+        r = rows[e]
+        c = cols[e]
+        v = vals[e]
+        for j in range(p):
+            out[r, j] += v * src[c, j]
+
+
+@numba.njit(cache=True)
+def _expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """For each ``keys[i]``, the positions ``ptr[keys[i]] .. ptr[keys[i]+1]-1``.
+
+    Returns ``(owner, pos)``: ``owner[t]`` is the i that produced position ``pos[t]``.
+    """
+    total = 0
+    for i in range(keys.size):
+        total += ptr[keys[i] + 1] - ptr[keys[i]]
+    owner = np.empty(total, np.int64)
+    pos = np.empty(total, np.int64)
+    t = 0
+    for i in range(keys.size):
+        for q in range(ptr[keys[i]], ptr[keys[i] + 1]):
+            owner[t] = i
+            pos[t] = q
+            t += 1
+    return owner, pos
+
+
+# ---------------------------------------------------------------------------------------
+# symbolic Jacobians
+# ---------------------------------------------------------------------------------------
+
+
+def _is_arange(a: np.ndarray | None, n: int) -> bool:
+    return a is not None and a.size == n and bool(np.array_equal(a, np.arange(n)))
+
+
+@dataclass
+class _Entries:
+    """The Jacobian of one variable with respect to the sources, entry by entry.
+
+    Entries are sorted by (row, source, col) and unique. The value of entry ``e`` is
+    ``const[e]`` (folded at preparation) plus, for ``e = dyn_pos[i]``, the i-th element of the
+    evaluation slot ``slot``: only value-dependent entries are ever recomputed.
+    """
+
+    size: int  # number of rows (elements of the variable)
+    rows: np.ndarray
+    srcs: np.ndarray
+    cols: np.ndarray
+    const: np.ndarray
+    slot: int | None = None
+    dyn_pos: np.ndarray | None = None  # sorted entry positions with a dynamic part
+    _ptr: np.ndarray | None = field(default=None, repr=False)
+    _spread: _SpreadPlan | None = field(default=None, repr=False)
+
+    @property
+    def spread(self) -> _SpreadPlan:
+        """Precomputed spreading plan (see :class:`_SpreadPlan`)."""
+        if self._spread is None:
+            self._spread = _SpreadPlan.of(self)
+        return self._spread
+    _groups: list[tuple[int, np.ndarray | None, np.ndarray, np.ndarray]] | None = field(
+        default=None, repr=False)
+
+    @property
+    def nnz(self) -> int:
+        """Number of entries."""
+        return int(self.rows.size)
+
+    @property
+    def ptr(self) -> np.ndarray:
+        """Row pointer (CSR over rows)."""
+        if self._ptr is None:
+            ptr = np.zeros(self.size + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.rows, minlength=self.size), out=ptr[1:])
+            self._ptr = ptr
+        return self._ptr
+
+    @property
+    def by_source(self) -> list[tuple[int, np.ndarray | None, np.ndarray, np.ndarray]]:
+        """``(source, selection, rows, cols)`` per source present (selection None: all)."""
+        if self._groups is None:
+            if self.nnz == 0:
+                self._groups = []
+            elif bool(np.all(self.srcs == self.srcs[0])):
+                self._groups = [(int(self.srcs[0]), None, self.rows, self.cols)]
+            else:
+                present = np.flatnonzero(np.bincount(self.srcs))
+                self._groups = []
+                for s in present:
+                    sel = np.flatnonzero(self.srcs == s)
+                    self._groups.append((int(s), sel, self.rows[sel], self.cols[sel]))
+        return self._groups
+
+    def dyn_index(self) -> np.ndarray:
+        """For every entry, its index in the dynamic part (-1: constant entry)."""
+        idx = np.full(self.nnz, -1, dtype=np.int64)
+        if self.dyn_pos is not None:
+            idx[self.dyn_pos] = np.arange(self.dyn_pos.size, dtype=np.int64)
+        return idx
+
+    @staticmethod
+    def identity(size: int, src: int) -> _Entries:
+        ar = np.arange(size, dtype=np.int64)
+        return _Entries(size, ar, np.full(size, src, dtype=np.int64), ar.copy(), np.ones(size))
+
+
+@dataclass
+class _Contribution:
+    """``acc[target] += r * j`` over the dynamic pairs of one input.
+
+    ``r`` is the local Jacobian value (``r_const`` or slot ``r_slot``, gathered by ``r_idx``);
+    ``j`` is either a constant array over the pairs (``j_const``) or the dynamic part of the
+    input's entries (slot ``j_slot`` gathered by ``j_idx``). Index arrays may be None (all,
+    in order).
+    """
+
+    r_const: Any
+    r_slot: int | None
+    r_idx: np.ndarray | None
+    j_const: Any
+    j_slot: int | None
+    j_idx: np.ndarray | None
+    target: np.ndarray | None
+    target_unique: bool
+
+
+@dataclass
+class _ValueStep:
+    """Recompute the dynamic values of one node: its local Jacobian values and entries."""
+
+    node: Node
+    local_slots: list[tuple[int, LocalJac]]  # dyn local Jacobians to evaluate, into slots
+    slot: int  # slot of the node's dynamic entry values
+    size: int  # number of dynamic entries
+    contributions: list[_Contribution]
+
+
+@dataclass
+class _SpreadPlan:
+    """How to add an entry set into a block: constant x-part once per seed, the rest per call."""
+
+    const0: tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, cols, values of x-source entries
+    dyn0: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # rows, cols, index into dyn values
+    others: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]  # source, rows, cols, positions
+
+    @staticmethod
+    def of(e: _Entries) -> _SpreadPlan:
+        x0 = e.srcs == 0
+        const0 = (e.rows[x0], e.cols[x0], e.const[x0])
+        dyn0 = None
+        if e.dyn_pos is not None:
+            d = e.dyn_pos[x0[e.dyn_pos]]
+            idx = np.flatnonzero(x0[e.dyn_pos])
+            if d.size:
+                dyn0 = (e.rows[d], e.cols[d], idx)
+        others = []
+        for src in np.flatnonzero(np.bincount(e.srcs[~x0])) if (~x0).any() else ():
+            pos = np.flatnonzero(e.srcs == src)
+            others.append((int(src), e.rows[pos], e.cols[pos], pos))
+        return _SpreadPlan(const0, dyn0, others)
+
+
+@dataclass
+class _Source:
+    """A materialised variable: its tangent block is computed densely."""
+
+    index: int
+    size: int
+    shape: tuple[int, ...]
+    entries: _Entries | None  # linear combination of earlier sources (None: x or opaque)
+    node: Node | None = None  # opaque node producing it
+    inputs: list[int | None] = field(default_factory=list)  # sources of the opaque inputs
+
+
+class PreparedProgram:
+    """A program prepared for repeated compressed Jacobian evaluation.
+
+    Parameters
+    ----------
+    prog : Program
+        Recorded in global mode (not value-dependent).
+    width : int
+        Number of seed directions expected (sets when an intermediate is cheaper to carry as a
+        dense block than as entries).
+
+    Notes
+    -----
+    After preparation, :meth:`forward` and :meth:`reverse` do no tracing, no colouring and
+    no index computation.
+    """
+
+    def __init__(self, prog: Program, *, width: int = 1) -> None:
+        if prog.value_dependent:
+            raise ValueError(
+                "a program recorded in local mode (it read values) cannot be prepared for "
+                "other points"
+            )
+        self.prog = prog
+        self.width = max(int(width), 1)
+        self.sources: list[_Source] = []
+        self.steps: list[Any] = []  # _ValueStep | ("materialize", src) | ("opaque", src)
+        self.n_slots = 0
+        self._seed_cache: dict[Any, Any] = {}
+        self._slot_sizes: dict[int, int] = {}
+        self._build()
+
+    # -- preparation ------------------------------------------------------------------------
+
+    def _new_slot(self) -> int:
+        self.n_slots += 1
+        return self.n_slots - 1
+
+    def _new_source(self, size: int, shape: tuple[int, ...], entries: _Entries | None,
+                    node: Node | None = None) -> _Source:
+        src = _Source(len(self.sources), size, shape, entries, node)
+        self.sources.append(src)
+        return src
+
+    def _build(self) -> None:
+        prog = self.prog
+        x_src = self._new_source(prog.n_in, prog.x.shape, None)
+        ent: dict[int, _Entries] = {prog.x.id: _Entries.identity(prog.n_in, x_src.index)}
+        last_use: dict[int, int] = {}
+        for i, node in enumerate(prog.nodes):
+            for v in node.inputs:
+                last_use[v.id] = i
+        self._node_steps: dict[int, list[Any]] = {}
+        for i, node in enumerate(prog.nodes):
+            if not node.out.active:
+                continue
+            ljs = node.prim.linearize(node)
+            steps: list[Any] = []
+            if ljs is None:
+                self._opaque(node, ent, steps)
+            else:
+                e_out = self._chain(node, ljs, ent, steps)
+                ent[node.out.id] = e_out
+                if e_out.nnz > node.out.size * self.width and node.out.id != prog.out.id:
+                    src = self._new_source(node.out.size, node.out.shape, e_out)
+                    steps.append(("materialize", src))
+                    ent[node.out.id] = _Entries.identity(node.out.size, src.index)
+            self._node_steps[id(node)] = steps
+            for v in node.inputs:
+                if last_use.get(v.id) == i and v.id != prog.out.id and v.id != prog.x.id:
+                    ent.pop(v.id, None)
+        out = prog.out
+        self.out_entries: _Entries | None = ent.get(out.id) if out.active else None
+        if out.active and out.id == prog.x.id:
+            self.out_entries = ent[prog.x.id]
+
+    def _opaque(self, node: Node, ent: dict[int, _Entries], steps: list[Any]) -> None:
+        """A node without local Jacobians: materialise its inputs, use its jvp/vjp rules."""
+        inputs: list[int | None] = []
+        for v in node.inputs:
+            if not v.active:
+                inputs.append(None)
+                continue
+            e = ent[v.id]
+            if _is_identity_of_source(e):
+                inputs.append(int(e.srcs[0]))
+                continue
+            src = self._new_source(v.size, v.shape, e)
+            steps.append(("materialize", src))
+            ent[v.id] = _Entries.identity(v.size, src.index)
+            inputs.append(src.index)
+        out_src = self._new_source(node.out.size, node.out.shape, None, node)
+        out_src.inputs = inputs
+        steps.append(("opaque", out_src))
+        ent[node.out.id] = _Entries.identity(node.out.size, out_src.index)
+
+    def _chain(self, node: Node, ljs: Sequence[LocalJac | None], ent: dict[int, _Entries],
+               steps: list[Any]) -> _Entries:
+        """Symbolic ``J_out = sum_k R_k @ J_k``: structure, index maps, constant folding."""
+        size = node.out.size
+        n_src = len(self.sources)
+        colspan = max(max(s.size for s in self.sources), 1)
+        parts = []
+        local_slots: list[tuple[int, LocalJac]] = []
+        for k, lj in enumerate(ljs):
+            if lj is None:
+                continue
+            jk = ent[node.inputs[k].id]
+            owner, pos = _expand_ranges(jk.ptr, lj.cols)
+            r_slot = None
+            if lj.dyn is not None:
+                r_slot = self._new_slot()
+                self._slot_sizes[r_slot] = lj.nnz
+                local_slots.append((r_slot, lj))
+            key = (lj.rows[owner] * n_src + jk.srcs[pos]) * colspan + jk.cols[pos]
+            parts.append((lj, jk, owner, pos, key, r_slot))
+        if not parts:
+            z = np.zeros(0, np.int64)
+            return _Entries(size, z, z, z, np.zeros(0))
+        keys = np.concatenate([p[4] for p in parts])
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        first = np.ones(sk.size, dtype=bool)
+        first[1:] = sk[1:] != sk[:-1]
+        uniq = sk[first]
+        inverse = np.empty(keys.size, dtype=np.int64)
+        inverse[order] = np.cumsum(first) - 1
+        rows = uniq // (n_src * colspan)
+        rem = uniq - rows * (n_src * colspan)
+        srcs = rem // colspan
+        cols = rem - srcs * colspan
+        n_out = int(uniq.size)
+        base = np.zeros(n_out)
+        # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions)
+        terms = []
+        offset = 0
+        for lj, jk, owner, pos, key, r_slot in parts:
+            out_pos = inverse[offset:offset + key.size]
+            offset += key.size
+            jconst = jk.const[pos]
+            r_c = None if r_slot is not None else (
+                lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
+            if r_slot is None:  # constant local Jacobian: fold its product with const J
+                base += np.bincount(out_pos, weights=np.broadcast_to(r_c * jconst, out_pos.shape),
+                                    minlength=n_out)
+            else:  # dynamic local Jacobian times the constant part of J
+                nzj = np.flatnonzero(jconst != 0)
+                if nzj.size:
+                    terms.append((None, r_slot, owner[nzj], jconst[nzj], None, None, out_pos[nzj]))
+            if jk.slot is not None:  # anything times the dynamic part of J
+                didx = jk.dyn_index()[pos]
+                sel = np.flatnonzero(didx >= 0)
+                if sel.size:
+                    rc = r_c if (r_c is None or np.ndim(r_c) == 0) else r_c[sel]
+                    terms.append((rc, r_slot, owner[sel] if r_slot is not None else None,
+                                  None, jk.slot, didx[sel], out_pos[sel]))
+        if not terms:
+            return _Entries(size, rows, srcs, cols, base)
+        dyn_pos = np.flatnonzero(np.bincount(np.concatenate([t[6] for t in terms]),
+                                             minlength=n_out))
+        where = np.full(n_out, -1, dtype=np.int64)
+        where[dyn_pos] = np.arange(dyn_pos.size, dtype=np.int64)
+        contributions = []
+        for r_const, r_slot, r_idx, j_const, j_slot, j_idx, out_pos in terms:
+            target = where[out_pos]
+            unique = bool(np.bincount(target, minlength=dyn_pos.size).max() <= 1)
+            r_size = None if r_slot is None else self._slot_sizes.get(r_slot)
+            j_size = None if j_slot is None else self._slot_sizes.get(j_slot)
+            contributions.append(_Contribution(
+                r_const=r_const, r_slot=r_slot,
+                r_idx=None if r_size is not None and _is_arange(r_idx, r_size) else r_idx,
+                j_const=j_const, j_slot=j_slot,
+                j_idx=None if j_size is not None and _is_arange(j_idx, j_size) else j_idx,
+                target=None if (unique and _is_arange(target, dyn_pos.size)) else target,
+                target_unique=unique,
+            ))
+        slot = self._new_slot()
+        self._slot_sizes[slot] = int(dyn_pos.size)
+        steps.append(_ValueStep(node, local_slots, slot, int(dyn_pos.size), contributions))
+        return _Entries(size, rows, srcs, cols, base, slot, dyn_pos)
+
+    # -- evaluation -----------------------------------------------------------------------
+
+    def _values(self, x: np.ndarray, params: Sequence[Any] | None) -> tuple[dict[int, Any], list[Any]]:
+        """Primal replay plus every dynamic value slot."""
+        prog = self.prog
+        vals: dict[int, Any] = {prog.x.id: x}
+        pvals = params if params is not None else [p.value for p in prog.params]
+        for var, val in zip(prog.params, pvals, strict=True):
+            vals[var.id] = np.asarray(val)
+        slots: list[Any] = [None] * self.n_slots
+        for node in prog.nodes:
+            args = [vals[v.id] if v.id in vals else v.value for v in node.inputs]
+            out = node.prim.impl(*args, **node.params)
+            vals[node.out.id] = out
+            for step in self._node_steps.get(id(node), ()):
+                if isinstance(step, _ValueStep):
+                    for s, lj in step.local_slots:
+                        assert lj.dyn is not None
+                        slots[s] = lj.dyn(args, out)
+                    slots[step.slot] = _apply_contributions(step, slots)  # type: ignore[index]
+        return vals, slots
+
+    def _entry_values(self, e: _Entries, slots: list[Any]) -> np.ndarray:
+        """Full values of the entries (constant part plus dynamic part)."""
+        if e.slot is None:
+            return e.const
+        v = e.const.copy()
+        v[e.dyn_pos] += slots[e.slot]
+        return v
+
+    def _const_block(self, e: _Entries, groups: np.ndarray, p: int, transpose: bool
+                     ) -> np.ndarray:
+        """Constant x-part of an entry set spread with ``groups`` (cached per seed)."""
+        key = (id(e), transpose)
+        cache = self._seed_cache
+        if cache.get("groups") is not groups or cache.get("p") != p:
+            cache.clear()
+            cache["groups"], cache["p"] = groups, p
+        blk = cache.get(key)
+        if blk is None:
+            rows, cols, vals = e.spread.const0
+            if transpose:  # reverse: rows of the block are x elements, seed groups on outputs
+                blk = np.zeros((self.prog.n_in, p))
+                _spread_onehot(cols, rows, vals, groups, blk)
+            else:
+                blk = np.zeros((e.size, p))
+                _spread_onehot(rows, cols, vals, groups, blk)
+            cache[key] = blk
+        return blk
+
+    def _fill(self, e: _Entries, slots: list[Any], out: np.ndarray, groups: np.ndarray,
+              blocks: list[np.ndarray | None]) -> None:
+        """``out += J_e @ S`` except the constant x-part (added by the caller)."""
+        plan = e.spread
+        if plan.dyn0 is not None:
+            rows, cols, idx = plan.dyn0
+            _spread_onehot(rows, cols, slots[e.slot][idx], groups, out)
+        if plan.others:
+            full = self._entry_values(e, slots)
+            for s, rows, cols, pos in plan.others:
+                block = blocks[s]
+                if block is not None:
+                    _spread_dense(rows, cols, full[pos], block, out)
+
+    def forward(self, x: np.ndarray, groups: np.ndarray, p: int,
+                params: Sequence[Any] | None = None) -> tuple[Any, np.ndarray]:
+        """``(f(x), B)`` with ``B = J(x) @ S`` for the 0/1 seed ``S[j, groups[j]] = 1``."""
+        vals, slots = self._values(x, params)
+        blocks: list[np.ndarray | None] = [None] * len(self.sources)
+        m = self.prog.n_out
+        for node in self.prog.nodes:
+            for step in self._node_steps.get(id(node), ()):
+                if isinstance(step, _ValueStep):
+                    continue
+                kind, src = step
+                if kind == "materialize":
+                    blk = self._const_block(src.entries, groups, p, False).copy()
+                    self._fill(src.entries, slots, blk, groups, blocks)
+                    blocks[src.index] = blk
+                else:  # opaque: the primitive's own jvp rule on dense blocks
+                    nd = src.node
+                    args = [vals[v.id] if v.id in vals else v.value for v in nd.inputs]
+                    ts = [None if s is None else _block_as_tangent(blocks, s, v.shape, p, groups)
+                          for s, v in zip(src.inputs, nd.inputs, strict=True)]
+                    t = nd.prim.jvp(nd, args, ts, vals[nd.out.id])
+                    blocks[src.index] = (np.zeros((src.size, p)) if t is None
+                                         else np.ascontiguousarray(t.reshape(p, -1).T))
+        out_val = vals[self.prog.out.id] if self.prog.out.id in vals else self.prog.out.value
+        if self.out_entries is None:
+            return out_val, np.zeros((m, p))
+        b = self._const_block(self.out_entries, groups, p, False).copy()
+        self._fill(self.out_entries, slots, b, groups, blocks)
+        return out_val, b
+
+    def reverse(self, x: np.ndarray, groups: np.ndarray, q: int,
+                params: Sequence[Any] | None = None) -> tuple[Any, np.ndarray]:
+        """``(f(x), C)`` with ``C = W @ J(x)`` for the 0/1 seed ``W[groups[i], i] = 1``."""
+        vals, slots = self._values(x, params)
+        n = self.prog.n_in
+        cts: list[np.ndarray | None] = [None] * len(self.sources)  # (size, q) blocks
+        out_val = vals[self.prog.out.id] if self.prog.out.id in vals else self.prog.out.value
+        e = self.out_entries
+        if e is None:
+            return out_val, np.zeros((q, n))
+        cts[0] = self._const_block(e, groups, q, True).copy()
+        plan = e.spread
+        if plan.dyn0 is not None:
+            rows, cols, idx = plan.dyn0
+            _spread_onehot(cols, rows, slots[e.slot][idx], groups, cts[0])
+        if plan.others:
+            full = self._entry_values(e, slots)
+            for s, rows, cols, pos in plan.others:
+                blk = cts[s]
+                if blk is None:
+                    blk = cts[s] = np.zeros((self.sources[s].size, q))
+                _spread_onehot(cols, rows, full[pos], groups, blk)
+        for src in reversed(self.sources[1:]):
+            ct = cts[src.index]
+            if ct is None:
+                continue
+            if src.entries is not None:
+                ent = src.entries
+                v = self._entry_values(ent, slots)
+                for s, sel, rows, cols in ent.by_source:
+                    blk = cts[s]
+                    if blk is None:
+                        blk = cts[s] = np.zeros((self.sources[s].size, q))
+                    _spread_dense(cols, rows, v if sel is None else v[sel], ct, blk)
+            else:
+                nd = src.node
+                assert nd is not None
+                args = [vals[vv.id] if vv.id in vals else vv.value for vv in nd.inputs]
+                g_out = np.ascontiguousarray(ct.T).reshape((q, *src.shape))
+                grads = nd.prim.vjp(nd, args, vals[nd.out.id], g_out)
+                for s_in, g in zip(src.inputs, grads, strict=True):
+                    if s_in is None or g is None:
+                        continue
+                    g2 = np.asarray(g).reshape(q, -1).T
+                    blk = cts[s_in]
+                    cts[s_in] = g2.copy() if blk is None else blk + g2
+        c = cts[0]
+        assert c is not None
+        return out_val, np.ascontiguousarray(c.T)
+
+    # -- introspection --------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes of the prepared program (entries, sources, dynamic steps)."""
+        n_dyn = sum(1 for steps in self._node_steps.values() for s in steps
+                    if isinstance(s, _ValueStep))
+        return {
+            "nodes": len(self.prog.nodes),
+            "dense_blocks": len(self.sources) - 1,
+            "dynamic_steps": n_dyn,
+            "output_entries": 0 if self.out_entries is None else self.out_entries.nnz,
+        }
+
+
+def _is_identity_of_source(e: _Entries) -> bool:
+    return (
+        e.slot is None and e.nnz == e.size and bool(np.all(e.srcs == e.srcs[0] if e.nnz else True))
+        and _is_arange(e.rows, e.size) and _is_arange(e.cols, e.size) and bool(np.all(e.const == 1))
+    )
+
+
+def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int, ...], p: int,
+                      groups: np.ndarray) -> np.ndarray:
+    """Tangent block ``(p, *shape)`` of source ``s`` (the seed itself for x)."""
+    if s == 0:
+        blk = np.zeros((groups.size, p))
+        ok = groups >= 0
+        blk[np.flatnonzero(ok), groups[ok]] = 1.0
+    else:
+        blk = blocks[s]
+        assert blk is not None
+    return np.ascontiguousarray(blk.T).reshape((p, *shape))
+
+
+def _apply_contributions(step: _ValueStep, slots: list[Any]) -> np.ndarray:
+    if len(step.contributions) == 1:  # pass-through (a sum with a constant, a reshape): no work
+        c = step.contributions[0]
+        if (c.j_slot is not None and c.j_idx is None and c.target is None and c.r_slot is None
+                and np.ndim(c.r_const) == 0 and c.r_const == 1.0):
+            return slots[c.j_slot]  # type: ignore[no-any-return]
+    acc = np.zeros(step.size)
+    for c in step.contributions:
+        if c.r_slot is not None:
+            r = slots[c.r_slot]
+            if np.ndim(r) and c.r_idx is not None:
+                r = r[c.r_idx]
+        else:
+            r = c.r_const
+        j = c.j_const if c.j_slot is None else slots[c.j_slot]
+        if c.j_slot is not None and c.j_idx is not None:
+            j = j[c.j_idx]
+        term = r * j
+        if c.target is None:
+            acc += term
+        elif c.target_unique:
+            acc[c.target] += term
+        else:
+            acc += np.bincount(c.target, weights=np.broadcast_to(term, c.target.shape),
+                               minlength=acc.size)
+    return acc
