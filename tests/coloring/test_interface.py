@@ -1,0 +1,172 @@
+"""sparsejac.color: arguments, errors, callables, and the `best` search."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsejac
+from sparsejac.coloring import ORDERS, check_result
+from sparsejac.coloring.interface import BEST_ORDERS, MAX_RESTARTS, N_RANDOM
+
+from .helpers import arrowhead, laplacian_2d, random_pattern, small_matrices
+
+
+@pytest.mark.parametrize(
+    ("sparsity", "error", "message"),
+    [
+        pytest.param(np.ones(4), ValueError, r"`sparsity` must be 2-D; got an array of shape \(4,\)", id="1d"),
+        pytest.param(np.ones((2, 2, 2)), ValueError, r"`sparsity` must be 2-D", id="3d"),
+        pytest.param(np.ones((0, 3)), ValueError, r"`sparsity` must have at least one row and one column; got shape \(0, 3\)", id="empty"),
+        pytest.param(None, TypeError, r"`sparsity` must be a scipy sparse matrix or array, a dense array or a matrix file path; got NoneType", id="none"),
+        pytest.param({"a": 1}, TypeError, r"got dict", id="dict"),
+        pytest.param(np.array([["a", "b"]]), TypeError, r"`sparsity` must hold numbers or booleans; got an array of dtype <U1", id="strings"),
+    ],
+)
+def test_bad_sparsity(sparsity, error, message):
+    """Inputs that are not a 2-D non-empty matrix raise, naming `sparsity`."""
+    with pytest.raises(error, match=message):
+        sparsejac.color(sparsity)
+
+
+def test_bad_partition():
+    """An unknown partition lists the allowed ones."""
+    with pytest.raises(ValueError, match=r"Unknown `partition` 'bidirectional'; expected one of \['column', 'row'\]\."):
+        sparsejac.color(np.eye(3), "bidirectional")
+
+
+def test_bad_order():
+    """An unknown order lists the names, 'best' and callables."""
+    with pytest.raises(ValueError, match=r"Unknown `order` 'greedy'; expected one of \[.*'smallest_last'\], 'best' or a callable\."):
+        sparsejac.color(np.eye(3), order="greedy")
+    with pytest.raises(TypeError, match=r"`order` must be a string or a callable; got list"):
+        sparsejac.color(np.eye(3), order=[0, 1, 2])
+
+
+@pytest.mark.parametrize(
+    ("budget", "error"), [(-1.0, ValueError), (math.nan, ValueError), ("2", TypeError), (True, TypeError)]
+)
+def test_bad_time_budget(budget, error):
+    """A negative, NaN or non-numeric time budget is rejected naming `time_budget`."""
+    with pytest.raises(error, match=r"`time_budget` must be a non-negative number of seconds"):
+        sparsejac.color(np.eye(3), time_budget=budget)
+
+
+def test_callable_order():
+    """A callable order is used, named by its __name__, and must return a permutation."""
+    def reverse(pattern, partition, rng):
+        n = pattern.shape[1] if partition == "column" else pattern.shape[0]
+        return np.arange(n)[::-1]
+
+    r = sparsejac.color(np.eye(4) + np.eye(4, k=1), order=reverse)
+    assert r.order == "reverse" and r.column_groups.tolist() == [1, 0, 1, 0]
+
+    def broken(pattern, partition, rng):
+        return np.zeros(pattern.shape[1], dtype=int)
+
+    with pytest.raises(ValueError, match=r"`order` must return a permutation of range\(4\); got \[0, 0, 0, 0\]"):
+        sparsejac.color(np.eye(4), order=broken)
+
+
+def test_order_entry_as_callable_equals_name():
+    """Passing ORDERS[name] as a callable gives the same groups as the name (DSATUR too)."""
+    a = random_pattern(20, 25, 0.15, 7)
+    for name, fn in ORDERS.items():
+        by_name = sparsejac.color(a, order=name, seed=4)
+        by_fn = sparsejac.color(a, order=fn, seed=4)
+        np.testing.assert_array_equal(by_name.column_groups, by_fn.column_groups)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr_array", "csc_matrix", "coo_array", "pattern", "list"])
+def test_accepts_every_input(fmt):
+    """Dense arrays, lists, scipy matrices/arrays and SparsityPattern give the same colouring."""
+    a = small_matrices()["dense_col"]
+    obj = {
+        "dense": a,
+        "csr_array": sp.csr_array(a),
+        "csc_matrix": sp.csc_matrix(a),
+        "coo_array": sp.coo_array(a),
+        "pattern": sparsejac.as_pattern(a),
+        "list": a.tolist(),
+    }[fmt]
+    r = sparsejac.color(obj, order="natural")
+    np.testing.assert_array_equal(r.column_groups, sparsejac.color(a, order="natural").column_groups)
+
+
+def test_best_no_worse_than_any_order():
+    """best never uses more colours than any named order, and reports its candidates."""
+    a = random_pattern(40, 60, 0.08, 11)
+    for partition in ("column", "row"):
+        best = sparsejac.color(a, partition, check=True)
+        assert best.order.startswith("best:")
+        for name in ORDERS:
+            assert best.n_colors <= sparsejac.color(a, partition, order=name).n_colors
+        assert [c.name for c in best.candidates][:2] == ["natural", "dsatur"]
+        assert best.n_colors == min(c.n_colors for c in best.candidates)
+
+
+def test_best_tries_everything_within_budget():
+    """Without a reachable lower bound, best runs all orders, randoms, restarts and recolouring."""
+    a = random_pattern(30, 30, 0.2, 2)
+    r = sparsejac.color(a, time_budget=math.inf)
+    names = [c.name for c in r.candidates]
+    assert r.n_colors > r.lower_bound
+    assert names[: 2 + len(BEST_ORDERS) + N_RANDOM] == [
+        "natural", "dsatur", *BEST_ORDERS, *(f"random#{i}" for i in range(N_RANDOM))
+    ]
+    assert sum("@" in n for n in names) == MAX_RESTARTS
+    assert names[-1] == "recolor"
+
+
+def test_best_stops_at_lower_bound():
+    """best stops as soon as a colouring reaches the lower bound."""
+    r = sparsejac.color(small_matrices()["tridiagonal"])
+    assert r.n_colors == r.lower_bound == 3
+    assert [c.name for c in r.candidates] == ["natural"]
+    r = sparsejac.color(laplacian_2d(30))
+    assert r.order == "best:dsatur" and r.n_colors == 5
+    assert [c.name for c in r.candidates] == ["natural", "dsatur"]
+
+
+def test_best_dense_line_shortcut():
+    """When one line touches every vertex, best gives each its own colour at once."""
+    r = sparsejac.color(arrowhead(9), check=True)
+    assert r.n_colors == 9 and [c.name for c in r.candidates] == ["natural"]
+
+
+def test_zero_budget_still_colours():
+    """time_budget=0 runs only the two mandatory passes."""
+    r = sparsejac.color(random_pattern(30, 30, 0.2, 2), time_budget=0)
+    assert [c.name for c in r.candidates] == ["natural", "dsatur"]
+    check_result(r)
+
+
+def test_seeded_and_reproducible():
+    """Same seed, same colouring; a Generator is accepted as seed."""
+    a = random_pattern(25, 30, 0.2, 3)
+    one = sparsejac.color(a, seed=5, time_budget=math.inf)
+    two = sparsejac.color(a, seed=5, time_budget=math.inf)
+    np.testing.assert_array_equal(one.column_groups, two.column_groups)
+    assert one.order == two.order
+    r = sparsejac.color(a, order="random", seed=np.random.default_rng(1))
+    check_result(r)
+
+
+def test_check_flag_runs_checker(monkeypatch):
+    """check=True calls the checker on the result."""
+    seen = []
+    monkeypatch.setattr("sparsejac.coloring.interface.check_result", seen.append)
+    r = sparsejac.color(np.eye(3), check=True)
+    assert seen == [r]
+
+
+def test_reads_matrix_files(tmp_path):
+    """A .mtx path is read as the pattern."""
+    import scipy.io
+
+    path = tmp_path / "a.mtx"
+    scipy.io.mmwrite(path, sp.coo_array(small_matrices()["banded_2_3"]))
+    assert sparsejac.color(str(path), order="natural").n_colors == 6

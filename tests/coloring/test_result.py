@@ -1,0 +1,176 @@
+"""ColoringResult: seeds, compression, exact decompression by gather, errors, immutability."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+import sparsejac
+from sparsejac.coloring import ORDERS, PARTITIONS, ColoringResult, check_result
+from sparsejac.pattern import as_pattern
+
+from .helpers import patterns, small_matrices
+
+ALL_ORDERS = [*sorted(ORDERS), "best"]
+
+
+def _values(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Random nonzero values on the pattern of a."""
+    return (a != 0) * (rng.standard_normal(a.shape) + 3.0)
+
+
+def _round_trip(a: np.ndarray, partition: str, order: str, rng: np.random.Generator) -> None:
+    r = sparsejac.color(a, partition, order=order, seed=1)
+    check_result(r)
+    J = _values(a, rng)
+    S, W = r.seed_matrices()
+    if partition == "column":
+        assert W is None and S.shape == (a.shape[1], r.n_colors)
+        back = r.decompress(B=J @ S)
+    else:
+        assert S is None and W.shape == (r.n_colors, a.shape[0])
+        back = r.decompress(C=W @ J)
+    assert isinstance(back, sp.csr_array) and back.dtype == np.float64
+    assert back.has_sorted_indices
+    np.testing.assert_array_equal(back.toarray(), J)
+    np.testing.assert_array_equal(back.indptr, r.pattern.indptr)
+    np.testing.assert_array_equal(back.indices, r.pattern.indices)
+    assert r.compressed_shape == (J @ S if partition == "column" else W @ J).shape
+
+
+@given(a=patterns(), partition=st.sampled_from(PARTITIONS), order=st.sampled_from(ALL_ORDERS))
+def test_round_trip_hypothesis(a, partition, order):
+    """Decompressing the compressed J gives J exactly, for any pattern, partition and order."""
+    _round_trip(a, partition, order, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("order", ALL_ORDERS)
+@pytest.mark.parametrize("partition", PARTITIONS)
+@pytest.mark.parametrize("name", sorted(small_matrices()))
+def test_round_trip_small(name, partition, order, rng):
+    """Round trip on every small named matrix × partition × order."""
+    _round_trip(small_matrices()[name], partition, order, rng)
+
+
+def test_n_colors_is_compressed_width():
+    """n_colors equals the width of B and the height of C."""
+    a = small_matrices()["random_sparse"]
+    rc = sparsejac.color(a, "column")
+    rr = sparsejac.color(a, "row")
+    assert rc.seed_matrices()[0].shape[1] == rc.n_colors == rc.compress(a).shape[1]
+    assert rr.seed_matrices()[1].shape[0] == rr.n_colors == rr.compress(a).shape[0]
+
+
+def test_compress_matches_seed_product(rng):
+    """compress(J) is J @ S (or W @ J), for dense and sparse J."""
+    a = small_matrices()["dense_row"]
+    J = _values(a, rng)
+    rc = sparsejac.color(a, "column")
+    rr = sparsejac.color(a, "row")
+    np.testing.assert_allclose(rc.compress(sp.csr_array(J)), J @ rc.seed_matrices()[0])
+    np.testing.assert_allclose(rr.compress(J), rr.seed_matrices()[1] @ J)
+    with pytest.raises(ValueError, match=r"`J` has shape \(3, 3\) but this colouring is of a"):
+        rc.compress(np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("partition", PARTITIONS)
+def test_decompress_data_layouts_and_out(partition, rng):
+    """decompress_data: C- and F-ordered and strided inputs agree; `out` is filled in place."""
+    a = small_matrices()["random_tall"]
+    J = _values(a, rng)
+    r = sparsejac.color(a, partition)
+    X = r.compress(J)
+    expected = J[r.pattern.rows, r.pattern.indices]
+    kw = "B" if partition == "column" else "C"
+    for variant in (X, np.asfortranarray(X), np.repeat(X, 2, axis=1)[:, ::2], X.astype(np.float32)):
+        got = r.decompress_data(**{kw: variant})
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    out = np.empty(r.pattern.nnz)
+    assert r.decompress_data(**{kw: X}, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    csr = r.decompress(**{kw: X})
+    csr.data[:] = 0
+    r.decompress_data(**{kw: X}, out=csr.data)
+    np.testing.assert_array_equal(csr.toarray(), J)
+
+
+def test_gather_index_is_computed_once():
+    """The gather index is cached on the result (a call is one np.take)."""
+    r = sparsejac.color(small_matrices()["banded_2_3"], "column")
+    B = r.compress(small_matrices()["banded_2_3"])
+    r.decompress_data(B=B)
+    first = r._gather_c
+    r.decompress_data(B=B)
+    assert r._gather_c is first and not first.flags.writeable
+
+
+@pytest.mark.parametrize(
+    ("partition", "kwargs", "message"),
+    [
+        ("column", {}, r"a column colouring needs `B` = J @ S of shape \(4, 2\); got None"),
+        ("column", {"B": np.zeros((4, 3))},
+         r"`B` has shape \(4, 3\) but this column colouring of a \(4, 3\) pattern with 2 colours expects \(4, 2\)"),
+        ("column", {"B": np.zeros((4, 2)), "C": np.zeros((2, 3))},
+         r"a column colouring is decompressed from `B` = J @ S; `C` must be None, got an array of shape \(2, 3\)"),
+        ("row", {"C": np.zeros(6)},
+         r"`C` has shape \(6,\) but this row colouring of a \(4, 3\) pattern with 2 colours expects \(2, 3\)"),
+        ("row", {"B": np.zeros((4, 2))}, r"a row colouring is decompressed from `C` = W @ J; `B` must be None"),
+    ],
+)
+def test_decompress_errors(partition, kwargs, message):
+    """Missing, superfluous or wrongly shaped B/C raise, naming it, its shape and the expected one."""
+    a = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1]])
+    r = sparsejac.color(a, partition, order="natural")
+    assert r.n_colors == 2
+    with pytest.raises(ValueError, match=message):
+        r.decompress(**kwargs)
+    with pytest.raises(ValueError, match=message):
+        r.decompress_data(**kwargs)
+
+
+@pytest.mark.parametrize("out", [np.empty(3), np.empty(6, dtype=np.float32), [0.0] * 6])
+def test_decompress_data_bad_out(out):
+    """A wrong `out` is rejected with what was received."""
+    a = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1]])
+    r = sparsejac.color(a, "column", order="natural")
+    with pytest.raises(ValueError, match=r"`out` must be a float64 array of shape \(6,\); got"):
+        r.decompress_data(B=np.zeros((4, 2)), out=out)
+
+
+def test_result_is_frozen():
+    """Fields cannot be reassigned and the groups array is read-only."""
+    r = sparsejac.color(np.eye(3))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.n_colors = 5  # type: ignore[misc]
+    with pytest.raises(ValueError, match="read-only"):
+        r.column_groups[0] = 1  # type: ignore[index]
+    assert r.row_groups is None and r.groups is r.column_groups
+
+
+def test_constructor_validates():
+    """Inconsistent fields are rejected naming the field."""
+    p = as_pattern(np.eye(3))
+    with pytest.raises(ValueError, match=r"`column_groups` must have shape \(3,\); got \(2,\)"):
+        ColoringResult(p, "column", "x", 1, np.zeros(2), None, 1)
+    with pytest.raises(ValueError, match=r"a column colouring needs `column_groups`; got None"):
+        ColoringResult(p, "column", "x", 1, None, np.zeros(3), 1)
+    with pytest.raises(ValueError, match=r"`row_groups` values must lie in -1..0"):
+        ColoringResult(p, "row", "x", 1, None, np.array([0, 1, 0]), 1)
+    with pytest.raises(ValueError, match=r"Unknown `partition` 'both'"):
+        ColoringResult(p, "both", "x", 1, np.zeros(3), None, 1)
+
+
+def test_stats_and_repr():
+    """stats() has the report's keys and JSON-friendly values; repr stays short."""
+    r = sparsejac.color(small_matrices()["laplacian_5x5"])
+    s = r.stats()
+    assert set(s) >= {"shape", "nnz", "density", "partition", "order", "n_colors",
+                      "lower_bound", "gap", "compression", "seconds", "candidates"}
+    assert s["shape"] == [25, 25] and s["n_colors"] == r.n_colors == 5
+    assert s["compression"] == 25 / 5 and s["gap"] == 0
+    assert repr(r).startswith("ColoringResult(partition='column', order='best:")
