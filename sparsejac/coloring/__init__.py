@@ -32,7 +32,7 @@ from sparsejac.coloring.check import (
     check_structurally_orthogonal,
 )
 from sparsejac.coloring.graph import PARTITIONS, BipartiteGraph, Partition
-from sparsejac.coloring.interface import DEFAULT_TIME_BUDGET, color
+from sparsejac.coloring.interface import DEFAULT_TIME_BUDGET, color, warm_up
 from sparsejac.coloring.orders import ORDERS, OrderFunction
 from sparsejac.coloring.result import Candidate, ColoringResult
 
@@ -49,4 +49,5 @@ __all__ = [
     "check_result",
     "check_structurally_orthogonal",
     "color",
+    "warm_up",
 ]

@@ -1,0 +1,154 @@
+"""The `sparsejac report` command: table and JSON output, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+from sparsejac.cli import main
+from sparsejac.coloring import ORDERS
+
+TRIDIAGONAL = np.eye(6) + np.eye(6, k=1) + np.eye(6, k=-1)
+
+
+@pytest.fixture
+def mtx(tmp_path):
+    """A 7×5 pattern file: largest row 3, largest column 4."""
+    a = np.zeros((7, 5))
+    a[0, :3] = 1
+    a[1:5, 4] = 1
+    a[5, 1] = a[6, 2] = 1
+    path = tmp_path / "small.mtx"
+    scipy.io.mmwrite(path, sp.coo_array(a))
+    return path
+
+
+def test_table(mtx, capsys):
+    """The default report prints the figures and one line per partition for order best."""
+    assert main(["report", str(mtx)]) == 0
+    out = capsys.readouterr().out
+    assert str(mtx) in out
+    assert "7 x 5" in out and "nonzeros       9" in out
+    assert "column colouring needs >= 3 colours" in out
+    assert "row colouring needs >= 4 colours" in out
+    lines = [ln.split() for ln in out.splitlines() if ln.strip().startswith(("column ", "row "))]
+    assert [(ln[0], ln[1].split(":")[0], ln[2], ln[3]) for ln in lines] == [
+        ("column", "best", "3", "3"),
+        ("row", "best", "4", "4"),
+    ]
+
+
+def test_json(mtx, capsys):
+    """--json prints one object with shape, nnz, lower_bound and results."""
+    assert main(["report", str(mtx), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["shape"] == [7, 5] and rep["nnz"] == 9
+    assert rep["lower_bound"] == {"column": 3, "row": 4}
+    assert [(r["partition"], r["order"], r["n_colors"]) for r in rep["results"]] == [
+        ("column", "best", 3),
+        ("row", "best", 4),
+    ]
+    for r in rep["results"]:
+        assert {"partition", "order", "n_colors", "seconds", "gap", "compression"} <= set(r)
+        assert r["seconds"] >= 0
+
+
+def test_order_all_one_partition(mtx, capsys):
+    """--order all reports every named order and best; --partition limits the side."""
+    assert main(["report", str(mtx), "--partition", "row", "--order", "all", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert [r["order"] for r in rep["results"]] == [*ORDERS, "best"]
+    assert {r["partition"] for r in rep["results"]} == {"row"}
+
+
+def test_single_order(mtx, capsys):
+    """A named order reports just that order."""
+    assert main(["report", str(mtx), "--order", "dsatur", "--partition", "column"]) == 0
+    out = capsys.readouterr().out
+    assert " dsatur " in out and "best" not in out
+
+
+def test_npz_file(tmp_path, capsys):
+    """scipy .npz files are read too."""
+    path = tmp_path / "tri.npz"
+    sp.save_npz(path, sp.csr_array(TRIDIAGONAL))
+    assert main(["report", str(path), "--order", "natural", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert [r["n_colors"] for r in rep["results"]] == [3, 3]
+
+
+def _bad_files(tmp_path):
+    garbage = tmp_path / "garbage.mtx"
+    garbage.write_text("this is not a matrix\n")
+    truncated = tmp_path / "truncated.mtx"
+    truncated.write_text("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n")
+    empty = tmp_path / "empty.mtx"
+    scipy.io.mmwrite(empty, sp.coo_array((0, 3)))
+    text = tmp_path / "matrix.txt"
+    text.write_text("1 0\n0 1\n")
+    return {
+        "missing": tmp_path / "missing.mtx",
+        "directory": tmp_path,
+        "garbage": garbage,
+        "truncated": truncated,
+        "empty": empty,
+        "extension": text,
+    }
+
+
+@pytest.mark.parametrize("case", ["missing", "directory", "garbage", "truncated", "empty", "extension"])
+def test_bad_file(case, tmp_path, capsys):
+    """An unreadable or malformed file: exit 2, one line on stderr naming the file, no traceback."""
+    path = _bad_files(tmp_path)[case]
+    assert main(["report", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"sparsejac report: error: {path}")
+    assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["report"], ["frobnicate"], ["report", "x.mtx", "--order", "fastest"],
+     ["report", "x.mtx", "--partition", "both"]],
+)
+def test_bad_arguments(argv, capsys):
+    """Bad arguments exit with 2 and argparse's usage message."""
+    assert main(argv) == 2
+    assert "usage: sparsejac" in capsys.readouterr().err
+
+
+def test_bad_budget(mtx, capsys):
+    """A negative --time-budget is reported on one line with exit 2."""
+    assert main(["report", str(mtx), "--time-budget", "-1"]) == 2
+    assert "`time_budget` must be a non-negative number" in capsys.readouterr().err
+
+
+def test_help(capsys):
+    """--help exits 0 and documents the report options."""
+    assert main(["report", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--partition" in out and "--order" in out and "--json" in out
+
+
+def test_python_dash_m(mtx):
+    """`python -m sparsejac report` runs the same command in a fresh process."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparsejac", "report", str(mtx), "--json", "--order", "natural"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["lower_bound"] == {"column": 3, "row": 4}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparsejac", "report", str(mtx) + ".nope"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
