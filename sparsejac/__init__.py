@@ -5,6 +5,14 @@ calls, colour the pattern into a few seed directions, evaluate compressed Jacobi
 with forward or reverse mode, and decompress into a ``scipy.sparse.csr_array``.
 """
 
+from sparsejac.api import (
+    OdeJacobian,
+    SparseJacobian,
+    jacobian,
+    least_squares_jacobian,
+    ode_jacobian,
+    root_jacobian,
+)
 from sparsejac.coloring import ColoringResult, color
 from sparsejac.detection import jacobian_sparsity
 from sparsejac.errors import (
@@ -19,11 +27,17 @@ __version__ = "0.1.0"
 __all__ = [
     "ColoringResult",
     "ConcretizationError",
+    "OdeJacobian",
+    "SparseJacobian",
     "SparsityPattern",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "__version__",
     "as_pattern",
     "color",
+    "jacobian",
     "jacobian_sparsity",
+    "least_squares_jacobian",
+    "ode_jacobian",
+    "root_jacobian",
 ]
