@@ -348,37 +348,51 @@ class PreparedProgram:
                 r_slot = self._new_slot()
                 self._slot_sizes[r_slot] = lj.nnz
                 local_slots.append((r_slot, lj))
-            key = (lj.rows[owner] * n_src + jk.srcs[pos]) * colspan + jk.cols[pos]
-            parts.append((lj, jk, owner, pos, key, r_slot))
+            prow, psrc, pcol = lj.rows[owner], jk.srcs[pos], jk.cols[pos]
+            key = (prow * n_src + psrc) * colspan + pcol
+            parts.append((lj, jk, owner, pos, key, r_slot, prow, psrc, pcol))
         if not parts:
             z = np.zeros(0, np.int64)
             return _Entries(size, z, z, z, np.zeros(0))
-        keys = np.concatenate([p[4] for p in parts])
-        order = np.argsort(keys, kind="stable")
-        sk = keys[order]
-        first = np.ones(sk.size, dtype=bool)
-        first[1:] = sk[1:] != sk[:-1]
-        uniq = sk[first]
-        inverse = np.empty(keys.size, dtype=np.int64)
-        inverse[order] = np.cumsum(first) - 1
-        rows = uniq // (n_src * colspan)
-        rem = uniq - rows * (n_src * colspan)
-        srcs = rem // colspan
-        cols = rem - srcs * colspan
-        n_out = int(uniq.size)
+        if len(parts) == 1:
+            keys = parts[0][4]
+            prow, psrc, pcol = parts[0][6:9]
+        else:
+            keys = np.concatenate([p[4] for p in parts])
+            prow = np.concatenate([p[6] for p in parts])
+            psrc = np.concatenate([p[7] for p in parts])
+            pcol = np.concatenate([p[8] for p in parts])
+        sorted_unique = keys.size < 2 or bool(np.all(keys[1:] > keys[:-1]))
+        if sorted_unique:
+            inverse = np.arange(keys.size, dtype=np.int64)
+            rows, srcs, cols = prow, psrc, pcol
+        else:
+            order = np.argsort(keys, kind="stable")
+            sk = keys[order]
+            first = np.ones(sk.size, dtype=bool)
+            first[1:] = sk[1:] != sk[:-1]
+            sel = order[first]
+            rows, srcs, cols = prow[sel], psrc[sel], pcol[sel]
+            inverse = np.empty(keys.size, dtype=np.int64)
+            inverse[order] = np.cumsum(first) - 1
+        n_out = int(rows.size)
         base = np.zeros(n_out)
         # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions)
         terms = []
         offset = 0
-        for lj, jk, owner, pos, key, r_slot in parts:
+        for lj, jk, owner, pos, key, r_slot, *_ in parts:
             out_pos = inverse[offset:offset + key.size]
             offset += key.size
             jconst = jk.const[pos]
             r_c = None if r_slot is not None else (
                 lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
             if r_slot is None:  # constant local Jacobian: fold its product with const J
-                base += np.bincount(out_pos, weights=np.broadcast_to(r_c * jconst, out_pos.shape),
-                                    minlength=n_out)
+                if sorted_unique and len(parts) == 1:
+                    base += r_c * jconst
+                else:
+                    base += np.bincount(out_pos, weights=np.broadcast_to(r_c * jconst,
+                                                                         out_pos.shape),
+                                        minlength=n_out)
             else:  # dynamic local Jacobian times the constant part of J
                 nzj = np.flatnonzero(jconst != 0)
                 if nzj.size:

@@ -74,6 +74,20 @@ def _partial_values(part: Callable[..., Any], shape: tuple[int, ...], vals: Sequ
     return _entries(part(*vals, out), shape)
 
 
+def _constant_partial_nonzero(part: Callable[..., Any], node: Node) -> np.ndarray | None:
+    """Where a partial that reads only constant operands is nonzero (None: not such a partial).
+
+    ``x * mask`` and ``np.where(mask, a, b)`` with a constant ``mask`` are exact this way, as
+    a constant matrix's zeros are in a contraction.
+    """
+    rd = getattr(part, "reads", None)
+    if not rd or any(r == "out" or not node.inputs[r].is_const for r in rd):
+        return None
+    vals = [v.value for v in node.inputs]
+    with np.errstate(all="ignore"):
+        return np.asarray(part(*vals, node.out.value)) != 0
+
+
 def expand_tangent(t: np.ndarray, in_shape: tuple[int, ...], out_ndim: int) -> np.ndarray:
     """View a tangent block ``(p, *in_shape)`` so that it broadcasts against the output."""
     extra = out_ndim - len(in_shape)
@@ -155,6 +169,9 @@ class Elementwise(Primitive):
                 continue
             rows = _deps.broadcast_rows(var.shape, out_shape)
             dk = d if rows is None else _deps.take_rows(d, rows)
+            nonzero = _constant_partial_nonzero(self.partials[k], node)
+            if nonzero is not None:  # zeros of a constant partial are structural zeros
+                dk = _deps.keep_rows(dk, np.broadcast_to(nonzero, out_shape))
             if local and self.select is not None and self.select[k] is not None:
                 vals = [v.value for v in node.inputs]
                 chosen = np.broadcast_to(self.select[k](*vals, node.out.value), out_shape)
@@ -210,8 +227,12 @@ class Elementwise(Primitive):
             rd = getattr(part, "reads", None)
             if rd is not None and all(r != "out" and node.inputs[r].is_const for r in rd):
                 vals = [v.value for v in node.inputs]
-                res.append(LocalJac(rows, cols, const=_entries(part(*vals, node.out.value),
-                                                               out_shape)))
+                c = _entries(part(*vals, node.out.value), out_shape)
+                if np.ndim(c):  # zeros of a constant partial are structural zeros (as in pattern)
+                    keep = np.flatnonzero(c != 0)
+                    res.append(LocalJac(rows[keep], cols[keep], const=c[keep]))
+                else:
+                    res.append(LocalJac(rows, cols, const=c) if c != 0 else None)
             else:
                 res.append(LocalJac(rows, cols,
                                     dyn=functools.partial(_partial_values, part, out_shape)))

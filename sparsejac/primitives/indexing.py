@@ -14,6 +14,7 @@ at the trace point): a global pattern cannot depend on which elements a traced i
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -68,7 +69,16 @@ def setitem(x: Tracer, key: Any, value: Any) -> Tracer:
     positions[key] = pos_v
     new_value = np.array(xvar.value, copy=True)
     new_value[key] = v_val
-    return gather_from_positions(trace, in_vars, positions, new_value)  # type: ignore[no-any-return]
+    x_const = xvar.value if xvar.is_const else None
+
+    def replay(vals: Sequence[Any]) -> np.ndarray:
+        it = iter(vals)
+        out = np.array(x_const if x_const is not None else next(it), copy=True)
+        out[key] = next(it) if v_traced else v_val
+        return out
+
+    return gather_from_positions(trace, in_vars, positions, new_value,  # type: ignore[no-any-return]
+                                 replay)
 
 
 def scatter_add(a: Any, indices: Any, b: Any, sign: float = 1.0) -> Any:

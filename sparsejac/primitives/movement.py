@@ -17,6 +17,7 @@ treats integer arrays exactly as it treats float arrays (true of every one liste
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,8 @@ class GatherPlan:
     fill_values: np.ndarray | None
     identity: bool  # a pure reshape of a single operand
     _operands: list[_OperandPlan] | None = field(default=None, repr=False)
+    #: the numpy call itself, for replays (a view where numpy gives one, e.g. slicing)
+    replay: Callable[[Sequence[Any]], Any] | None = field(default=None, repr=False)
 
     @property
     def size(self) -> int:
@@ -108,6 +111,8 @@ class Gather(Primitive):
 
     def impl(self, *vals: Any, plan: GatherPlan, **params: Any) -> np.ndarray:
         """Gather the operand values."""
+        if plan.replay is not None:
+            return np.asarray(plan.replay(vals))
         if plan.identity:
             return np.reshape(vals[0], plan.shape)
         flat = (np.ravel(vals[0]) if len(vals) == 1
@@ -210,10 +215,12 @@ def _vstack(blocks: Sequence[Deps]) -> Deps:
 # ---------------------------------------------------------------------------------------
 
 
-def gather_from_positions(trace: Trace, in_vars: Sequence[Var], positions: Any, value: Any) -> Any:
+def gather_from_positions(trace: Trace, in_vars: Sequence[Var], positions: Any, value: Any,
+                          replay: Callable[[Sequence[Any]], Any] | None = None) -> Any:
     """Record the gather whose position result is ``positions`` and value is ``value``.
 
     ``positions`` holds ``1 + flat index into concat(in_vars)``, or 0 for fill values.
+    ``replay(operand_values)``, if given, recomputes the value with the original numpy call.
     """
     positions = np.asarray(positions)
     value = np.asarray(value)
@@ -237,6 +244,7 @@ def gather_from_positions(trace: Trace, in_vars: Sequence[Var], positions: Any, 
         fill_mask=fill if has_fill else None,
         fill_values=np.ascontiguousarray(value.ravel()[fill]) if has_fill else None,
         identity=identity,
+        replay=replay,
     )
     return Tracer(trace, trace.emit(GATHER, tuple(in_vars), {"plan": plan}, value))
 
@@ -338,12 +346,24 @@ def apply_movement(
     extra = position_kwargs(*args, **kwargs) if position_kwargs is not None else {}
     positions = func(*a_pos, **{**k_pos, **extra})
     value = func(*a_val, **k_val)
+    traced_at = [i for i, leaf in enumerate(leaves)
+                 if isinstance(leaf, Tracer) and not leaf._var.is_const]
+    const_leaves = list(val_leaves)
+
+    def replay(vals: Sequence[Any], item: int | None = None) -> Any:
+        leaves_now = list(const_leaves)
+        for i, v in zip(traced_at, vals, strict=True):
+            leaves_now[i] = v
+        a, k = rebuild(leaves_now)
+        res = func(*a, **k)
+        return res if item is None else res[item]
+
     if isinstance(value, (list, tuple)):
         return type(value)(
-            gather_from_positions(trace, in_vars, p, v)
-            for p, v in zip(positions, value, strict=True)
+            gather_from_positions(trace, in_vars, p, v, functools.partial(replay, item=i))
+            for i, (p, v) in enumerate(zip(positions, value, strict=True))
         )
-    return gather_from_positions(trace, in_vars, positions, value)
+    return gather_from_positions(trace, in_vars, positions, value, replay)
 
 
 def _holds_leaf(obj: Any, leaves: list[Any]) -> bool:
