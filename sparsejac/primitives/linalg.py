@@ -228,21 +228,21 @@ class Contraction(Primitive):
                 res.append(None)
                 continue
             mine = ins[k]
-            if len(set(mine)) != len(mine):
-                raise UnsupportedPrimitiveError(
-                    "numpy.einsum", f"reverse mode through a repeated index ({mine!r})"
-                )
+            uniq = "".join(dict.fromkeys(mine))  # a repeated index ("ii") reads a diagonal
             others = [s for i, s in enumerate(ins) if i != k]
             avail = set(outs) | set("".join(others))
-            keep = "".join(c for c in mine if c in avail)
+            keep = "".join(c for c in uniq if c in avail)
             ops = [v for i, v in enumerate(vals) if i != k]
             g = np.einsum(f"{','.join([z + outs, *others])}->{z}{keep}", ct, *ops,
                           optimize=True)
-            if keep != mine:  # indices summed inside operand k only: broadcast back
-                shape = [ct.shape[0]] + [sizes[c] if c in keep else 1 for c in mine]
-                perm = [0] + [1 + keep.index(c) for c in mine if c in keep]
-                g = np.transpose(g, perm).reshape(shape) if keep else g.reshape(shape)
-                g = np.broadcast_to(g, (ct.shape[0], *var.shape))
+            q = ct.shape[0]
+            if keep != uniq:  # indices summed inside operand k only: broadcast back
+                shape = [q] + [sizes[c] if c in keep else 1 for c in uniq]
+                g = np.broadcast_to(g.reshape(shape), (q, *[sizes[c] for c in uniq]))
+            if uniq != mine:  # scatter onto the diagonal that was read
+                full = np.zeros((q, *var.shape))
+                np.einsum(f"{z}{mine}->{z}{uniq}", full)[...] = g
+                g = full
             res.append(g)
         return res
 
@@ -303,6 +303,11 @@ def _sparse_times(a: Any, b: Any) -> Any:
 
 def _check_sparse_shapes(a: Any, b: Any) -> None:
     sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:  # spmatrix * traced scalar reaches matmul through `*`
+        raise UnsupportedPrimitiveError(
+            "scipy.sparse product", "a sparse matrix scaled by a traced scalar; write "
+            "c * (L @ u) instead of (c * L) @ u"
+        )
     inner_a = sa[-1]
     inner_b = sb[0] if len(sb) == 1 else sb[-2]
     if inner_a != inner_b:
@@ -373,7 +378,7 @@ def _outer(a: Any, b: Any, out: Any = None) -> Any:
 
 
 @register_function(np.einsum, family="linalg", via="einsum",
-                   note="string subscripts; reverse mode refuses repeated indices in one operand")
+                   note="string subscripts")
 def _einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = None,
             **kw: Any) -> Any:
     if out is not None or dtype is not None or kw:

@@ -51,33 +51,42 @@ def as_float_input(x: Any, name: str = "x") -> np.ndarray:
 
 @contextmanager
 def _scipy_sparse_defers() -> Iterator[None]:
-    """Let ``L @ tracer`` reach ``Tracer.__rmatmul__`` for a scipy.sparse ``L``.
+    """Let ``L @ tracer`` (and ``L.dot(tracer)``, ``L * tracer`` for an spmatrix) reach the tracer.
 
     scipy's ``_matmul_dispatch`` would otherwise convert the Tracer with ``np.asarray``. While
-    a trace runs it returns ``NotImplemented`` for Tracers (and only for them), so Python
-    falls back to the Tracer's reflected operator.
+    a trace runs it hands Tracers (and only them) to ``np.matmul``, whose Tracer override
+    binds the sparse linear map. ``_coo_base`` has its own ``_matmul_dispatch`` (n-D COO), so
+    it is patched as well. (Returning ``NotImplemented`` instead is not enough: for an
+    ``spmatrix``, ``L * u`` would then fall back to the Tracer's elementwise ``__rmul__``.)
     """
     try:
         from scipy.sparse._base import _spbase
-    except ImportError:  # pragma: no cover - scipy moved its base class
+        from scipy.sparse._coo import _coo_base
+    except ImportError:  # pragma: no cover - scipy moved its base classes
         yield
         return
-    original = _spbase.__dict__["_matmul_dispatch"]
-    if getattr(original, "_sparsejac_patch", False):
+    classes = [c for c in (_spbase, _coo_base) if "_matmul_dispatch" in c.__dict__]
+    originals = {c: c.__dict__["_matmul_dispatch"] for c in classes}
+    if any(getattr(o, "_sparsejac_patch", False) for o in originals.values()):
         yield
         return
 
-    def _matmul_dispatch(self: Any, other: Any) -> Any:
-        if isinstance(other, Tracer):
-            return NotImplemented
-        return original(self, other)
+    def patched(original: Any) -> Any:
+        def _matmul_dispatch(self: Any, other: Any) -> Any:
+            if isinstance(other, Tracer):
+                return np.matmul(self, other)
+            return original(self, other)
 
-    _matmul_dispatch._sparsejac_patch = True  # type: ignore[attr-defined]
-    _spbase._matmul_dispatch = _matmul_dispatch
+        _matmul_dispatch._sparsejac_patch = True  # type: ignore[attr-defined]
+        return _matmul_dispatch
+
+    for c, original in originals.items():
+        c._matmul_dispatch = patched(original)  # type: ignore[method-assign]
     try:
         yield
     finally:
-        _spbase._matmul_dispatch = original
+        for c, original in originals.items():
+            c._matmul_dispatch = original  # type: ignore[method-assign]
 
 
 def _output_var(trace: Trace, out: Any, name: str) -> Var:

@@ -145,7 +145,10 @@ class Tracer:
         if var.active:
             raise TracedConversionError(
                 f"{what} of a traced array that depends on x would drop that dependence; keep "
-                "the computation in numpy (e.g. y[0] instead of float(y[0]))."
+                "the computation in numpy (e.g. y[0] instead of float(y[0])). numpy also calls "
+                "float() to store a traced element into a plain array (out[i] = y with "
+                "out = np.zeros(n)); create such arrays from x instead: out = np.zeros_like(x), "
+                "np.empty_like(x), or np.zeros(shape, like=x)."
             )
         return self._concrete_zero_derivative(what)
 

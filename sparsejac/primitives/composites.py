@@ -1,0 +1,383 @@
+"""Common scientific numpy functions written with the families' primitives.
+
+Each entry here is either one more elementwise primitive (``np.sinc``, ``np.interp`` with a
+traced ``x``) or a *composite*: a traced re-implementation of numpy's own algorithm out of
+supported calls (``np.select`` and ``np.piecewise`` from ``where``, ``np.polyval`` by Horner's
+rule, ``np.gradient`` and ``np.trapezoid`` from slices, ``np.convolve`` from an outer product
+and a constant 0/1 summation matrix). Composites need no rules of their own: their pattern,
+JVP and VJP are those of the calls they make, so they are exact whenever those are.
+
+Static arguments (spacings, breakpoints ``xp``, index-like arguments) must be constants: a
+global pattern cannot depend on them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.primitives import elementwise as _ew
+from sparsejac.primitives.core import bind, find_trace, register_function, wrap_const
+from sparsejac.primitives.linalg import _norm
+from sparsejac.primitives.linear import apply_sparse_map
+from sparsejac.tracing.tracer import Tracer, concretize
+
+__all__ = ["INTERP", "SINC"]
+
+
+def _traced(a: Any) -> bool:
+    """True for a Tracer that is not a constant."""
+    return isinstance(a, Tracer) and not a._var.is_const
+
+
+def _static(a: Any, func: str, arg: str) -> Any:
+    """The plain value of argument ``arg`` of ``func``, which must not depend on ``x``."""
+    if _traced(a) and a._var.active:
+        raise UnsupportedPrimitiveError(func, f"a traced {arg}")
+    return np.asarray(concretize(a, f"{arg} of {func}"))
+
+
+# -- sinc: one more elementwise primitive ----------------------------------------------------
+
+
+def _sinc_d(x: Any, out: Any) -> Any:
+    # d/dx sin(pi x) / (pi x) = (cos(pi x) - sinc(x)) / x, with the limit 0 at x = 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.equal(x, 0), 0.0, (np.cos(np.pi * x) - out) / np.where(
+            np.equal(x, 0), 1.0, x))
+
+
+SINC = _ew.Elementwise(np.sinc, (_sinc_d,), name="sinc")
+_ew.ELEMENTWISE["sinc"] = SINC
+
+
+@register_function(np.sinc, family="elementwise", via="sinc")
+def _sinc(x: Any) -> Any:
+    return bind(SINC, (x,))
+
+
+# -- interp: elementwise in x (constant breakpoints), linear in fp -------------------------------
+
+
+def _interp_slope(x: Any, xp: Any, fp: Any, out: Any) -> Any:
+    """Slope of the piece that contains ``x`` (0 outside ``[xp[0], xp[-1])``)."""
+    xp = np.asarray(xp, dtype=np.float64)
+    fp = np.asarray(fp, dtype=np.float64)
+    if xp.size < 2:
+        return np.zeros(np.shape(x))
+    slopes = np.diff(fp) / np.diff(xp)
+    j = np.searchsorted(xp, x, side="right") - 1
+    inside = (j >= 0) & (j < xp.size - 1)
+    return np.where(inside, slopes[np.clip(j, 0, slopes.size - 1)], 0.0)
+
+
+INTERP = _ew.Elementwise(np.interp, (_interp_slope, None, None), name="interp")
+_ew.ELEMENTWISE["interp"] = INTERP
+
+
+def _interp_weights(x: np.ndarray, xp: np.ndarray, left: Any, right: Any
+                    ) -> tuple[sp.csr_array, np.ndarray]:
+    """``interp(x, xp, fp) = M @ fp + c`` for a constant ``x``: the matrix M and offset c."""
+    xf = np.ravel(x).astype(np.float64)
+    m, n = xf.size, xp.size
+    rows = np.arange(m)
+    j = np.clip(np.searchsorted(xp, xf, side="right") - 1, 0, max(n - 2, 0))
+    below, above = xf < xp[0], xf > xp[-1]
+    inside = ~(below | above)
+    if n > 1:
+        w = np.where(inside, (xf - xp[j]) / (xp[j + 1] - xp[j]), 0.0)
+        hi = np.minimum(j + 1, n - 1)
+    else:
+        w, hi = np.zeros(m), j
+    lo_w = np.where(inside, 1.0 - w, 0.0)
+    hi_w = w.copy()
+    offset = np.zeros(m)
+    # outside the breakpoints: fp[0] / fp[-1] by default, or the constants left / right
+    if left is None:
+        lo_w = np.where(below, 1.0, lo_w)
+        j = np.where(below, 0, j)
+    else:
+        offset = np.where(below, float(left), offset)
+    if right is None:
+        hi_w = np.where(above, 1.0, hi_w)
+        hi = np.where(above, n - 1, hi)
+    else:
+        offset = np.where(above, float(right), offset)
+    mat = sp.csr_array((np.r_[lo_w, hi_w], (np.r_[rows, rows], np.r_[j, hi])), shape=(m, n))
+    mat.sum_duplicates()
+    mat.eliminate_zeros()
+    return mat, offset.reshape(np.shape(x))
+
+
+@register_function(np.interp, family="elementwise", via="interp | linear_map",
+                   note="constant `xp`; `x` or `fp` traced, not both; no `period=`")
+def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+            period: Any = None) -> Any:
+    if period is not None:
+        raise UnsupportedPrimitiveError("numpy.interp", "the `period=` argument")
+    xp_c = _static(xp, "numpy.interp", "`xp`").astype(np.float64)
+    left = None if left is None else _static(left, "numpy.interp", "`left`")
+    right = None if right is None else _static(right, "numpy.interp", "`right`")
+    if _traced(x) and _traced(fp):
+        raise UnsupportedPrimitiveError(
+            "numpy.interp", "both `x` and `fp` traced (the piece that x falls in depends on x)"
+        )
+    if _traced(fp):
+        x_c = np.asarray(concretize(x, "numpy.interp points `x`"), dtype=np.float64)
+        mat, offset = _interp_weights(x_c, xp_c, left, right)
+        res = apply_sparse_map((fp,), (mat,), x_c.shape)
+        return res + offset if np.any(offset) else res
+    fp_c = _static(fp, "numpy.interp", "`fp`").astype(np.float64)
+    return bind(INTERP, (x, xp_c, fp_c), {"left": left, "right": right})
+
+
+# -- select and piecewise: where, first true condition wins --------------------------------------
+
+
+@register_function(np.select, family="elementwise", via="composite: where")
+def _select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    res = default
+    for cond, choice in zip(reversed(condlist), reversed(choicelist), strict=True):
+        res = np.where(cond, choice, res)
+    shape = np.broadcast_shapes(*(np.shape(c) for c in (*condlist, *choicelist, default)))
+    return res if np.shape(res) == shape else np.broadcast_to(res, shape)
+
+
+@register_function(np.piecewise, family="elementwise", via="composite: where | indexing",
+                   note="elementwise functions; traced conditions in global mode evaluate every "
+                        "function on all of x")
+def _piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
+    ndim = np.ndim(x)
+    if np.isscalar(condlist) or (
+        not isinstance(condlist[0], (list, np.ndarray, Tracer)) and ndim != 0
+    ):
+        condlist = [condlist]
+    conds = list(condlist)
+    if len(funclist) == len(conds) + 1:
+        conds.append(np.logical_not(functools.reduce(np.logical_or, conds)))
+    elif len(funclist) != len(conds):
+        raise ValueError(
+            f"with {len(conds)} condition(s), either {len(conds)} or {len(conds) + 1} "
+            "functions are expected"
+        )
+    trace = find_trace([x, *conds])
+    out = np.zeros_like(x) if isinstance(x, Tracer) else wrap_const(trace, np.zeros_like(x))
+    value_free = any(_traced(c) for c in conds) and not trace.local
+    for cond, func in zip(conds, funclist, strict=True):
+        if value_free:
+            # global mode: which elements a traced condition picks is unknown, so every
+            # function is evaluated on all of x and chosen by where (a union of patterns)
+            with np.errstate(all="ignore"):
+                val = func(x, *args, **kw) if callable(func) else func
+            out = np.where(cond, val, out)
+        else:
+            mask = np.broadcast_to(
+                np.asarray(concretize(cond, "a condition of numpy.piecewise"), dtype=bool),
+                np.shape(x))
+            if callable(func):
+                if mask.any():
+                    out[mask] = func(x[mask], *args, **kw)
+            else:
+                out[mask] = func
+    return out
+
+
+# -- polyval: Horner's rule ---------------------------------------------------------------------
+
+
+@register_function(np.polyval, family="elementwise", via="composite: multiply, add",
+                   note="coefficients and points may both be traced")
+def _polyval(p: Any, x: Any) -> Any:
+    y = np.zeros_like(x) if isinstance(x, Tracer) else np.zeros(np.shape(x))
+    for i in range(len(p)):
+        y = y * x + p[i]
+    return y
+
+
+# -- convolve and correlate: outer product, then a constant sum along anti-diagonals -----------
+
+
+def _convolution(a: Any, v: Any, mode: str, name: str) -> Any:
+    na, nv = int(np.size(a)), int(np.size(v))
+    if np.ndim(a) != 1 or np.ndim(v) != 1:
+        raise ValueError(f"{name}: object too deep for desired array (1-D operands only)")
+    if na == 0 or nv == 0:
+        raise ValueError(f"{name}: operands cannot be empty")
+    full = na + nv - 1
+    short = min(na, nv)
+    if mode == "full":
+        start, length = 0, full
+    elif mode == "same":
+        start, length = (short - 1) // 2, max(na, nv)
+    elif mode == "valid":
+        start, length = short - 1, max(na, nv) - short + 1
+    else:
+        raise ValueError(f"{name}: mode must be one of 'full', 'same', 'valid'; got {mode!r}")
+    # out_full[i + j] += a[i] * v[j]: a 0/1 matrix over the (na * nv) outer product
+    k = (np.arange(na)[:, None] + np.arange(nv)[None, :]).ravel() - start
+    cols = np.arange(na * nv)
+    keep = (k >= 0) & (k < length)
+    mat = sp.csr_array((np.ones(int(keep.sum())), (k[keep], cols[keep])), shape=(length, na * nv))
+    return apply_sparse_map((np.outer(a, v),), (mat,), (length,))
+
+
+@register_function(np.convolve, family="linalg", via="composite: outer, linear_map",
+                   note="1-D; either or both operands traced")
+def _convolve(a: Any, v: Any, mode: str = "full") -> Any:
+    return _convolution(a, v, mode, "numpy.convolve")
+
+
+@register_function(np.correlate, family="linalg", via="composite: outer, linear_map",
+                   note="1-D real; mode='same' needs len(a) >= len(v)")
+def _correlate(a: Any, v: Any, mode: str = "valid") -> Any:
+    if mode == "same" and np.size(v) > np.size(a):
+        raise UnsupportedPrimitiveError("numpy.correlate", "mode='same' with `v` longer than `a`")
+    return _convolution(a, v[::-1], mode, "numpy.correlate")
+
+
+# -- gradient and trapezoid: numpy's own slicing algorithms on traced arrays --------------------
+
+
+def _spacings(f: Any, varargs: Sequence[Any], axes: Sequence[int]) -> list[Any]:
+    """numpy.gradient's spacing per axis: a scalar, or the 1-D differences of coordinates."""
+    n = len(varargs)
+    if n == 0:
+        return [1.0] * len(axes)
+    if n == 1 and np.ndim(varargs[0]) == 0:
+        return [float(_static(varargs[0], "numpy.gradient", "spacing"))] * len(axes)
+    if n != len(axes):
+        raise TypeError("invalid number of arguments")
+    dx: list[Any] = []
+    for i, d in enumerate(varargs):
+        arr = _static(d, "numpy.gradient", "spacing").astype(np.float64)
+        if arr.ndim == 0:
+            dx.append(float(arr))
+            continue
+        if arr.ndim != 1:
+            raise ValueError("distances must be either scalars or 1d")
+        if arr.size != np.shape(f)[axes[i]]:
+            raise ValueError("when 1d, distances must match the length of the corresponding "
+                             "dimension")
+        diffx = np.diff(arr)
+        dx.append(float(diffx[0]) if (diffx == diffx[0]).all() else diffx)
+    return dx
+
+
+def _gradient_axis(f: Any, axis: int, h: Any, edge_order: int) -> Any:
+    nd = np.ndim(f)
+
+    def at(i: Any) -> tuple[Any, ...]:
+        s: list[Any] = [slice(None)] * nd
+        s[axis] = i
+        return tuple(s)
+
+    def along(c: np.ndarray) -> np.ndarray:  # a coefficient per position along `axis`
+        shape = [1] * nd
+        shape[axis] = -1
+        return c.reshape(shape)
+
+    out = np.empty_like(f)
+    if np.ndim(h) == 0:
+        out[at(slice(1, -1))] = (f[at(slice(2, None))] - f[at(slice(None, -2))]) / (2.0 * h)
+    else:
+        d1, d2 = h[:-1], h[1:]
+        a = along(-d2 / (d1 * (d1 + d2)))
+        b = along((d2 - d1) / (d1 * d2))
+        c = along(d1 / (d2 * (d1 + d2)))
+        out[at(slice(1, -1))] = (a * f[at(slice(None, -2))] + b * f[at(slice(1, -1))]
+                                 + c * f[at(slice(2, None))])
+    if edge_order == 1:
+        h0 = h if np.ndim(h) == 0 else h[0]
+        hn = h if np.ndim(h) == 0 else h[-1]
+        out[at(0)] = (f[at(1)] - f[at(0)]) / h0
+        out[at(-1)] = (f[at(-1)] - f[at(-2)]) / hn
+        return out
+    if np.ndim(h) == 0:
+        a0, b0, c0 = -1.5 / h, 2.0 / h, -0.5 / h
+        an, bn, cn = 0.5 / h, -2.0 / h, 1.5 / h
+    else:
+        d1, d2 = h[0], h[1]
+        a0 = -(2.0 * d1 + d2) / (d1 * (d1 + d2))
+        b0 = (d1 + d2) / (d1 * d2)
+        c0 = -d1 / (d2 * (d1 + d2))
+        d1, d2 = h[-2], h[-1]
+        an = d2 / (d1 * (d1 + d2))
+        bn = -(d2 + d1) / (d1 * d2)
+        cn = (2.0 * d2 + d1) / (d2 * (d1 + d2))
+    out[at(0)] = a0 * f[at(0)] + b0 * f[at(1)] + c0 * f[at(2)]
+    out[at(-1)] = an * f[at(-3)] + bn * f[at(-2)] + cn * f[at(-1)]
+    return out
+
+
+@register_function(np.gradient, family="reductions", via="composite: indexing, arithmetic",
+                   note="constant spacings (scalars or coordinate arrays)")
+def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
+    nd = np.ndim(f)
+    if axis is None:
+        axes: tuple[int, ...] = tuple(range(nd))
+    else:
+        axes = tuple(int(a) % nd for a in np.atleast_1d(axis))
+    if edge_order not in (1, 2):
+        raise ValueError("'edge_order' greater than 2 not supported")
+    if np.dtype(f.dtype).kind not in "fc":
+        f = f.astype(np.float64)
+    outs = []
+    for ax, h in zip(axes, _spacings(f, varargs, axes), strict=True):
+        if np.shape(f)[ax] < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                             "least (edge_order + 1) elements are required.")
+        outs.append(_gradient_axis(f, ax, h, edge_order))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+@register_function(np.trapezoid, family="reductions", via="composite: indexing, sum")
+def _trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
+    nd = np.ndim(y)
+    ax = int(axis) % nd
+    if x is None:
+        d: Any = dx
+    else:
+        d = np.diff(x)
+        if np.ndim(x) == 1:
+            shape = [1] * nd
+            shape[ax] = -1
+            d = np.reshape(d, shape)
+        else:
+            d = np.diff(x, axis=ax)
+    hi: list[Any] = [slice(None)] * nd
+    lo: list[Any] = [slice(None)] * nd
+    hi[ax] = slice(1, None)
+    lo[ax] = slice(None, -1)
+    return np.sum(d * (y[tuple(hi)] + y[tuple(lo)]) / 2.0, axis=ax)
+
+
+# -- the array-API norm ---------------------------------------------------------------------------
+
+
+@register_function(np.linalg.vector_norm, family="linalg", via="composite: linalg.norm")
+def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
+    nd = np.ndim(x)
+    if axis is None:
+        res = _norm(np.ravel(x), ord=ord)
+        return np.reshape(res, (1,) * nd) if keepdims else res
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    axes = tuple(int(a) % nd for a in axes)
+    if len(axes) == 1:
+        return _norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
+    rest = [i for i in range(nd) if i not in axes]
+    moved = np.transpose(x, (*rest, *axes))
+    flat = np.reshape(moved, (*[np.shape(x)[i] for i in rest], -1))
+    res = _norm(flat, ord=ord, axis=-1)
+    if keepdims:
+        res = np.reshape(res, tuple(1 if i in axes else s for i, s in enumerate(np.shape(x))))
+    return res
+
