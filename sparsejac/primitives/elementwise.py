@@ -581,6 +581,7 @@ BINARY_ROWS = [
     Row(np.fmod, (_one, _fmod_b), POSITIVE),
     Row(np.copysign, (_copysign_a, None), NONZERO),
     Row(np.ldexp, (_ldexp_a, None)),
+    Row(np.nextafter, (_one, None)),  # one ulp away from x1: d/dx1 = 1 (not zero)
 ]
 
 #: ufuncs whose derivative is identically zero (their results carry no dependencies).
@@ -590,7 +591,7 @@ ZERO_DERIVATIVE: list[np.ufunc] = [
     np.floor_divide, np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
     np.not_equal, np.logical_and, np.logical_or, np.logical_xor, np.bitwise_and,
     np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift, np.gcd, np.lcm,
-    np.heaviside, np.nextafter,
+    np.heaviside,
 ]
 
 ELEMENTWISE: dict[str, Elementwise] = {}
