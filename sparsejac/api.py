@@ -50,6 +50,10 @@ MODES: tuple[str, ...] = ("auto", "forward", "reverse", "mixed", "fd")
 DEFAULT_REVERSE_COST = 1.5
 #: Repeats of each candidate evaluation when ``calibrate=True`` (the minimum is kept).
 CALIBRATION_REPEATS = 3
+#: ``auto`` times only the modes whose product count is within this factor of the fewest.
+CALIBRATION_WINDOW = 4.0
+#: Largest compressed matrix (``m × p`` or ``q × n`` entries) a mode may allocate (800 MB).
+MAX_COMPRESSED_ENTRIES = 100_000_000
 
 
 def _check_mode(mode: Any) -> str:
@@ -247,8 +251,8 @@ class SparseJacobian:
         t0 = time.perf_counter()
         self._prepared: PreparedProgram | None = None
         if self._program is not None and not self._retrace and any(m != "fd" for m in wanted):
-            width = max(c.n_colors for m, c in colorings.items() if m != "fd")
-            self._prepared = PreparedProgram(self._program, width=width)
+            width = min(c.n_colors for m, c in colorings.items() if m != "fd")
+            self._prepared = PreparedProgram(self._program, width=max(width, 1))
         timings["preparation"] = time.perf_counter() - t0
         chosen, reason, costs = self._choose(wanted, colorings)
         timings["calibration"] = costs
@@ -287,36 +291,48 @@ class SparseJacobian:
     def _products(mode: str, c: ColoringResult) -> int:
         return int(c.n_colors)
 
+    def _static_cost(self, mode: str, c: ColoringResult) -> float:
+        """Forward products + ``reverse_cost`` × reverse products."""
+        if mode in ("forward", "fd"):
+            return float(c.n_colors)
+        if mode == "reverse":
+            return self._reverse_cost * c.n_colors
+        fwd = int(np.max(c.column_groups) + 1) if c.column_groups is not None else 0
+        return fwd + self._reverse_cost * (c.n_colors - fwd)
+
+    def _fits(self, c: ColoringResult) -> bool:
+        cg, p, rg, q = self._groups(c)
+        m, n = c.pattern.shape
+        return m * p <= MAX_COMPRESSED_ENTRIES and q * n <= MAX_COMPRESSED_ENTRIES
+
     def _choose(self, wanted: list[str], colorings: dict[str, ColoringResult]
                 ) -> tuple[str, str, dict[str, float]]:
         if len(wanted) == 1:
             return wanted[0], f"mode={wanted[0]!r} was requested", {}
-        costs: dict[str, float] = {}
+        static = {m: self._static_cost(m, colorings[m]) for m in wanted}
         if self._calibrate and (self._prepared is not None or self._retrace):
-            for m in wanted:
+            # time only the candidates that could win: a mode needing many times more
+            # products than another (a dense row in forward mode) is not worth running
+            floor = min(static.values())
+            timed = [m for m in wanted if static[m] <= CALIBRATION_WINDOW * floor
+                     and self._fits(colorings[m])] or [min(wanted, key=lambda m: static[m])]
+            costs: dict[str, float] = {}
+            for m in timed:
                 best = math.inf
                 for _ in range(CALIBRATION_REPEATS):
                     t0 = time.perf_counter()
                     self._evaluate_mode(m, colorings[m], self._x0, self._params0)
                     best = min(best, time.perf_counter() - t0)
                 costs[m] = best
-            chosen = min(wanted, key=lambda m: (costs[m], wanted.index(m)))
-            detail = ", ".join(f"{m} {costs[m] * 1e3:.3g} ms" for m in wanted)
+            chosen = min(timed, key=lambda m: (costs[m], wanted.index(m)))
+            detail = ", ".join(f"{m} {costs[m] * 1e3:.3g} ms" if m in costs else
+                               f"{m} not timed ({colorings[m].n_colors} products)"
+                               for m in wanted)
             return chosen, f"fastest when timed at x0 ({detail})", costs
-        for m in wanted:
-            c = colorings[m]
-            if m == "forward":
-                costs[m] = float(c.n_colors)
-            elif m == "reverse":
-                costs[m] = self._reverse_cost * c.n_colors
-            else:
-                fwd = int(np.max(c.column_groups) + 1) if c.column_groups is not None else 0
-                rev = c.n_colors - fwd
-                costs[m] = fwd + self._reverse_cost * rev
-        chosen = min(wanted, key=lambda m: (costs[m], wanted.index(m)))
-        detail = ", ".join(f"{m} {costs[m]:.3g}" for m in wanted)
+        chosen = min(wanted, key=lambda m: (static[m], wanted.index(m)))
+        detail = ", ".join(f"{m} {static[m]:.3g}" for m in wanted)
         return chosen, (f"lowest cost = forward products + {self._reverse_cost:g} x reverse "
-                        f"products ({detail})"), costs
+                        f"products ({detail})"), static
 
     # -- evaluation ----------------------------------------------------------------------
 
@@ -354,6 +370,14 @@ class SparseJacobian:
                 lambda z: self._call_f(z, *params), x, c, method=self._fd_method,
                 n_out=self._shape_out, out=out)
         cg, p, rg, q = self._groups(c)
+        m, n = c.pattern.shape
+        if m * p > MAX_COMPRESSED_ENTRIES or q * n > MAX_COMPRESSED_ENTRIES:
+            raise MemoryError(
+                f"mode={mode!r} would allocate a compressed matrix of {max(m * p, q * n):,} "
+                f"entries ({p} forward and {q} reverse products on a {m}x{n} Jacobian); use "
+                "mode='auto' or another mode (a dense row needs reverse or mixed mode, a dense "
+                "column forward or mixed mode)"
+            )
         if self._retrace:
             return self._evaluate_retrace(mode, c, x, params, out)
         assert self._prepared is not None
