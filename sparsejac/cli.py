@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=DEFAULT_TIME_BUDGET,
         metavar="SECONDS",
-        help=f"budget of order 'best' beyond its two mandatory passes (default "
+        help=f"seconds order 'best' may spend; its natural and DSATUR passes always run (default "
         f"{DEFAULT_TIME_BUDGET})",
     )
     return parser

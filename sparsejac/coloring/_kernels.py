@@ -371,3 +371,141 @@ def dsatur(vptr, vidx, nptr, nidx, deg, table_bytes=SEEN_TABLE_BYTES):  # type: 
                     n_high += 1
                 _heap_change(heap, pos, key, w, key[w] + base, size)
     return colors, seq
+
+
+# -- tabu search (TabuCol) for a conflict-free colouring with k colours ------------------
+
+# State, for k colours: ``gamma[v, c]`` = sum over the nets r of v of the number of vertices
+# of colour c on r (v itself included once per net). Vertex v is in conflict when
+# ``gamma[v, colors[v]] > (number of nets of v)``; the objective ``f`` is the number of
+# conflicting pairs counted per net, sum_r sum_c C(count[r, c], 2), and moving v from c to
+# c' changes it by ``gamma[v, c'] - (gamma[v, c] - nets(v))``. ``conf_list[:nconf]`` lists
+# the conflicting vertices (``conf_pos`` = slot or -1). ``tabu[v, c] > it`` forbids moving v
+# back to c until iteration ``it``.
+
+
+@_njit
+def tabu_init(vptr, vidx, nptr, nidx, colors, k, seed):  # type: ignore[no-untyped-def]
+    """Build the tabu state; vertices with colour -1 are first placed, one by one, in the
+    colour with fewest conflicts (ties at random). ``colors`` is updated in place."""
+    np.random.seed(seed)
+    nv = vptr.size - 1
+    gamma = np.zeros((nv, k), dtype=np.int32)
+    for r in range(nptr.size - 1):
+        for b in range(nptr[r], nptr[r + 1]):
+            c = colors[nidx[b]]
+            if c < 0:
+                continue
+            for b2 in range(nptr[r], nptr[r + 1]):
+                gamma[nidx[b2], c] += 1
+    for v in range(nv):
+        if colors[v] >= 0:
+            continue
+        best = np.int64(1) << 40
+        pick = 0
+        ties = 0
+        for c in range(k):
+            g = gamma[v, c]
+            if g < best:
+                best, pick, ties = g, c, 1
+            elif g == best:
+                ties += 1
+                if np.random.randint(ties) == 0:
+                    pick = c
+        colors[v] = pick
+        for a in range(vptr[v], vptr[v + 1]):
+            r = vidx[a]
+            for b in range(nptr[r], nptr[r + 1]):
+                gamma[nidx[b], pick] += 1
+    conf_list = np.empty(nv, dtype=np.int64)
+    conf_pos = np.full(nv, -1, dtype=np.int64)
+    nconf = 0
+    f = 0
+    for v in range(nv):
+        excess = gamma[v, colors[v]] - (vptr[v + 1] - vptr[v])
+        f += excess
+        if excess > 0:
+            conf_pos[v] = nconf
+            conf_list[nconf] = v
+            nconf += 1
+    return gamma, conf_list, conf_pos, nconf, f // 2
+
+
+@_njit
+def tabu_search(  # type: ignore[no-untyped-def]
+    vptr, vidx, nptr, nidx, colors, gamma, conf_list, conf_pos, nconf, f, tabu, it, best_f,
+    last_gain, patience, max_work, seed,
+):
+    """Run TabuCol moves until ``f == 0``, until ``patience`` iterations pass without a new
+    best objective (``best_f``, last lowered at iteration ``last_gain``), or until about
+    ``max_work`` candidate evaluations.
+
+    Each iteration makes the best non-tabu move of a conflicting vertex to another colour
+    (ties at random; a tabu move is allowed when it beats the best objective seen, the
+    aspiration rule), then forbids the vertex's old colour for ``0.6 * nconf + rand(10)``
+    iterations (Galinier and Hao 1999). Returns ``(f, nconf, it, best_f, last_gain)``; the
+    state arrays are updated in place.
+    """
+    np.random.seed(seed)
+    k = gamma.shape[1]
+    work = 0
+    while f > 0 and work < max_work and it - last_gain < patience:
+        it += 1
+        bd = np.int64(1) << 40
+        bv = -1
+        bc = -1
+        ties = 0
+        for t in range(nconf):
+            v = conf_list[t]
+            cv = colors[v]
+            excess = gamma[v, cv] - (vptr[v + 1] - vptr[v])
+            for c in range(k):
+                if c == cv:
+                    continue
+                d = gamma[v, c] - excess
+                if tabu[v, c] > it and f + d >= best_f:
+                    continue
+                if d < bd:
+                    bd, bv, bc, ties = d, v, c, 1
+                elif d == bd:
+                    ties += 1
+                    if np.random.randint(ties) == 0:
+                        bv, bc = v, c
+        work += nconf * k
+        if bv < 0:  # every move is tabu: make a random one
+            bv = conf_list[np.random.randint(nconf)]
+            bc = np.random.randint(k - 1)
+            if bc >= colors[bv]:
+                bc += 1
+            bd = gamma[bv, bc] - (gamma[bv, colors[bv]] - (vptr[bv + 1] - vptr[bv]))
+        old = colors[bv]
+        colors[bv] = bc
+        f += bd
+        if f < best_f:
+            best_f = f
+            last_gain = it
+        tabu[bv, old] = it + np.random.randint(10) + (6 * nconf) // 10
+        for a in range(vptr[bv], vptr[bv + 1]):
+            r = vidx[a]
+            for b in range(nptr[r], nptr[r + 1]):
+                w = nidx[b]
+                gamma[w, old] -= 1
+                gamma[w, bc] += 1
+        for a in range(vptr[bv], vptr[bv + 1]):
+            r = vidx[a]
+            work += nptr[r + 1] - nptr[r]
+            for b in range(nptr[r], nptr[r + 1]):
+                w = nidx[b]
+                excess = gamma[w, colors[w]] - (vptr[w + 1] - vptr[w])
+                if excess > 0 and conf_pos[w] < 0:
+                    conf_pos[w] = nconf
+                    conf_list[nconf] = w
+                    nconf += 1
+                elif excess == 0 and conf_pos[w] >= 0:
+                    slot = conf_pos[w]
+                    last = conf_list[nconf - 1]
+                    conf_list[slot] = last
+                    conf_pos[last] = slot
+                    nconf -= 1
+                    conf_pos[w] = -1
+    return f, nconf, it, best_f, last_gain

@@ -13,22 +13,29 @@ named order or the ``"best"`` search, and wraps the groups in a
 2. ``incidence_degree``, ``smallest_last``, ``largest_first``, ``dynamic_largest_first``
    and :data:`N_RANDOM` seeded ``random`` orders.
 3. Up to :data:`MAX_RESTARTS` restarts of ``incidence_degree``, ``dsatur`` and
-   ``smallest_last`` (cycled) with random tie-breaking (:func:`~.greedy.restart`), while the
-   elapsed time stays within :data:`RESTART_SHARE` of the budget.
+   ``smallest_last`` (cycled) with random tie-breaking (:func:`~.greedy.restart`), until
+   :data:`RESTART_SHARE` of the budget has elapsed.
 4. Culberson's iterated greedy recolouring of the best colouring so far
-   (:func:`~.recolor.iterated_greedy`, never more colours) with the time that is left.
+   (:func:`~.recolor.iterated_greedy`, never more colours), until :data:`RECOLOR_SHARE` of
+   the budget has elapsed or it stalls.
+5. Tabu search (:func:`~.tabu.tabu_reduce`) to remove further colours, one at a time, with
+   the time that is left, until it fails :data:`~.tabu.MAX_ATTEMPTS` times in a row.
 
 The search stops as soon as a colouring reaches the lower bound (it is then optimal). A
-pass of steps 2-4 starts only if it is predicted to end within ``time_budget`` seconds of
+pass of steps 2-5 starts only if it is predicted to end within ``time_budget`` seconds of
 the start: the prediction is the measured duration of the same kind of pass (for a dynamic
-order not yet run, DSATUR's). So the wall time of ``best`` is at most about
-``max(time_budget, t_natural + t_dsatur)``: the budget is a constant number of seconds, and
-on inputs so large that the two mandatory passes exceed it, ``best`` costs those two passes.
-For example, on the 1000×1000 5-point Laplacian (``n = 10**6``) DSATUR reaches the lower
-bound 5 in about a second and the search ends there. On small inputs every step finishes
-long before the budget, so the result depends only on ``seed``; on large ones, how much of
-steps 2-4 runs depends on the machine's speed (pass ``time_budget=math.inf`` for a
-result that depends on ``seed`` alone).
+order not yet run, DSATUR's; for a tabu chunk, the slowest chunk so far). So the wall time
+of ``best`` is at most about ``max(time_budget, t_natural + t_dsatur)``: the budget is a
+constant number of seconds, independent of the input's size, and on inputs so large that
+the two mandatory passes exceed it, ``best`` costs exactly those two passes. For example,
+on the 1000×1000 5-point Laplacian (``n = 10**6``) DSATUR reaches the lower bound 5 in
+about a second and the search ends there. The first ``best`` call of a process first loads
+every compiled kernel (:func:`warm_up`), outside the budget and outside the reported time.
+
+Every step has an iteration limit as well as the deadline, so on small inputs the search
+ends before the budget and the result depends only on ``seed``; on large ones, how far
+steps 2-5 get depends on the machine's speed (pass ``time_budget=math.inf`` for a result
+that depends on ``seed`` alone).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from sparsejac.coloring.greedy import dsatur_color, greedy_color, restart
 from sparsejac.coloring.orders import ORDERS, check_permutation, resolve_order
 from sparsejac.coloring.recolor import iterated_greedy
 from sparsejac.coloring.result import Candidate, ColoringResult
+from sparsejac.coloring.tabu import tabu_reduce
 from sparsejac.pattern import as_pattern
 
 __all__ = [
@@ -52,12 +60,13 @@ __all__ = [
     "DEFAULT_TIME_BUDGET",
     "MAX_RESTARTS",
     "N_RANDOM",
+    "RECOLOR_SHARE",
     "RESTART_SHARE",
     "color",
     "warm_up",
 ]
 
-#: Seconds ``order="best"`` may spend beyond its two mandatory passes (see module docs).
+#: Seconds ``order="best"`` may spend (its two mandatory passes always run; see module docs).
 DEFAULT_TIME_BUDGET = 2.0
 #: Named orders tried by ``best`` after ``natural`` and ``dsatur``, in this sequence.
 BEST_ORDERS = ("incidence_degree", "smallest_last", "largest_first", "dynamic_largest_first")
@@ -65,8 +74,10 @@ BEST_ORDERS = ("incidence_degree", "smallest_last", "largest_first", "dynamic_la
 N_RANDOM = 3
 #: Largest number of random-tie restarts of the dynamic orders.
 MAX_RESTARTS = 24
-#: Fraction of the budget after which no restart starts (the rest goes to recolouring).
-RESTART_SHARE = 0.6
+#: Fraction of the budget after which no restart starts.
+RESTART_SHARE = 0.35
+#: Fraction of the budget by which iterated greedy recolouring stops (the rest: tabu search).
+RECOLOR_SHARE = 0.45
 _RESTART_ORDERS = ("incidence_degree", "dsatur", "smallest_last")
 _DYNAMIC = frozenset({"dsatur", "smallest_last", "incidence_degree", "dynamic_largest_first"})
 
@@ -156,12 +167,19 @@ def _best(graph: BipartiteGraph, rng: np.random.Generator, time_budget: float) -
         s.run(f"{kind}@{i}", kind, lambda kind=kind: restart(graph, kind, rng))
     if not s.done and s.groups is not None:
         t0 = time.perf_counter()
-        out = iterated_greedy(graph, s.groups, rng, deadline=s.deadline, target=s.target)
-        seconds = time.perf_counter() - t0
+        recolor_until = s.start + RECOLOR_SHARE * time_budget
+        out = iterated_greedy(graph, s.groups, rng, deadline=recolor_until, target=s.target)
         if out.rounds:
-            s.candidates.append(Candidate("recolor", out.n_colors, seconds))
+            s.candidates.append(Candidate("recolor", out.n_colors, time.perf_counter() - t0))
         if out.improved:
             s.groups, s.n_colors, s.name = out.groups, out.n_colors, s.name + "+recolor"
+    if not s.done and s.groups is not None:
+        t0 = time.perf_counter()
+        tabu = tabu_reduce(graph, s.groups, rng, deadline=s.deadline, target=s.target)
+        if tabu.iterations:
+            s.candidates.append(Candidate("tabu", tabu.n_colors, time.perf_counter() - t0))
+        if tabu.improved:
+            s.groups, s.n_colors, s.name = tabu.groups, tabu.n_colors, s.name + "+tabu"
     return s
 
 
@@ -197,8 +215,9 @@ def color(
     seed : int, numpy.random.Generator or None, default 0
         Seeds the random orders and the ``best`` search.
     time_budget : float, default 2.0
-        Seconds ``order="best"`` may spend beyond its two mandatory passes (natural and
-        DSATUR); ignored by the other orders. See :mod:`sparsejac.coloring.interface`.
+        Seconds ``order="best"`` may spend in all (at least its two mandatory passes,
+        natural and DSATUR, always run); ignored by the other orders. See
+        :mod:`sparsejac.coloring.interface` for how the budget is spent.
 
     Returns
     -------
@@ -225,9 +244,9 @@ def color(
     Greedy colouring visits the vertices (columns or rows) in an order and gives each the
     smallest group not used by any vertex sharing a nonzero line with it (Gebremedhin,
     Manne and Pothen 2005, Algorithm 3.2). ``order="best"`` tries every order, seeded
-    random orders and random-tie restarts, then Culberson's iterated greedy recolouring,
-    and keeps the fewest groups; it stops early at the lower bound (the largest number of
-    nonzeros in a row, for columns).
+    random orders and random-tie restarts, then Culberson's iterated greedy recolouring and
+    a tabu search, and keeps the fewest groups; it stops early at the lower bound (the
+    largest number of nonzeros in a row, for columns).
 
     References
     ----------
@@ -265,6 +284,8 @@ def color(
     if not (isinstance(order, str) and order == "best"):
         order_name, order_fn = resolve_order(order)
     rng = np.random.default_rng(seed)
+    if isinstance(order, str) and order == "best":
+        _warm_once()
     t0 = time.perf_counter()
     graph = BipartiteGraph(pattern, part)
     candidates: tuple[Candidate, ...] = ()
@@ -295,6 +316,17 @@ def color(
     if check:
         check_result(result)
     return result
+
+
+_warm = False
+
+
+def _warm_once() -> None:
+    """Load every kernel before the first ``best`` search of a process, outside its budget."""
+    global _warm
+    if not _warm:
+        _warm = True
+        warm_up()
 
 
 def warm_up() -> None:
