@@ -571,7 +571,7 @@ class PreparedProgram:
                     cts[s_in] = g2.copy() if blk is None else blk + g2
         c = cts[0]
         assert c is not None
-        return out_val, np.ascontiguousarray(c.T)
+        return out_val, c.T  # (q, n), Fortran-ordered: decompression reads either order
 
     # -- introspection --------------------------------------------------------------------
 
