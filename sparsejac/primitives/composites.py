@@ -31,12 +31,12 @@ __all__ = ["INTERP", "SINC"]
 
 
 def _traced(a: Any) -> bool:
-    """True for a Tracer that is not a constant."""
+    """Tell whether ``a`` is a Tracer that is not a constant."""
     return isinstance(a, Tracer) and not a._var.is_const
 
 
 def _static(a: Any, func: str, arg: str) -> Any:
-    """The plain value of argument ``arg`` of ``func``, which must not depend on ``x``."""
+    """Return the plain value of argument ``arg`` of ``func`` (it must not depend on x)."""
     if _traced(a) and a._var.active:
         raise UnsupportedPrimitiveError(func, f"a traced {arg}")
     return np.asarray(concretize(a, f"{arg} of {func}"))
@@ -364,7 +364,7 @@ def _trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
 
 
 @register_function(np.linalg.vector_norm, family="linalg", via="composite: linalg.norm")
-def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
+def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     nd = np.ndim(x)
     if axis is None:
         res = _norm(np.ravel(x), ord=ord)

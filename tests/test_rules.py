@@ -1,0 +1,523 @@
+"""One registry-driven test of every primitive's three rules (STYLE habit 3).
+
+For every elementwise row (``UNARY_ROWS``, ``BINARY_ROWS``, with operands drawn from the row's
+``domain``) on several shapes, broadcasting pairs and constant operands, and for a table of
+representative calls of every other registered numpy entry (:data:`CASES`), at a random point:
+
+* the JVP with a 3-column seed and the VJP with a 3-row seed match a fourth-order central
+  difference Jacobian (relative tolerance 1e-6);
+* the adjoint identity ``<W, J S> = <W J, S>`` holds between ``sparsejac.ad.jvp`` and
+  ``sparsejac.ad.vjp`` to 1e-12 (relative);
+* the global and the local pattern contain every numerically nonzero entry, the local one is
+  inside the global one, and the pattern *equals* the nonzeros of the exact Jacobian at the
+  random (generic) point.
+
+Documented exceptions to "equals": a call marked ``select`` chooses between operands by value
+(``np.maximum``, ``np.max``, ``np.where`` with a traced condition, ``np.clip``, ``ptp``, the
+inf-norm, ``select``/``piecewise`` with traced conditions); its global pattern is the union of
+the candidates, so only its *local* pattern equals the nonzeros.
+
+Models: jax ``tests/lax_autodiff_test.py`` (``LAX_GRAD_OPS`` with domains, compatible shapes),
+autograd ``check_grads``, SCT ``test/classification.jl`` (the zero-derivative check).
+``test_every_entry_is_covered`` keeps the table honest: a new registry entry fails it until it
+gets a case here (or a commented place in :data:`SKIP`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsejac
+from sparsejac.ad import jvp, vjp
+from sparsejac.primitives import supported_entries
+from sparsejac.primitives.elementwise import (
+    BINARY_ROWS,
+    ELEMENTWISE,
+    NONZERO,
+    UNARY_ROWS,
+    ZERO_DERIVATIVE,
+    Row,
+)
+
+# ---------------------------------------------------------------------------------------------
+# the checker
+# ---------------------------------------------------------------------------------------------
+
+H = 1e-4  # fourth-order central differences: truncation ~H^4, rounding ~eps/H
+
+
+def fd4_jacobian(f: Callable[[Any], Any], x: np.ndarray) -> np.ndarray:
+    """Dense fourth-order central-difference Jacobian ``(m, n)`` (x any shape, C order)."""
+    flat = x.ravel()
+    cols = []
+    for j in range(flat.size):
+        def at(t: float, j: int = j) -> np.ndarray:
+            e = flat.copy()
+            e[j] += t
+            return np.asarray(f(e.reshape(x.shape)), dtype=np.float64).ravel()
+
+        cols.append((-at(2 * H) + 8 * at(H) - 8 * at(-H) + at(-2 * H)) / (12 * H))
+    return np.stack(cols, axis=1)
+
+
+def check_rules(f: Callable[[Any], Any], x: np.ndarray, rng: np.random.Generator, *,
+                select: bool = False) -> None:
+    """The three rules of every primitive ``f`` uses agree with each other and with numerics."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    jac = fd4_jacobian(f, x)
+    m = jac.shape[0]
+    scale = 1.0 + np.abs(jac).max(initial=0.0)
+    s = rng.standard_normal((n, 3))
+    w = rng.standard_normal((3, m))
+
+    b = jvp(f, x, s)
+    c = vjp(f, x, w)
+    np.testing.assert_allclose(b, jac @ s, rtol=1e-6, atol=1e-6 * scale, err_msg="jvp vs FD")
+    np.testing.assert_allclose(c, w @ jac, rtol=1e-6, atol=1e-6 * scale, err_msg="vjp vs FD")
+
+    lhs, rhs = np.sum(w * b.T), np.sum(c * s.T)
+    mag = max(1.0, np.sum(np.abs(w * b.T)), np.sum(np.abs(c * s.T)))
+    assert abs(lhs - rhs) <= 1e-12 * mag, f"adjoint identity: {lhs!r} != {rhs!r}"
+
+    glob = sparsejac.jacobian_sparsity(f, x).toarray()
+    loc = sparsejac.jacobian_sparsity(f, x, local=True).toarray()
+    assert glob.shape == loc.shape == (m, n)
+    numeric = np.abs(jac) > 1e-7 * scale
+    assert not (numeric & ~glob).any(), f"global pattern misses {np.argwhere(numeric & ~glob)}"
+    assert not (numeric & ~loc).any(), f"local pattern misses {np.argwhere(numeric & ~loc)}"
+    assert not (loc & ~glob).any(), "the local pattern is not inside the global one"
+
+    exact = jvp(f, x, np.eye(n)) != 0  # forward mode is exact: its zeros are true zeros
+    np.testing.assert_array_equal(loc if select else glob, exact,
+                                  err_msg="pattern != nonzeros at a generic point")
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise rows: every row on several shapes, broadcasting pairs and constant operands
+# ---------------------------------------------------------------------------------------------
+
+UNARY_SHAPES = [(), (3,), (3, 4), (2, 1, 3)]
+# (shape of a, shape of b, which operands are traced)
+BINARY_CASES = [
+    ((3, 4), (3, 4), "ab"),
+    ((3, 4), (4,), "ab"),
+    ((3, 1), (1, 4), "ab"),
+    ((), (2, 3), "ab"),
+    ((2, 3), (), "ab"),
+    ((3, 4), (4,), "a"),  # b constant
+    ((4,), (3, 4), "b"),  # a constant
+]
+
+
+def sample(domain: tuple[float, float], shape: tuple[int, ...], rng: np.random.Generator
+           ) -> np.ndarray:
+    """Operand values from a row's domain (``NONZERO`` gets random signs)."""
+    v = rng.uniform(*domain, size=shape)
+    if domain == NONZERO:
+        v = v * rng.choice([-1.0, 1.0], size=shape)
+    return v
+
+
+def _row_id(row: Row) -> str:
+    return row.fn.__name__
+
+
+def _binary_f(fn: Any, sa: tuple[int, ...], sb: tuple[int, ...], traced: str,
+              consts: dict[str, np.ndarray]) -> Callable[[Any], Any]:
+    na = int(np.prod(sa, dtype=int))
+
+    def f(x: Any) -> Any:
+        if traced == "ab":
+            a, b = x[:na].reshape(sa), x[na:].reshape(sb)
+        elif traced == "a":
+            a, b = x.reshape(sa), consts["b"]
+        else:
+            a, b = consts["a"], x.reshape(sb)
+        return fn(a, b)
+
+    return f
+
+
+@pytest.mark.parametrize("shape", [pytest.param(s, id=str(s)) for s in UNARY_SHAPES])
+@pytest.mark.parametrize("row", [pytest.param(r, id=_row_id(r)) for r in UNARY_ROWS])
+def test_unary_row(row: Row, shape: tuple[int, ...], rng: np.random.Generator) -> None:
+    """A unary row's JVP, VJP and pattern agree with central differences and each other."""
+    x = sample(row.domain, shape, rng)
+    check_rules(row.fn, x, rng)
+
+
+#: Per-operand domains where a row's shared domain has open regions of zero derivative:
+#: d(a mod b)/db = -floor(a/b) vanishes wherever a < b, so keep a/b above 2 (generic points).
+OPERAND_DOMAINS = {
+    np.remainder: ((2.0, 3.0), (0.3, 0.9)),
+    np.fmod: ((2.0, 3.0), (0.3, 0.9)),
+}
+
+
+def _binary_params() -> list[Any]:
+    params = []
+    for row in BINARY_ROWS:
+        for sa, sb, traced in BINARY_CASES:
+            if row.fn is np.ldexp and traced != "a":
+                continue  # the exponent of ldexp is an integer array: never traced
+            params.append(pytest.param(row, sa, sb, traced,
+                                       id=f"{_row_id(row)}-{sa}-{sb}-{traced}"))
+    return params
+
+
+@pytest.mark.parametrize(("row", "sa", "sb", "traced"), _binary_params())
+def test_binary_row(row: Row, sa: tuple[int, ...], sb: tuple[int, ...], traced: str,
+                    rng: np.random.Generator) -> None:
+    """A binary row's rules are right for equal shapes, broadcasting pairs and constants."""
+    da, db = OPERAND_DOMAINS.get(row.fn, (row.domain, row.domain))
+    a, b = sample(da, sa, rng), sample(db, sb, rng)
+    if row.fn is np.ldexp:
+        b = rng.integers(-2, 3, size=sb)
+    consts = {"a": a, "b": b}
+    x = {"ab": np.concatenate([np.ravel(a), np.ravel(b)]), "a": a, "b": b}[traced]
+    f = _binary_f(row.fn, sa, sb, traced, consts)
+    check_rules(f, np.asarray(x, dtype=np.float64), rng, select=row.select is not None)
+
+
+# operands for the classification check: floats where the ufunc takes them, else integers
+_INT_ONLY = {np.invert, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.left_shift,
+             np.right_shift, np.gcd, np.lcm}
+
+
+@pytest.mark.parametrize("ufunc", [pytest.param(u, id=u.__name__) for u in ZERO_DERIVATIVE])
+def test_zero_derivative_ufunc(ufunc: np.ufunc, rng: np.random.Generator) -> None:
+    """A ZERO_DERIVATIVE ufunc gives an empty pattern, a zero JVP, and is flat numerically."""
+    x = rng.uniform(0.5, 3.5, size=(3, 4)) * rng.choice([-1.0, 1.0], size=(3, 4))
+
+    def f(t: Any) -> Any:
+        if ufunc in _INT_ONLY:
+            t = (t * 10).astype(np.int64)
+        args = (t,) if ufunc.nin == 1 else (t, np.roll(t, 1, axis=1))
+        return ufunc(*args).astype(np.float64) + 0 * t[0]
+
+    pat = sparsejac.jacobian_sparsity(f, x)
+    assert pat.shape == (12, 12)
+    assert pat.nnz == 0
+    assert sparsejac.jacobian_sparsity(f, x, local=True).nnz == 0
+    np.testing.assert_array_equal(jvp(f, x, rng.standard_normal((12, 3))), 0.0)
+    if ufunc not in _INT_ONLY:  # SCT's one-way check: the classification is numerically true
+        np.testing.assert_allclose(fd4_jacobian(f, x), 0.0, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# every other registry entry: a table of representative calls
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """A representative call of a registry entry: ``f(x)`` at a random ``x`` of ``shape``."""
+
+    entry: str
+    id: str
+    f: Callable[[Any], Any]
+    shape: tuple[int, ...] = (3, 4)
+    domain: tuple[float, float] = (0.5, 1.5)
+    select: bool = False  # value-dependent choice: only the local pattern equals the nonzeros
+
+
+def _set(out: Any, key: Any, value: Any) -> Any:
+    out[key] = value
+    return out
+
+
+def _add_at(x: Any) -> Any:
+    out = np.zeros_like(x[0])
+    np.add.at(out, [0, 3, 3, 1], x[1] * x[2])
+    return out
+
+
+def _subtract_at(x: Any) -> Any:
+    out = x[0] ** 2
+    np.subtract.at(out, (np.array([2, 2, 0]),), x[1, :3])
+    return out
+
+
+def _copyto(x: Any) -> Any:
+    out = np.empty_like(x)
+    np.copyto(out, x**2)
+    np.copyto(out, x[0], where=np.array([True, False, True, False]))
+    return out
+
+
+def _put_along_axis(x: Any) -> Any:
+    out = np.zeros_like(x)
+    np.put_along_axis(out, np.array([[1], [0], [3]]), x[:, :1] ** 2, axis=1)
+    return out
+
+
+def _gradient(x: Any) -> Any:
+    gx, gy = np.gradient(x, 0.5, np.array([0.0, 1.0, 3.0, 4.5]), edge_order=2)
+    return np.stack([gx, gy])
+
+
+def _piecewise_traced(x: Any) -> Any:
+    return np.piecewise(x, [x < 1.0, x >= 1.2], [lambda t: t**2, lambda t: -t, 0.5])
+
+
+_MASK = np.array([[True, False, True, False], [False, False, True, True],
+                  [True, True, False, False]])
+_K = np.array([[1.0, 0.0, -2.0], [0.0, 3.0, 0.0], [2.0, 0.0, 0.0], [0.0, 1.0, 1.0]])  # (4, 3)
+_L = sp.diags_array([1.0, -2.0, 1.0], offsets=[-1, 0, 1], shape=(3, 3), format="csr")
+
+
+def _mesh(x: Any) -> Any:
+    a, b = np.meshgrid(x[0], x[1, :2])
+    return a * b
+
+
+def _bcast_arrays(x: Any) -> Any:
+    a, b = np.broadcast_arrays(x[:, :1], x[:1])
+    return a * b
+
+
+CASES: list[Case] = [
+    # -- creation: constants made from x, then combined with traced values -------------------
+    Case("numpy.zeros", "zeros_like_x", lambda x: _set(np.zeros((2, 4), like=x), 1, x[0] ** 2)),
+    Case("numpy.ones", "ones", lambda x: np.ones(4, like=x) * x),
+    Case("numpy.empty", "empty", lambda x: _set(np.empty((3, 4), like=x), ..., np.sin(x))),
+    Case("numpy.full", "full", lambda x: _set(np.full(4, 2.0, like=x), slice(1, 3), x[0, :2])),
+    Case("numpy.arange", "arange", lambda x: np.arange(1.0, 5.0, like=x) * x),
+    Case("numpy.identity", "identity", lambda x: np.identity(3, like=x) @ x),
+    Case("numpy.eye", "eye", lambda x: x @ np.eye(4, 2, k=1, like=x)),
+    Case("numpy.linspace", "linspace", lambda x: x * np.linspace(1.0, 2.0, 4)),
+    Case("numpy.zeros_like", "zeros_like", lambda x: _set(np.zeros_like(x), (slice(1, None),),
+                                                          x[:-1] ** 2)),
+    Case("numpy.empty_like", "empty_like", lambda x: _set(np.empty_like(x), ..., x[::-1])),
+    Case("numpy.ones_like", "ones_like", lambda x: np.ones_like(x) / x),
+    Case("numpy.full_like", "traced_fill", lambda x: np.full_like(x, x[0, 0]) * x),
+    Case("numpy.full_like", "constant_fill", lambda x: np.full_like(x, 3.0) * x),
+    Case("numpy.array", "list_of_traced", lambda x: np.array([x[0, 0], x[1, 1] * 2, 3.0], like=x)),
+    Case("numpy.asarray", "like", lambda x: np.asarray(x, like=x) ** 2),
+    Case("numpy.asanyarray", "like", lambda x: np.asanyarray([x[0], x[1]], like=x) * 2),
+    Case("numpy.ascontiguousarray", "like",
+         lambda x: np.ascontiguousarray(x.T, like=x) ** 2),
+    Case("numpy.asfortranarray", "like", lambda x: np.asfortranarray(x, like=x) ** 3),
+    Case("numpy.nan_to_num", "finite", lambda x: np.nan_to_num(x**2)),
+    # -- elementwise functions that are not plain ufunc rows --------------------------------
+    Case("numpy.where", "traced_condition", lambda x: np.where(x > 1.0, x**2, -x[0]),
+         select=True),
+    Case("numpy.where", "constant_condition", lambda x: np.where(_MASK, x**2, x[0])),
+    Case("numpy.clip", "both_bounds", lambda x: np.clip(x, 0.8, 1.2), select=True),
+    Case("numpy.clip", "traced_bound", lambda x: np.clip(x[0], x[1], None), select=True),
+    Case("numpy.real", "real", lambda x: np.real(x) ** 2),
+    Case("numpy.sinc", "sinc", lambda x: np.sinc(x), domain=(-2.0, 2.0)),
+    Case("numpy.interp", "traced_x", lambda x: np.interp(x, [0.0, 0.8, 1.1, 2.0],
+                                                         [1.0, 3.0, 2.0, 5.0])),
+    Case("numpy.interp", "traced_fp", lambda x: np.interp([0.1, 0.5, 1.7, 2.5], [0.0, 1.0, 2.0],
+                                                          x[:3], right=-1.0), shape=(3,)),
+    Case("numpy.select", "traced_conditions",
+         lambda x: np.select([x < 0.8, x > 1.2], [x**2, x[0]], default=-x), select=True),
+    Case("numpy.select", "constant_conditions",
+         lambda x: np.select([_MASK, ~_MASK], [x**2, np.sin(x)])),
+    Case("numpy.piecewise", "traced_conditions", _piecewise_traced, select=True),
+    Case("numpy.piecewise", "constant_conditions",
+         lambda x: np.piecewise(x, [_MASK], [np.exp, lambda t: t**3])),
+    Case("numpy.polyval", "constant_coefficients", lambda x: np.polyval([2.0, -1.0, 3.0], x)),
+    Case("numpy.polyval", "traced_coefficients", lambda x: np.polyval(x[0], x[1:])),
+    # -- indexing: scatter-add and in-place stores -------------------------------------------
+    Case("numpy.add.at", "duplicates", _add_at),
+    Case("numpy.subtract.at", "into_traced", _subtract_at),
+    Case("numpy.bincount", "weights", lambda x: np.bincount([0, 3, 3, 1, 0, 5], weights=x[:6]),
+         shape=(7,)),
+    Case("numpy.copyto", "where", _copyto),
+    Case("numpy.put_along_axis", "axis1", _put_along_axis),
+    # -- linalg: contractions with constant and traced operands --------------------------------
+    Case("numpy.matmul", "constant_left", lambda x: _K.T @ x.T),
+    Case("numpy.matmul", "both_traced_batched", lambda x: np.stack([x, 2 * x]) @ x.T),
+    Case("numpy.matmul", "sparse_matrix", lambda x: _L @ x + x**2),
+    Case("numpy.matmul", "vector_sparse", lambda x: x[:, 0] @ sp.csr_matrix(_L)),
+    Case("numpy.dot", "constant", lambda x: np.dot(x, _K)),
+    Case("numpy.dot", "both_traced", lambda x: np.dot(x[0], x[1:].T)),
+    Case("numpy.einsum", "both_traced", lambda x: np.einsum("ij,kj->ik", x, x[:2] ** 2)),
+    Case("numpy.einsum", "repeated_index", lambda x: np.einsum("ii->i", x[:, :3]) * x[0, 3]),
+    Case("numpy.einsum", "constant_ellipsis", lambda x: np.einsum("...j,jk->...k", x, _K)),
+    Case("numpy.inner", "both_traced", lambda x: np.inner(x, x[0])),
+    Case("numpy.vdot", "both_traced", lambda x: np.vdot(x, x[::-1])),
+    Case("numpy.outer", "both_traced", lambda x: np.outer(x[0], x[1, :2])),
+    Case("numpy.tensordot", "constant", lambda x: np.tensordot(x, _K, axes=1)),
+    Case("numpy.tensordot", "both_traced", lambda x: np.tensordot(x, x**2, axes=([0], [0]))),
+    Case("numpy.kron", "both_traced", lambda x: np.kron(x[0, :2], x[1:, :3])),
+    Case("numpy.cross", "both_traced", lambda x: np.cross(x[:, :3], x[:, 1:])),
+    Case("numpy.linalg.norm", "frobenius", lambda x: np.linalg.norm(x)),
+    Case("numpy.linalg.norm", "axis1_ord1", lambda x: np.linalg.norm(x - 1.0, ord=1, axis=1)),
+    Case("numpy.linalg.norm", "ord3_keepdims", lambda x: np.linalg.norm(x, ord=3, axis=0,
+                                                                       keepdims=True)),
+    Case("numpy.linalg.norm", "inf", lambda x: np.linalg.norm(x, ord=np.inf, axis=-1),
+         select=True),
+    Case("numpy.linalg.vector_norm", "axes", lambda x: np.linalg.vector_norm(x, axis=(0, 1))),
+    Case("numpy.convolve", "constant_kernel", lambda x: np.convolve(x, [1.0, -2.0, 1.0], "same"),
+         shape=(7,)),
+    Case("numpy.convolve", "both_traced", lambda x: np.convolve(x[:3], x[3:], "full"),
+         shape=(7,)),
+    Case("numpy.correlate", "valid", lambda x: np.correlate(x, [0.5, 1.0], "valid"), shape=(6,)),
+    # -- movement (one gather mechanism) -------------------------------------------------------
+    Case("numpy.reshape", "reshape", lambda x: np.reshape(x, (2, 6))[::-1]),
+    Case("numpy.ravel", "fortran", lambda x: np.ravel(x, order="F")),
+    Case("numpy.transpose", "axes", lambda x: np.transpose(x, (1, 2, 0)), shape=(2, 3, 4)),
+    Case("numpy.swapaxes", "negative", lambda x: np.swapaxes(x, 0, -1), shape=(2, 3, 4)),
+    Case("numpy.moveaxis", "moveaxis", lambda x: np.moveaxis(x, 0, -1), shape=(2, 3, 4)),
+    Case("numpy.rollaxis", "rollaxis", lambda x: np.rollaxis(x, 2), shape=(2, 3, 4)),
+    Case("numpy.squeeze", "axis", lambda x: np.squeeze(x[:, None, :1], axis=1)),
+    Case("numpy.expand_dims", "two_axes", lambda x: np.expand_dims(x, (0, -1))),
+    Case("numpy.broadcast_to", "row", lambda x: np.broadcast_to(x[:, :1], (3, 5)) * 2),
+    Case("numpy.roll", "two_axes", lambda x: np.roll(x, (1, -2), axis=(0, 1))),
+    Case("numpy.roll", "flat", lambda x: np.roll(x, 5)),
+    Case("numpy.flip", "last", lambda x: np.flip(x, axis=-1)),
+    Case("numpy.fliplr", "fliplr", np.fliplr),
+    Case("numpy.flipud", "flipud", np.flipud),
+    Case("numpy.rot90", "k3", lambda x: np.rot90(x, k=3)),
+    Case("numpy.tile", "tile", lambda x: np.tile(x, (2, 1, 2))),
+    Case("numpy.repeat", "per_row", lambda x: np.repeat(x, [1, 0, 2], axis=0)),
+    Case("numpy.diagonal", "offset", lambda x: np.diagonal(x, 1, 1, 2), shape=(2, 3, 4)),
+    Case("numpy.diag", "of_matrix", lambda x: np.diag(x, -1)),
+    Case("numpy.diag", "of_vector", lambda x: np.diag(x[0]) * 2),
+    Case("numpy.diagflat", "offset", lambda x: np.diagflat(x[:2], k=1)),
+    Case("numpy.tril", "tril", lambda x: np.tril(x, -1)),
+    Case("numpy.triu", "triu", lambda x: np.triu(x, 1)),
+    Case("numpy.take", "axis1", lambda x: np.take(x, [3, 0, 3], axis=1)),
+    Case("numpy.take_along_axis", "axis1",
+         lambda x: np.take_along_axis(x, np.array([[0, 3], [2, 2], [1, 0]]), axis=1)),
+    Case("numpy.copy", "copy", lambda x: np.copy(x) ** 2),
+    Case("numpy.resize", "grow", lambda x: np.resize(x, (5, 3))),
+    Case("numpy.delete", "columns", lambda x: np.delete(x, [0, 2], axis=1)),
+    Case("numpy.split", "split", lambda x: np.split(x, 2, axis=1)[1]),
+    Case("numpy.array_split", "uneven", lambda x: np.array_split(x, 3, axis=1)[-1]),
+    Case("numpy.hsplit", "hsplit", lambda x: np.hsplit(x, [1])[1]),
+    Case("numpy.vsplit", "vsplit", lambda x: np.vsplit(x, [2])[0]),
+    Case("numpy.dsplit", "dsplit", lambda x: np.dsplit(x, 2)[1], shape=(2, 3, 4)),
+    Case("numpy.matrix_transpose", "batched", np.matrix_transpose, shape=(2, 3, 4)),
+    Case("numpy.transpose", "permute_dims_alias", lambda x: np.permute_dims(x, (2, 0, 1)),
+         shape=(2, 3, 4)),
+    Case("numpy.unstack", "axis1", lambda x: np.unstack(x, axis=1)[2]),
+    Case("numpy.pad", "constant", lambda x: np.pad(x, ((1, 0), (0, 2)), constant_values=2.0)),
+    Case("numpy.pad", "wrap", lambda x: np.pad(x, 1, mode="wrap")),
+    Case("numpy.pad", "edge", lambda x: np.pad(x, (2, 1), mode="edge")),
+    Case("numpy.pad", "reflect", lambda x: np.pad(x, 2, mode="reflect")),
+    Case("numpy.pad", "symmetric", lambda x: np.pad(x, ((0, 2), (1, 1)), mode="symmetric")),
+    Case("numpy.compress", "rows", lambda x: np.compress([True, False, True], x, axis=0)),
+    Case("numpy.insert", "traced_values", lambda x: np.insert(x, 1, x[:, 0] ** 2, axis=1)),
+    Case("numpy.append", "append", lambda x: np.append(x[0], x[1:, 0] * 2)),
+    Case("numpy.concatenate", "axis1", lambda x: np.concatenate([x, x[:, :1] ** 2], axis=-1)),
+    Case("numpy.concatenate", "concat_alias", lambda x: np.concat([x[1:], np.ones((1, 4)), x[:1]])),
+    Case("numpy.stack", "axis1", lambda x: np.stack([x[0], x[2] ** 2], axis=1)),
+    Case("numpy.hstack", "hstack", lambda x: np.hstack([x[0], x[1, :2], np.ones(2)])),
+    Case("numpy.vstack", "vstack", lambda x: np.vstack([x[0], x[2] * 2])),
+    Case("numpy.dstack", "dstack", lambda x: np.dstack([x, x**2])),
+    Case("numpy.column_stack", "column_stack", lambda x: np.column_stack([x[0], x[2]])),
+    Case("numpy.block", "block", lambda x: np.block([[x[:2, :2], x[:2, 2:] ** 2], [x[2:]]])),
+    Case("numpy.atleast_1d", "scalar", lambda x: np.atleast_1d(x[0, 0]) * x[1]),
+    Case("numpy.atleast_2d", "vector", lambda x: np.atleast_2d(x[0]) * x),
+    Case("numpy.atleast_3d", "matrix", lambda x: np.atleast_3d(x) ** 2),
+    Case("numpy.broadcast_arrays", "pair", _bcast_arrays),
+    Case("numpy.meshgrid", "pair", _mesh),
+    # -- reductions and scans along any axis ---------------------------------------------------
+    Case("numpy.sum", "axis_keepdims", lambda x: np.sum(x**2, axis=-1, keepdims=True)),
+    Case("numpy.sum", "all", lambda x: np.sum(x**2)),
+    Case("numpy.add.reduce", "axis0", lambda x: np.add.reduce(x**2, axis=0)),
+    Case("numpy.prod", "axis1", lambda x: np.prod(x, axis=1)),
+    Case("numpy.multiply.reduce", "axes", lambda x: np.multiply.reduce(x, axis=(0, 2)),
+         shape=(2, 3, 2)),
+    Case("numpy.max", "axis1", lambda x: np.max(x, axis=1), select=True),
+    Case("numpy.amax", "all", lambda x: np.amax(x), select=True),
+    Case("numpy.maximum.reduce", "axis0", lambda x: np.maximum.reduce(x), select=True),
+    Case("numpy.min", "keepdims", lambda x: np.min(x, axis=0, keepdims=True), select=True),
+    Case("numpy.amin", "axis", lambda x: np.amin(x, axis=-1), select=True),
+    Case("numpy.minimum.reduce", "axis1", lambda x: np.minimum.reduce(x, axis=1), select=True),
+    Case("numpy.ptp", "axis0", lambda x: np.ptp(x, axis=0), select=True),
+    Case("numpy.mean", "axes", lambda x: np.mean(x**2, axis=(0, 1))),
+    Case("numpy.var", "ddof", lambda x: np.var(x, axis=1, ddof=1)),
+    Case("numpy.std", "axis0_keepdims", lambda x: np.std(x, axis=0, keepdims=True)),
+    Case("numpy.average", "weights", lambda x: np.average(x, axis=1, weights=[1.0, 2.0, 0.5,
+                                                                               3.0])),
+    Case("numpy.trace", "offset", lambda x: np.trace(x, 1) * x[0]),
+    Case("numpy.diff", "n2_axis0", lambda x: np.diff(x**2, n=2, axis=0)),
+    Case("numpy.diff", "prepend", lambda x: np.diff(x, prepend=0.0)),
+    Case("numpy.cumsum", "axis0", lambda x: np.cumsum(x**2, axis=0)),
+    Case("numpy.cumsum", "flat", lambda x: np.cumsum(x)),
+    Case("numpy.cumulative_sum", "axis1", lambda x: np.cumulative_sum(x, axis=1)),
+    Case("numpy.add.accumulate", "axis0", lambda x: np.add.accumulate(x)),
+    Case("numpy.cumprod", "last", lambda x: np.cumprod(x, axis=-1)),
+    Case("numpy.cumulative_prod", "axis0", lambda x: np.cumulative_prod(x, axis=0)),
+    Case("numpy.multiply.accumulate", "axis1", lambda x: np.multiply.accumulate(x, axis=1)),
+    Case("numpy.gradient", "mixed_spacing", _gradient),
+    Case("numpy.trapezoid", "dx", lambda x: np.trapezoid(x**2, dx=0.1, axis=0)),
+    Case("numpy.trapezoid", "traced_x", lambda x: np.trapezoid(x[1], x=x[0])),
+]
+
+#: Entries with a zero derivative: every output is constant for the tracer (tested below).
+ZERO_CASES: list[Case] = [
+    Case("numpy.all", "axis", lambda x: np.all(x > 1.0, axis=0)),
+    Case("numpy.any", "all", lambda x: np.any(x > 1.0)),
+    Case("numpy.argmax", "axis", lambda x: np.argmax(x, axis=1)),
+    Case("numpy.argmin", "keepdims", lambda x: np.argmin(x, axis=0, keepdims=True)),
+    Case("numpy.count_nonzero", "axis", lambda x: np.count_nonzero(x > 1.0, axis=1)),
+    Case("numpy.round", "decimals", lambda x: np.round(x * 10, 1)),
+    Case("numpy.around", "around", lambda x: np.around(x * 10)),
+    Case("numpy.isclose", "isclose", lambda x: np.isclose(x, 1.0, atol=0.2)),
+]
+
+#: Entries without a representative call here, and why.
+SKIP = {
+    # pure queries: they return shapes, dtypes or Python values, never arrays to differentiate
+    "numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.iscomplexobj",
+    "numpy.isrealobj",
+    # returns a Python bool (local mode only); tested in tests/primitives/test_creation.py
+    "numpy.allclose",
+}
+
+
+def _case_id(c: Case) -> str:
+    return f"{c.entry.removeprefix('numpy.')}-{c.id}"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=_case_id(c)) for c in CASES])
+def test_entry(case: Case, rng: np.random.Generator) -> None:
+    """A registry entry's representative call has consistent, numerically right rules."""
+    x = rng.uniform(*case.domain, size=case.shape)
+    check_rules(case.f, x, rng, select=case.select)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=_case_id(c)) for c in ZERO_CASES])
+def test_zero_derivative_entry(case: Case, rng: np.random.Generator) -> None:
+    """A zero-derivative entry gives an empty pattern (global and local) and a zero JVP."""
+    x = rng.uniform(*case.domain, size=case.shape)
+
+    def f(t: Any) -> Any:
+        return case.f(t).astype(np.float64) + 0 * t[0, 0]
+
+    assert sparsejac.jacobian_sparsity(f, x).nnz == 0
+    assert sparsejac.jacobian_sparsity(f, x, local=True).nnz == 0
+    np.testing.assert_array_equal(jvp(f, x, rng.standard_normal((x.size, 3))), 0.0)
+
+
+def test_every_entry_is_covered() -> None:
+    """Every registered entry is an elementwise row, a case, a zero case or a listed skip."""
+    rows = {f"numpy.{r.fn.__name__}" for r in UNARY_ROWS + BINARY_ROWS}
+    zero = {f"numpy.{u.__name__}" for u in ZERO_DERIVATIVE}
+    cases = {c.entry for c in CASES} | {c.entry for c in ZERO_CASES}
+    covered = rows | zero | cases | SKIP
+    missing = sorted(e.name for e in supported_entries() if e.name not in covered)
+    assert not missing, f"registry entries without a rule test: {missing}"
+    stale = sorted(cases - {e.name for e in supported_entries()})
+    assert not stale, f"cases for entries that are not registered: {stale}"
+
+
+def test_every_elementwise_primitive_is_covered() -> None:
+    """Every primitive in ELEMENTWISE is a table row, a zero-derivative ufunc or has a case."""
+    names = {r.fn.__name__ for r in UNARY_ROWS + BINARY_ROWS}
+    names |= {u.__name__ for u in ZERO_DERIVATIVE}
+    names |= {c.entry.removeprefix("numpy.") for c in CASES}
+    assert sorted(set(ELEMENTWISE) - names) == []
