@@ -168,10 +168,22 @@ FUNCTIONS: dict[Any, Entry] = {}
 UFUNCS: dict[np.ufunc, UfuncEntry] = {}
 
 
+def _ufunc_name(ufunc: np.ufunc) -> str:
+    """``numpy.exp``, or ``scipy.special.erf`` for scipy's ufuncs (they also reach the tracer)."""
+    name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return f"numpy.{name}"
+    import scipy.special
+
+    if getattr(scipy.special, name, None) is ufunc:
+        return f"scipy.special.{name}"
+    return f"the ufunc {name}"
+
+
 def public_name(func: Any) -> str:
     """``numpy.roll``-style name of a numpy callable."""
     if isinstance(func, np.ufunc):
-        return f"numpy.{func.__name__}"
+        return _ufunc_name(func)
     mod = getattr(func, "__module__", None) or "numpy"
     if mod.startswith("numpy._core") or mod.startswith("numpy.core") or mod == "numpy":
         mod = "numpy"
@@ -217,7 +229,7 @@ def dispatch_ufunc(
     entry = uentry.methods.get(method) if uentry is not None else None
     if entry is None:
         suffix = "" if method == "__call__" else f".{method}"
-        raise UnsupportedPrimitiveError(f"numpy.{ufunc.__name__}{suffix}")
+        raise UnsupportedPrimitiveError(f"{_ufunc_name(ufunc)}{suffix}")
     out = kwargs.pop("out", None)
     if method == "at":
         return entry.handler(*inputs, **kwargs)

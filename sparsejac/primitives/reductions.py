@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.primitives import _deps
 from sparsejac.primitives.core import (
     Deps,
@@ -406,8 +406,12 @@ def _check_plain(name: str, out: Any = None, where: Any = _NoValue, initial: Any
 def _finish(res: Any, out: Any) -> Any:
     if out is None:
         return res
-    if not isinstance(out, Tracer):
-        raise UnsupportedPrimitiveError("out=", "a reduction into a plain numpy array")
+    if not isinstance(out, Tracer):  # the same refusal as for ufuncs with a plain `out=`
+        raise TracedConversionError(
+            "a reduction with `out=` writes a traced result into a plain numpy array, which "
+            "would lose its dependence on x; drop `out=` or create the output with "
+            "np.empty_like(x) / np.zeros(shape, like=x)."
+        )
     out[...] = res
     return out
 

@@ -1,0 +1,303 @@
+"""Error cases of tracing and detection (``sparsejac.errors``): each raises the documented type,
+and its message names the offending call and says what to do instead."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.special as special
+
+import sparsejac
+from sparsejac.errors import (
+    ConcretizationError,
+    SupportedFunctionsDoc,
+    TracedConversionError,
+    UnsupportedPrimitiveError,
+)
+
+X = np.array([0.5, -1.0, 2.0, 1.5])
+
+# ---------------------------------------------------------------------------------------------
+# Python control flow on values: refused globally, accepted locally
+# ---------------------------------------------------------------------------------------------
+
+
+def _if(x: Any) -> Any:
+    if x[0] > 0:
+        return x
+    return -x
+
+
+def _while(x: Any) -> Any:
+    y = x
+    while np.sum(y) < 100.0:
+        y = y * 2
+    return y
+
+
+def _int_index(x: Any) -> Any:
+    return x[int(x[2])] * x
+
+
+def _operator_index(x: Any) -> Any:
+    return x[: (x[2] * 1).astype(int)]
+
+
+def _traced_mask(x: Any) -> Any:
+    return np.sum(x[x > 0] ** 2)
+
+
+def _traced_fancy(x: Any) -> Any:
+    return x[np.argmax(x)] * x
+
+
+def _traced_take(x: Any) -> Any:
+    return np.take(x, (x > 1).astype(int))
+
+
+def _traced_shift(x: Any) -> Any:
+    return np.roll(x, (x[2] * 1).astype(int))
+
+
+def _traced_add_at_index(x: Any) -> Any:
+    out = np.zeros_like(x)
+    np.add.at(out, (x > 0).astype(int), x)
+    return out
+
+
+def _python_max(x: Any) -> Any:
+    return max(x[0], x[1])
+
+
+CONTROL_FLOW = [
+    # (f, what the message must name)
+    pytest.param(_if, r"bool\(\) of a traced array", id="if"),
+    pytest.param(_while, r"bool\(\) of a traced array", id="while"),
+    pytest.param(_python_max, r"bool\(\) of a traced array", id="builtin_max"),
+    pytest.param(_int_index, r"int\(\) of a traced array", id="int_as_index"),
+    pytest.param(_operator_index, r"use as an index \(operator.index\)", id="traced_slice_bound"),
+    pytest.param(_traced_mask, r"an index array or mask used in x\[\.\.\.\]", id="boolean_mask"),
+    pytest.param(_traced_fancy, r"an index array or mask used in x\[\.\.\.\]",
+                 id="traced_index_array"),
+    pytest.param(_traced_take, "an argument of numpy.take", id="take"),
+    pytest.param(_traced_shift, "an argument of numpy.roll", id="roll_shift"),
+    pytest.param(_traced_add_at_index, "the indices of numpy.add.at", id="add_at_indices"),
+]
+
+
+@pytest.mark.parametrize(("f", "names"), CONTROL_FLOW)
+def test_value_dependent_control_flow_is_refused_globally(f: Callable[[Any], Any],
+                                                          names: str) -> None:
+    """Global mode refuses to read a value, names the operation, and suggests local=True."""
+    with pytest.raises(ConcretizationError, match=names) as info:
+        sparsejac.jacobian_sparsity(f, X)
+    msg = str(info.value)
+    assert "local=True" in msg
+    assert "np.where" in msg  # the value-free alternative
+    assert isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize(("f", "names"), CONTROL_FLOW)
+def test_value_dependent_control_flow_is_accepted_locally(f: Callable[[Any], Any],
+                                                          names: str) -> None:
+    """Local mode answers the same reads from the values at x and returns a pattern."""
+    pat = sparsejac.jacobian_sparsity(f, X, local=True)
+    assert pat.shape[1] == X.size
+
+
+# ---------------------------------------------------------------------------------------------
+# conversions that would drop the dependence on x: refused in every mode
+# ---------------------------------------------------------------------------------------------
+
+CONVERSIONS = [
+    pytest.param(lambda x: float(x[0]) * x, r"float\(\) of a traced array", id="float"),
+    pytest.param(lambda x: math.sin(x[0]) * x, r"float\(\) of a traced array", id="math_sin"),
+    pytest.param(lambda x: complex(x[0]) * x, r"complex\(\) of a traced array", id="complex"),
+    pytest.param(lambda x: x[0].item() * x, r"\.item\(\) of a traced array", id="item"),
+    pytest.param(lambda x: np.array(x.tolist()), r"\.tolist\(\) of a traced array",
+                 id="tolist"),
+    pytest.param(lambda x: np.asarray(x) * 2, r"np\.asarray / np\.array", id="asarray"),
+    pytest.param(lambda x: np.array([x[0], x[1]]), r"np\.asarray / np\.array",
+                 id="array_of_list"),
+    pytest.param(lambda x: np.add(x, 1, out=np.zeros(4)), r"numpy\.add\(\.\.\., out=\.\.\.\)",
+                 id="ufunc_out"),
+    pytest.param(lambda x: np.sum(x, out=np.zeros(())), "a reduction with `out=`",
+                 id="reduction_out"),
+]
+
+
+@pytest.mark.parametrize("local", [pytest.param(False, id="global"),
+                                   pytest.param(True, id="local")])
+@pytest.mark.parametrize(("f", "names"), CONVERSIONS)
+def test_conversion_that_drops_the_dependence_is_refused(f: Callable[[Any], Any], names: str,
+                                                         local: bool) -> None:
+    """float(), .item(), np.asarray() ... of a value that depends on x raise in both modes."""
+    with pytest.raises(TracedConversionError, match=names):
+        sparsejac.jacobian_sparsity(f, X, local=local)
+
+
+def test_float_of_a_constant_is_allowed() -> None:
+    """Converting a value that does not depend on x is fine (it is a constant)."""
+    def f(x: Any) -> Any:
+        scale = float(np.zeros_like(x)[0] + 2.0)
+        return x * scale
+
+    np.testing.assert_array_equal(sparsejac.jacobian_sparsity(f, X).toarray(), np.eye(4))
+
+
+WAYS = ("np.zeros_like(x)", "np.empty_like(x)", "np.zeros(shape, like=x)")
+
+
+def _store_slice(x: Any) -> Any:
+    out = np.zeros(4)
+    out[1:] = x[:-1]
+    return out
+
+
+def _store_element(x: Any) -> Any:
+    out = np.zeros(4)
+    out[0] = x[0]
+    return out
+
+
+def test_store_into_plain_array_shows_the_ways_to_write_it() -> None:
+    """``out = np.zeros(n); out[1:] = traced`` raises a TracedConversionError listing the fixes."""
+    with pytest.raises(TracedConversionError) as info:
+        sparsejac.jacobian_sparsity(_store_slice, X)
+    msg = str(info.value)
+    assert "np.zeros(shape)" in msg
+    for way in WAYS:
+        assert way in msg
+
+
+def test_element_store_into_plain_array_chains_the_explanation() -> None:
+    """``out[i] = traced`` into a plain array: numpy's ValueError carries our error as cause.
+
+    numpy converts the element with ``float()`` and replaces any failure by its own
+    "setting an array element with a sequence" ValueError, but keeps the original as
+    ``__cause__``; that one names the fixes.
+    """
+    with pytest.raises(ValueError, match="setting an array element") as info:
+        sparsejac.jacobian_sparsity(_store_element, X)
+    cause = info.value.__cause__
+    assert isinstance(cause, TracedConversionError)
+    for way in WAYS:
+        assert way in str(cause)
+
+
+def test_ways_to_create_output_arrays_work() -> None:
+    """Each way named in the message traces: zeros_like, empty_like, zeros(shape, like=x)."""
+    def build(make: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def f(x: Any) -> Any:
+            out = make(x)
+            out[1:] = x[:-1]
+            out[0] = x[0]
+            return out
+
+        return f
+
+    for make in (np.zeros_like, np.empty_like, lambda x: np.zeros(4, like=x)):
+        pat = sparsejac.jacobian_sparsity(build(make), X).toarray()
+        np.testing.assert_array_equal(pat, np.eye(4, k=-1) + np.eye(4, k=0) * [1, 0, 0, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# unsupported numpy functions: never a silent guess
+# ---------------------------------------------------------------------------------------------
+
+UNSUPPORTED = [
+    # (f, public name, detail the message must contain or "")
+    pytest.param(lambda x: np.sort(x), "numpy.sort", "", id="sort"),
+    pytest.param(lambda x: x[np.argsort(x)], "numpy.argsort", "", id="argsort"),
+    pytest.param(lambda x: np.unique(x), "numpy.unique", "", id="unique"),
+    pytest.param(lambda x: np.nonzero(x), "numpy.nonzero", "", id="nonzero"),
+    pytest.param(lambda x: np.median(x), "numpy.median", "", id="median"),
+    pytest.param(lambda x: np.linalg.solve(np.eye(4) + 1, x), "numpy.linalg.solve", "",
+                 id="linalg_solve"),
+    pytest.param(lambda x: np.linalg.inv(x.reshape(2, 2)), "numpy.linalg.inv", "",
+                 id="linalg_inv"),
+    pytest.param(lambda x: np.fft.fft(x).real, "numpy.fft.fft", "", id="fft"),
+    pytest.param(lambda x: np.add.reduceat(x, [0, 2]), "numpy.add.reduceat", "",
+                 id="ufunc_reduceat"),
+    pytest.param(lambda x: np.maximum.accumulate(x), "numpy.maximum.accumulate", "",
+                 id="ufunc_accumulate"),
+    pytest.param(lambda x: np.modf(x)[0], "numpy.modf", "", id="two_output_ufunc"),
+    pytest.param(lambda x: np.where(x > 0), "numpy.where", "one-argument form",
+                 id="where_one_argument"),
+    pytest.param(lambda x: np.sum(x, where=x > 0), "numpy.sum", "`where=`", id="sum_where"),
+    pytest.param(lambda x: np.pad(x, 1, mode="mean"), "numpy.pad", "mode='mean'",
+                 id="pad_mode"),
+    pytest.param(lambda x: np.einsum(x, [0], [0]), "numpy.einsum", "sublist", id="einsum"),
+    pytest.param(lambda x: np.interp(x, [0.0, 1.0], x[:2]), "numpy.interp",
+                 "both `x` and `fp` traced", id="interp_both_traced"),
+    pytest.param(lambda x: np.add(x, 1, where=x > 0), "numpy.add", "`where=`",
+                 id="ufunc_where"),
+    pytest.param(lambda x: special.erf(x), "scipy.special.erf", "", id="scipy_special_ufunc"),
+]
+
+
+@pytest.mark.parametrize(("f", "name", "detail"), UNSUPPORTED)
+def test_unsupported_function_names_itself_and_the_docs(f: Callable[[Any], Any], name: str,
+                                                         detail: str) -> None:
+    """An unknown call raises UnsupportedPrimitiveError naming it and docs/supported.md."""
+    with pytest.raises(UnsupportedPrimitiveError) as info:
+        sparsejac.jacobian_sparsity(f, X)
+    err = info.value
+    assert isinstance(err, NotImplementedError)
+    assert err.function == name
+    msg = str(err)
+    assert msg.startswith(f"{name} is not supported")
+    assert SupportedFunctionsDoc in msg
+    assert detail in msg
+
+
+def test_unsupported_in_local_mode_too() -> None:
+    """Local mode does not make an unknown function supported."""
+    with pytest.raises(UnsupportedPrimitiveError, match=r"numpy\.sort"):
+        sparsejac.jacobian_sparsity(np.sort, X, local=True)
+
+
+def test_supported_docs_path_exists() -> None:
+    """The page the messages point at exists in the repository."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert (root / SupportedFunctionsDoc).is_file()
+
+
+# ---------------------------------------------------------------------------------------------
+# misuse that is not about values
+# ---------------------------------------------------------------------------------------------
+
+
+def test_integer_array_cannot_receive_a_traced_value() -> None:
+    """Assigning a traced float into an integer traced array is refused (it would truncate)."""
+    def f(x: Any) -> Any:
+        out = np.zeros_like(x, dtype=int)
+        out[0] = x[0]
+        return out
+
+    with pytest.raises(TypeError, match="would truncate it"):
+        sparsejac.jacobian_sparsity(f, X)
+
+
+def test_sparse_matrix_scaled_by_traced_scalar_is_refused() -> None:
+    """``spmatrix * traced_scalar`` (a scaled sparse matrix) is refused with a rewrite hint."""
+    import scipy.sparse as sp
+
+    lap = sp.csr_matrix(np.eye(4))
+    with pytest.raises(UnsupportedPrimitiveError, match=r"c \* \(L @ u\)"):
+        sparsejac.jacobian_sparsity(lambda x: lap * x[0], X)
+
+
+def test_nested_tracing_is_refused() -> None:
+    """Calling jacobian_sparsity on a traced value inside f is refused clearly."""
+    def f(x: Any) -> Any:
+        return sparsejac.jacobian_sparsity(np.sin, x)
+
+    with pytest.raises(TypeError, match="already a traced array"):
+        sparsejac.jacobian_sparsity(f, X)
