@@ -578,6 +578,7 @@ def jacobian(
            [0., 4., 0.]])
     """
     mode = _check_mode(mode)  # type: ignore[assignment]
+    x = as_float_input(x, "x")  # errors name `x` (SparseJacobian would say `x0`)
     if mode == "fd":
         return SparseJacobian(f, x, sparsity=sparsity, mode="fd", order=order, args=args,
                               fd_method=fd_method)(x)

@@ -52,14 +52,39 @@ def fd_steps(x: np.ndarray, method: str) -> np.ndarray:
     return h
 
 
-def _evaluate(fun: Callable[[np.ndarray], Any], x: np.ndarray, n_out: int) -> np.ndarray:
-    val = np.asarray(fun(x))
-    if val.size != n_out:
-        raise ValueError(
-            f"`f` returned {val.size} values at a perturbed point but {n_out} at x0; its output "
-            "size must not change"
+def _evaluate(fun: Callable[[np.ndarray], Any], x: np.ndarray, n_out: int,
+              complex_step: bool = False) -> np.ndarray:
+    """``fun(x)`` flattened, or a clear error for an output that cannot be differenced."""
+    val = fun(x)
+    try:
+        arr = np.asarray(val)
+    except (TypeError, ValueError):  # ragged lists
+        arr = np.asarray(None)
+    if arr.dtype == object:
+        raise TypeError(
+            "`f` must return an array of numbers (or a list of them); "
+            f"got {type(val).__name__}"
         )
-    return val.ravel()
+    if arr.dtype.kind == "b":
+        raise TypeError(
+            "`f` returned a boolean array; a Jacobian needs numbers (convert with "
+            ".astype(float) if that is what you mean)"
+        )
+    if complex_step and arr.dtype.kind != "c":
+        raise TypeError(
+            f"fd_method='cs' needs `f` to carry complex input through to its output, but f "
+            f"returned dtype {arr.dtype} (the imaginary part was dropped, e.g. by writing into "
+            "a float array); use '2-point' or '3-point'"
+        )
+    if arr.dtype.kind not in "iuf" and not complex_step:
+        kind = "complex numbers" if arr.dtype.kind == "c" else f"dtype {arr.dtype}"
+        raise TypeError(f"`f` must return real numbers; it returned an array of {kind}")
+    if arr.size != n_out:
+        raise ValueError(
+            f"`f` returned {arr.size} values (shape {arr.shape}); expected {n_out}, the "
+            "number of rows of the sparsity pattern (f's output size must not change)"
+        )
+    return arr.ravel()
 
 
 def fd_jacobian_data(
@@ -123,7 +148,7 @@ def fd_jacobian_data(
         if method == "cs":
             dz = np.zeros(xf.size, dtype=np.complex128)
             dz[cols] = 1j * h[cols]
-            b[:, c] = _evaluate(fun, (xf + dz).reshape(x.shape), n_out).imag
+            b[:, c] = _evaluate(fun, (xf + dz).reshape(x.shape), n_out, complex_step=True).imag
             continue
         dx = np.zeros(xf.size)
         dx[cols] = h[cols]
