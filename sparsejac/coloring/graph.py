@@ -22,7 +22,11 @@ import numpy as np
 from sparsejac.coloring import _kernels
 from sparsejac.pattern import SparsityPattern
 
-__all__ = ["PARTITIONS", "BipartiteGraph", "Partition", "check_partition"]
+__all__ = ["MAX_MASK_BYTES", "PARTITIONS", "BipartiteGraph", "Partition", "check_partition"]
+
+#: Largest per-net colour-mask table of the ``O(nnz * p / 64)`` greedy kernel; beyond it
+#: greedy falls back to the ``O(W)`` kernel, which needs no table.
+MAX_MASK_BYTES = 128 * 2**20
 
 #: The one-sided partitions. A later issue adds ``"bidirectional"`` and ``"auto"``; every
 #: function that takes a ``partition`` validates it with :func:`check_partition`.
@@ -131,6 +135,29 @@ class BipartiteGraph:
         """Sum of squared net sizes: the cost, in edge visits, of one greedy pass."""
         sizes = self.net_sizes
         return int(np.dot(sizes, sizes))
+
+    @cached_property
+    def color_bound(self) -> int:
+        """An upper bound on the colours first-fit greedy can use, from the index pointers.
+
+        A vertex has at most (its net count) × (largest net size - 1) distance-2
+        neighbours, so first-fit never needs more than that plus one colour, nor more
+        than the number of vertices. ``O(n + m)``.
+        """
+        per_vertex = np.diff(self.vptr)
+        most_nets = int(per_vertex.max()) if per_vertex.size else 0
+        biggest_net = int(self.net_sizes.max()) if self.net_sizes.size else 0
+        return max(1, min(self.n_vertices, most_nets * max(biggest_net - 1, 0) + 1))
+
+    @cached_property
+    def mask_words(self) -> int:
+        """64-bit words per net for the mask-based greedy kernel, or 0 if too large.
+
+        ``ceil(color_bound / 64)``, or 0 when a ``(nets, words)`` table would exceed
+        :data:`MAX_MASK_BYTES`.
+        """
+        words = -(-self.color_bound // 64)
+        return words if (self.nptr.size - 1) * words * 8 <= MAX_MASK_BYTES else 0
 
     @cached_property
     def degrees(self) -> np.ndarray:

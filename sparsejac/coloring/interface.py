@@ -146,7 +146,7 @@ def _best(graph: BipartiteGraph, rng: np.random.Generator, time_budget: float) -
         # One net holds every vertex: all conflict, one colour each is optimal.
         s.run("natural", "natural", lambda: np.arange(n, dtype=np.int64))
         return s
-    s.run("natural", "natural", lambda: greedy_color(graph, np.arange(n)))
+    s.run("natural", "natural", lambda: greedy_color(graph))
     if s.done:
         return s
     s.run("dsatur", "dsatur", lambda: dsatur_color(graph)[0])
@@ -296,6 +296,8 @@ def color(
         candidates = tuple(search.candidates)
     elif order_fn is ORDERS["dsatur"]:
         groups, name = dsatur_color(graph)[0], order_name
+    elif order_fn is ORDERS["natural"]:
+        groups, name = greedy_color(graph), order_name
     else:
         perm = order_fn(pattern, part, rng)  # type: ignore[arg-type]
         perm = check_permutation(perm, graph.n_vertices, name="order")

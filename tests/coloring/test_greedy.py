@@ -138,3 +138,52 @@ def test_kernel_array_normalises():
     a = kernel_array(np.arange(5, dtype=np.int32)[::-1])
     assert a.dtype == np.int64 and a.flags.c_contiguous and not a.flags.writeable
     assert kernel_array(a) is a
+
+
+@pytest.mark.parametrize("name", sorted(small_matrices()))
+@pytest.mark.parametrize("partition", ["column", "row"])
+def test_mask_kernel_equals_pair_kernel(name, partition, rng):
+    """The per-net mask kernel and the pair-walking kernel give identical colourings."""
+    from sparsejac.coloring import _kernels
+
+    g = BipartiteGraph(as_pattern(small_matrices()[name]), partition)
+    for order in (np.arange(g.n_vertices), rng.permutation(g.n_vertices)):
+        order = kernel_array(order)
+        pairs = _kernels.greedy(*g.arrays, order)
+        np.testing.assert_array_equal(pairs, greedy_color(g, order))
+        words = -(-(int(pairs.max()) + 1) // 64)  # the fewest words that can hold the colours
+        np.testing.assert_array_equal(pairs, _kernels.greedy_masks(*g.arrays, order, words, False))
+    np.testing.assert_array_equal(_kernels.greedy(*g.arrays, kernel_array(np.arange(g.n_vertices))),
+                                  greedy_color(g))
+
+
+def test_mask_kernel_many_colours(rng):
+    """Beyond 64 colours (several mask words) the mask kernel still equals group_columns."""
+    a = sp.random_array((60, 300), density=0.6, rng=rng, format="csr")
+    g = BipartiteGraph(as_pattern(a), "column")
+    assert g.mask_words > 2
+    groups = greedy_color(g)
+    assert n_groups(groups) > 128
+    np.testing.assert_array_equal(groups, group_columns(a, order=np.arange(300)))
+    order = rng.permutation(300)
+    np.testing.assert_array_equal(greedy_color(g, order), group_columns(a, order=order))
+
+
+def test_pair_kernel_fallback(monkeypatch):
+    """When the mask table would be too large, greedy falls back to the pair kernel."""
+    from sparsejac.coloring import graph as graph_module
+
+    monkeypatch.setattr(graph_module, "MAX_MASK_BYTES", 8)
+    a = laplacian_2d(7)
+    g = BipartiteGraph(as_pattern(a), "column")
+    assert g.mask_words == 0
+    np.testing.assert_array_equal(greedy_color(g), group_columns(a, order=np.arange(49)))
+    assert n_groups(restart(g, "incidence_degree", np.random.default_rng(0))) >= 5
+
+
+def test_color_bound_is_a_bound(rng):
+    """color_bound is at least the distance-2 degree plus one (and at most n)."""
+    for seed in range(5):
+        a = (np.random.default_rng(seed).random((20, 25)) < 0.2).astype(float)
+        g = BipartiteGraph(as_pattern(a), "column")
+        assert int(g.degrees.max()) + 1 <= g.color_bound <= 25
