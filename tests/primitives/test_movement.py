@@ -1,0 +1,186 @@
+"""Movement family (``sparsejac.primitives.movement``): every data-movement function is one
+gather by positions; its pattern is a 0/1 selection, exact, on asymmetric shapes, negative
+axes, size-1 and size-0 axes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+from tests.primitives.util import check_exact, rand
+
+X34 = rand((3, 4), 11)
+X234 = rand((2, 3, 4), 12)
+
+MOVES_2D = [
+    pytest.param(lambda x: x.reshape(4, 3), id="reshape"),
+    pytest.param(lambda x: x.reshape(-1, 2), id="reshape_minus_one"),
+    pytest.param(lambda x: np.reshape(x, (2, 6), order="F"), id="reshape_fortran"),
+    pytest.param(lambda x: x.ravel(), id="ravel"),
+    pytest.param(lambda x: np.ravel(x, order="F"), id="ravel_fortran"),
+    pytest.param(lambda x: x.flatten(), id="flatten"),
+    pytest.param(lambda x: x.T, id="T"),
+    pytest.param(lambda x: np.transpose(x), id="transpose"),
+    pytest.param(lambda x: np.swapaxes(x, 0, -1), id="swapaxes_negative"),
+    pytest.param(lambda x: np.moveaxis(x, -1, 0), id="moveaxis_negative"),
+    pytest.param(lambda x: np.squeeze(x[None, :, :1]), id="squeeze_all"),
+    pytest.param(lambda x: np.squeeze(x[:1], axis=0), id="squeeze_axis"),
+    pytest.param(lambda x: np.expand_dims(x, -1), id="expand_dims_negative"),
+    pytest.param(lambda x: x[:, None, :], id="newaxis"),
+    pytest.param(lambda x: np.broadcast_to(x[:1], (5, 4)), id="broadcast_to_size_one_axis"),
+    pytest.param(lambda x: np.broadcast_to(x, (2, 3, 4)), id="broadcast_to_new_axis"),
+    pytest.param(lambda x: np.roll(x, 1), id="roll_flat"),
+    pytest.param(lambda x: np.roll(x, -1, axis=-1), id="roll_negative_axis"),
+    pytest.param(lambda x: np.roll(x, (2, 1), axis=(0, 1)), id="roll_two_axes"),
+    pytest.param(lambda x: np.flip(x), id="flip_all"),
+    pytest.param(lambda x: np.flip(x, axis=-2), id="flip_negative_axis"),
+    pytest.param(lambda x: np.fliplr(x), id="fliplr"),
+    pytest.param(lambda x: np.flipud(x), id="flipud"),
+    pytest.param(lambda x: np.rot90(x), id="rot90"),
+    pytest.param(lambda x: np.tile(x, 2), id="tile"),
+    pytest.param(lambda x: np.tile(x[0], (2, 1)), id="tile_new_axis"),
+    pytest.param(lambda x: np.repeat(x, 2), id="repeat_flat"),
+    pytest.param(lambda x: np.repeat(x, [2, 0, 1, 1], axis=-1), id="repeat_counts"),
+    pytest.param(lambda x: np.concatenate([x, x[:1]], axis=0), id="concatenate_axis0"),
+    pytest.param(lambda x: np.concatenate([x[:, :0], x, np.ones((3, 1))], axis=-1),
+                 id="concatenate_empty_and_constant"),
+    pytest.param(lambda x: np.concatenate([x, x], axis=None), id="concatenate_flat"),
+    pytest.param(lambda x: np.stack([x[0], x[2]]), id="stack"),
+    pytest.param(lambda x: np.stack([x, x**2], axis=-1), id="stack_negative_axis"),
+    pytest.param(lambda x: np.hstack([x, x[:, :1]]), id="hstack"),
+    pytest.param(lambda x: np.vstack([x, x[0]]), id="vstack"),
+    pytest.param(lambda x: np.column_stack([x[0], x[1], np.zeros(4)]), id="column_stack"),
+    pytest.param(lambda x: np.dstack([x, x]), id="dstack"),
+    pytest.param(lambda x: np.pad(x, 1), id="pad_constant"),
+    pytest.param(lambda x: np.pad(x, ((0, 2), (1, 0)), constant_values=3.0),
+                 id="pad_constant_values"),
+    pytest.param(lambda x: np.pad(x, (1, 2), mode="wrap"), id="pad_wrap"),
+    pytest.param(lambda x: np.pad(x, 2, mode="edge"), id="pad_edge"),
+    pytest.param(lambda x: np.pad(x, ((2, 1), (0, 3)), mode="reflect"), id="pad_reflect"),
+    pytest.param(lambda x: np.pad(x, 1, mode="symmetric"), id="pad_symmetric"),
+    pytest.param(lambda x: np.diagonal(x), id="diagonal"),
+    pytest.param(lambda x: np.diag(x, 1), id="diag_offset"),
+    pytest.param(lambda x: np.diag(x[1]), id="diag_of_vector"),
+    pytest.param(lambda x: np.tril(x), id="tril"),
+    pytest.param(lambda x: np.triu(x, -1), id="triu"),
+    pytest.param(lambda x: np.take(x, [-1, 0, 0]), id="take_flat"),
+    pytest.param(lambda x: np.take(x, [[1, 2]], axis=0), id="take_2d_indices"),
+    pytest.param(lambda x: np.take(x, [5, -7], axis=1, mode="wrap"), id="take_wrap"),
+    pytest.param(lambda x: np.take_along_axis(x, np.array([[2], [0], [1]]), axis=1),
+                 id="take_along_axis"),
+    pytest.param(lambda x: np.resize(x, (2, 7)), id="resize"),
+    pytest.param(lambda x: np.delete(x, 1, axis=0), id="delete"),
+    pytest.param(lambda x: np.insert(x, 2, 0.5, axis=1), id="insert_constant"),
+    pytest.param(lambda x: np.append(x, x[:1], axis=0), id="append"),
+    pytest.param(lambda x: np.compress([False, True, True], x, axis=0), id="compress"),
+    pytest.param(lambda x: np.split(x, [1, 3], axis=1)[1], id="split_indices"),
+    pytest.param(lambda x: np.array_split(x, 2)[1], id="array_split"),
+    pytest.param(lambda x: np.atleast_3d(x[0]), id="atleast_3d"),
+    pytest.param(lambda x: np.block([[x, x[:, :1]], [x[:1], x[:1, :1]]]), id="block"),
+    pytest.param(lambda x: np.copy(x)[::-1], id="copy"),
+    pytest.param(lambda x: np.matrix_transpose(x), id="matrix_transpose"),
+    pytest.param(lambda x: np.unstack(x)[1], id="unstack"),
+]
+
+
+@pytest.mark.parametrize("f", MOVES_2D)
+def test_movement_on_matrix_is_exact(f: Callable[[Any], Any]) -> None:
+    """A data-movement call on a (3, 4) input selects rows of the identity, exactly."""
+    pat = check_exact(f, X34)
+    assert (pat.sum(axis=1) <= 1).all()  # each output reads at most one input element
+
+
+MOVES_3D = [
+    pytest.param(lambda x: np.transpose(x, (2, 0, 1)), id="transpose_axes"),
+    pytest.param(lambda x: np.transpose(x, (-1, 0, -2)), id="transpose_negative_axes"),
+    pytest.param(lambda x: np.moveaxis(x, [0, 1], [-1, -2]), id="moveaxis_many"),
+    pytest.param(lambda x: np.rollaxis(x, -1, 1), id="rollaxis"),
+    pytest.param(lambda x: x.mT, id="mT"),
+    pytest.param(lambda x: np.swapaxes(x, 1, 2), id="swapaxes"),
+    pytest.param(lambda x: np.diagonal(x, -1, 2, 1), id="diagonal_axes"),
+    pytest.param(lambda x: np.flip(x, axis=(0, 2)), id="flip_axes"),
+    pytest.param(lambda x: np.roll(x, 3, axis=-1), id="roll_last"),
+    pytest.param(lambda x: np.dsplit(x, [1])[1], id="dsplit"),
+    pytest.param(lambda x: np.concatenate([x, x[:, :1]], axis=-2), id="concatenate_middle"),
+    pytest.param(lambda x: np.pad(x, ((0, 0), (1, 1), (2, 0)), mode="wrap"), id="pad_axes"),
+    pytest.param(lambda x: x.reshape(6, 4)[::2], id="reshape_and_stride"),
+]
+
+
+@pytest.mark.parametrize("f", MOVES_3D)
+def test_movement_on_rank3_is_exact(f: Callable[[Any], Any]) -> None:
+    """Movement along chosen and negative axes of a (2, 3, 4) input is exact."""
+    check_exact(f, X234)
+
+
+def test_roll_is_a_shifted_identity() -> None:
+    """np.roll(x, 1) reads x[i - 1] (hand-written expectation)."""
+    check_exact(lambda x: np.roll(x, 1), rand((5,), 13), np.roll(np.eye(5, dtype=bool), 1,
+                                                                 axis=0))
+
+
+def test_constant_padding_rows_are_empty() -> None:
+    """Fill values of np.pad carry no dependencies; the interior is the identity."""
+    pat = check_exact(lambda x: np.pad(x, 2, constant_values=7.0), rand((3,), 14))
+    np.testing.assert_array_equal(pat.sum(axis=1), [0, 0, 1, 1, 1, 0, 0])
+
+
+def test_broadcast_to_repeats_rows() -> None:
+    """np.broadcast_to copies one element into many outputs."""
+    pat = check_exact(lambda x: np.broadcast_to(x, (4, 2)), rand((2,), 15))
+    np.testing.assert_array_equal(pat, np.tile(np.eye(2, dtype=bool), (4, 1)))
+
+
+def test_movement_of_size_zero_results() -> None:
+    """Empty results have zero rows; empty operands contribute nothing."""
+    assert sparsejac.jacobian_sparsity(lambda x: np.reshape(x[:0], (0, 3)), X34).shape == \
+        (0, 12)
+    assert sparsejac.jacobian_sparsity(lambda x: np.tile(x, 0), X34).shape == (0, 12)
+    check_exact(lambda x: np.concatenate([x[:0].ravel(), x[:, :1].ravel()]), X34)
+
+
+def test_movement_of_scalar_input() -> None:
+    """A 0-d input can be reshaped, broadcast and stacked."""
+    check_exact(lambda x: np.stack([x, x * 2, np.reshape(x, ())]), np.array(1.5))
+    check_exact(lambda x: np.broadcast_to(x, (2, 3)), np.array(0.7))
+    check_exact(lambda x: np.atleast_1d(x), np.array(0.7))
+
+
+def test_multi_output_movement() -> None:
+    """split, broadcast_arrays and meshgrid return several traced arrays."""
+    def f(x: Any) -> Any:
+        a, b = np.split(x, 2)
+        c, d = np.broadcast_arrays(a[:, None], b[None, :])
+        e, g = np.meshgrid(a, b[:1])
+        return np.concatenate([(c * d).ravel(), (e + g).ravel()])
+
+    check_exact(f, rand((6,), 16))
+
+
+def test_mixed_constant_and_traced_operands() -> None:
+    """Constant operands of a movement call become empty rows in the right places."""
+    pat = check_exact(lambda x: np.stack([np.arange(3.0), x, np.ones(3)], axis=1),
+                      rand((3,), 17))
+    np.testing.assert_array_equal(pat.sum(axis=1), [0, 1, 0] * 3)
+
+
+def test_traced_shift_is_refused_globally_but_read_locally() -> None:
+    """A shift that depends on x is a value read: ConcretizationError globally, fine locally."""
+    def f(x: Any) -> Any:
+        return np.roll(x, (x[0] > 1.0).astype(int))
+
+    x = np.array([1.5, 0.2, 0.3])
+    with pytest.raises(sparsejac.ConcretizationError, match=r"numpy\.roll"):
+        sparsejac.jacobian_sparsity(f, x)
+    check_exact(f, x, np.roll(np.eye(3, dtype=bool), 1, axis=0), local=True)
+
+
+@pytest.mark.parametrize("mode", ["mean", "linear_ramp"])
+def test_unsupported_pad_mode_is_refused(mode: str) -> None:
+    """np.pad modes that are not position maps are refused by name."""
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=f"mode='{mode}'"):
+        sparsejac.jacobian_sparsity(lambda x: np.pad(x, 1, mode=mode), X34)
