@@ -1,0 +1,269 @@
+"""Compressed finite differences (``mode="fd"``): approximate Jacobians of black boxes.
+
+* each scheme (2-point, 3-point, complex step) agrees with the hand-derived Jacobians of
+  ``tests/scenarios.py`` within the error the scheme is documented to have (:data:`FD_TOL`);
+* a black-box ``f`` (a ``scipy.special`` ufunc, ``np.sort``: functions the tracer refuses) works
+  with a given ``sparsity``;
+* the steps are scipy's, and the results equal scipy's ``approx_derivative(..., sparsity=
+  (structure, groups))`` for the same groups to rounding: it is the same computation.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.special
+from scipy.optimize._numdiff import _compute_absolute_step, approx_derivative
+
+import sparsejac
+from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.fd import METHODS, check_method, fd_jacobian_data, fd_steps
+from tests.scenarios import by_name, random_point
+
+#: Largest error relative to max |J| on the catalogue (x in [0.5, 1.5], modest curvature):
+#: forward differences O(sqrt(eps)) ~ 1.5e-8, central O(eps^(2/3)) ~ 4e-11, complex step
+#: O(eps) (no cancellation). Each bound leaves a margin of about 100x.
+FD_TOL = {"2-point": 1e-6, "3-point": 1e-8, "cs": 1e-13}
+
+#: Scenarios whose f carries complex input through (needed by "cs"); the rest of the fd tests
+#: run on all of them.
+CS_SCENARIOS = [
+    "diffsquare", "diffcube", "banded_dense", "banded_sparse", "brusselator_roll",
+    "brusselator_pad_wrap", "brusselator_slices", "arrowhead", "burgers_zeros_like",
+    "laplacian_csr_array", "scatter_add_assembly", "matmul_constant", "rank3_input",
+]
+SCENARIOS_FD = [*CS_SCENARIOS, "sum_coupled", "matmul_gram", "reshape_transpose"]
+
+
+def assert_close(actual: sp.csr_array, expected: np.ndarray, tol: float) -> None:
+    """``actual`` matches ``expected`` up to ``tol`` × max |expected| (entrywise)."""
+    assert isinstance(actual, sp.csr_array)
+    scale = float(np.abs(expected).max())
+    np.testing.assert_allclose(actual.toarray(), expected, rtol=0, atol=tol * scale)
+
+
+def _cases(names):
+    return [pytest.param(by_name(n), m, id=f"{n}-{m}") for n in names for m in METHODS
+            if m != "cs" or n in CS_SCENARIOS]
+
+
+# ---------------------------------------------------------------------------------------------
+# accuracy of each scheme
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("s", "method"), _cases(SCENARIOS_FD))
+def test_fd_within_the_scheme_tolerance(s, method, rng):
+    """Each scheme is within its documented error of the analytic Jacobian, at new points."""
+    jac = sparsejac.SparseJacobian(s.f, s.x0, mode="fd", fd_method=method)
+    assert jac.mode == "fd"
+    assert jac.stats()["exact"] is False
+    for _ in range(2):
+        x = random_point(s, rng)
+        assert_close(jac(x), s.jacobian(x), FD_TOL[method])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_fd_error_is_not_zero_for_curved_f(method, rng):
+    """The fd results really are approximations: 2- and 3-point differ from the exact values."""
+    s = by_name("diffcube")
+    x = random_point(s, rng)
+    err = np.abs(sparsejac.jacobian(s.f, x, mode="fd", fd_method=method).toarray()
+                 - s.jacobian(x)).max()
+    if method == "cs":
+        assert err <= 1e-14 * np.abs(s.jacobian(x)).max()
+    else:
+        assert err > 0.0
+
+
+def test_fd_products_are_colours_plus_base_point():
+    """``n_products`` counts the perturbed evaluations: one per colour (two for 3-point)."""
+    s = by_name("burgers_zeros_like")
+    calls = {"n": 0}
+
+    def counted(x):
+        calls["n"] += 1
+        return s.f(x)
+
+    for method, per_colour, base in (("2-point", 1, 1), ("3-point", 2, 0), ("cs", 1, 0)):
+        jac = sparsejac.SparseJacobian(counted, s.x0, mode="fd", fd_method=method,
+                                       sparsity=s.pattern)
+        calls["n"] = 0
+        jac(s.x0)
+        assert jac.n_products == 3  # tridiagonal
+        assert calls["n"] == per_colour * jac.n_products + base
+
+
+# ---------------------------------------------------------------------------------------------
+# black boxes: functions the tracer cannot follow
+# ---------------------------------------------------------------------------------------------
+
+
+def _erf_chain(x):
+    """A chain through scipy.special.erf (no tracing rules) and a product of neighbours."""
+    return scipy.special.erf(x[1:]) * x[:-1]
+
+
+def _erf_chain_jac(x):
+    n = x.size
+    jac = np.zeros((n - 1, n))
+    i = np.arange(n - 1)
+    jac[i, i] = scipy.special.erf(x[1:])
+    jac[i, i + 1] = 2 / np.sqrt(np.pi) * np.exp(-x[1:] ** 2) * x[:-1]
+    return jac
+
+
+def _sorted_squares(x):
+    """The squares of x in ascending order (np.sort: a value-dependent permutation)."""
+    return np.sort(x) ** 2
+
+
+_BLACK_BOXES = [
+    pytest.param(_erf_chain, _erf_chain_jac, np.eye(7, 8, dtype=bool) | np.eye(7, 8, 1, dtype=bool),
+                 "scipy.special.erf", id="scipy_special"),
+    # at ascending points with gaps far above the step, the Jacobian is diag(2 x)
+    pytest.param(_sorted_squares, lambda x: np.diag(2 * x), np.eye(8, dtype=bool), "numpy.sort",
+                 id="np_sort"),
+]
+
+
+@pytest.mark.parametrize(("f", "jac_of", "pattern", "name"), _BLACK_BOXES)
+def test_black_box_is_refused_by_the_tracer(f, jac_of, pattern, name):
+    """The exact modes refuse f and say to use mode='fd' with ``sparsity=``."""
+    x = np.linspace(0.5, 1.5, 8)
+    with pytest.raises(UnsupportedPrimitiveError, match=re.escape(name)) as info:
+        sparsejac.jacobian(f, x)
+    assert "mode='fd'" in str(info.value)
+    assert "`sparsity=`" in str(info.value)
+
+
+@pytest.mark.parametrize("method", ["2-point", "3-point"])
+@pytest.mark.parametrize(("f", "jac_of", "pattern", "name"), _BLACK_BOXES)
+def test_black_box_with_sparsity_works_in_fd_mode(f, jac_of, pattern, name, method, rng):
+    """With ``sparsity=`` given, mode='fd' never traces f and approximates its Jacobian."""
+    x0 = np.linspace(0.5, 1.5, 8)
+    jac = sparsejac.SparseJacobian(f, x0, sparsity=pattern, mode="fd", fd_method=method)
+    assert jac.n_products == sparsejac.color(pattern, "column").n_colors
+    for _ in range(2):
+        x = np.linspace(0.5, 1.5, 8) + rng.uniform(0.0, 0.05, 8)  # ascending, gaps > 0.09
+        assert_close(jac(x), jac_of(x), FD_TOL[method])
+    one_shot = sparsejac.jacobian(f, x0, sparsity=sp.csr_array(pattern), mode="fd",
+                                  fd_method=method)
+    assert_close(one_shot, jac_of(x0), FD_TOL[method])
+
+
+def test_black_box_in_fd_mode_needs_sparsity():
+    """mode='fd' without ``sparsity`` traces f to detect the pattern: a black box says why."""
+    with pytest.raises(UnsupportedPrimitiveError, match=re.escape("scipy.special.erf")):
+        sparsejac.SparseJacobian(_erf_chain, np.ones(8), mode="fd")
+
+
+def test_complex_step_needs_f_to_keep_the_imaginary_part():
+    """fd_method='cs' refuses an f that returns real values for complex input (silent zeros)."""
+    def drops_imaginary(x):
+        out = np.empty(x.shape)
+        out[:] = np.real(x) ** 2
+        return out
+
+    jac = sparsejac.SparseJacobian(drops_imaginary, np.ones(4), mode="fd", fd_method="cs",
+                                   sparsity=np.eye(4))
+    with pytest.raises(TypeError, match=r"fd_method='cs' needs `f` to carry complex input"):
+        jac(np.ones(4))
+
+
+# ---------------------------------------------------------------------------------------------
+# the same computation as scipy
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_steps_follow_scipy_rule(method, rng):
+    """``fd_steps`` is scipy's absolute step (rounded to x + h - x except for 'cs')."""
+    x = np.concatenate([rng.normal(scale=1e3, size=20), rng.normal(size=20),
+                        [0.0, -0.0, 1.0, -1.0, 1e-300, -1e300, 0.5]])
+    h_scipy = _compute_absolute_step(None, x, np.zeros(1), method)
+    if method != "cs":
+        h_scipy = (x + h_scipy) - x  # scipy's "recompute dx as exactly representable number"
+    np.testing.assert_array_equal(fd_steps(x, method), h_scipy)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_steps_documented_formula(method):
+    """Steps are rel · sign(x) · max(1, |x|), rel = eps^(1/2) or eps^(1/3), up to rounding."""
+    x = np.array([0.0, 2.0, -4.0, 0.25, -0.25])
+    rel = np.finfo(float).eps ** (1 / 3 if method == "3-point" else 1 / 2)
+    expected = rel * np.array([1.0, 2.0, -4.0, 1.0, -1.0])
+    np.testing.assert_allclose(fd_steps(x, method), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name", ["brusselator_roll", "burgers_zeros_like", "arrowhead",
+                                  "scatter_add_assembly", "rank3_input"])
+def test_equals_scipy_approx_derivative_with_the_same_groups(name, method, rng):
+    """Values equal scipy's approx_derivative(sparsity=(structure, groups)) to ~1e-12."""
+    s = by_name(name)
+    x = random_point(s, rng)
+    jac = sparsejac.SparseJacobian(s.f, x, mode="fd", fd_method=method)
+    ours = jac(x)
+
+    def flat(z):
+        return np.asarray(s.f(z.reshape(x.shape))).ravel()
+
+    theirs = approx_derivative(flat, x.ravel(), method=method,
+                               sparsity=(sp.csc_array(jac.sparsity).astype(float),
+                                         jac.coloring.column_groups))
+    theirs = sp.csr_array(theirs).toarray()
+    scale = np.abs(theirs).max()
+    np.testing.assert_allclose(ours.toarray(), theirs, rtol=0, atol=1e-12 * scale)
+
+
+def test_equals_scipy_group_columns_result_for_its_own_groups(rng):
+    """Fed scipy's own ``group_columns`` colouring, the groups are valid and results agree."""
+    from scipy.optimize._numdiff import group_columns
+
+    s = by_name("brusselator_roll")
+    x = random_point(s, rng)
+    groups = group_columns(s.pattern)
+    c = sparsejac.color(s.pattern, "column")
+    assert c.n_colors <= groups.max() + 1  # "best" order: never more than scipy's
+    theirs = approx_derivative(lambda z: s.f(z.reshape(x.shape)).ravel(), x.ravel(),
+                               sparsity=(s.pattern, groups))
+    ours = sparsejac.jacobian(s.f, x, mode="fd", sparsity=s.pattern)
+    np.testing.assert_allclose(ours.toarray(), sp.csr_array(theirs).toarray(), rtol=0,
+                               atol=1e-6 * np.abs(s.jacobian(x)).max())
+
+
+# ---------------------------------------------------------------------------------------------
+# the low-level function
+# ---------------------------------------------------------------------------------------------
+
+
+def test_fd_jacobian_data_needs_a_column_colouring():
+    """A row colouring cannot drive finite differences; the error says so."""
+    c = sparsejac.color(np.eye(3), "row")
+    with pytest.raises(ValueError, match="finite differences need a column colouring"):
+        fd_jacobian_data(np.sin, np.ones(3), c, n_out=3)
+
+
+def test_fd_jacobian_data_out_is_filled(rng):
+    """``out=`` receives the values (CSR order of the pattern) and is returned."""
+    pattern = np.eye(4, dtype=bool) | np.eye(4, k=1, dtype=bool)
+    c = sparsejac.color(pattern, "column")
+    out = np.empty(int(pattern.sum()))
+    x = rng.uniform(0.5, 1.5, 4)
+    res = fd_jacobian_data(lambda z: np.append(z[:-1] * z[1:], z[-1] ** 2), x, c, method="cs",
+                           n_out=4, out=out)
+    assert res is out
+    expected = [x[1], x[0], x[2], x[1], x[3], x[2], 2 * x[3]]
+    np.testing.assert_allclose(out, expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("method", ["forward", "", None, 2])
+def test_check_method_names_the_argument(method):
+    """An unknown scheme is refused, naming ``fd_method`` and the choices."""
+    with pytest.raises(ValueError, match=re.escape(
+            f"Unknown `fd_method` {method!r}; expected one of ['2-point', '3-point', 'cs'].")):
+        check_method(method)
