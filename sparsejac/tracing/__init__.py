@@ -55,9 +55,10 @@ def _scipy_sparse_defers() -> Iterator[None]:
 
     scipy's ``_matmul_dispatch`` would otherwise convert the Tracer with ``np.asarray``. While
     a trace runs it hands Tracers (and only them) to ``np.matmul``, whose Tracer override
-    binds the sparse linear map. ``_coo_base`` has its own ``_matmul_dispatch`` (n-D COO), so
-    it is patched as well. (Returning ``NotImplemented`` instead is not enough: for an
-    ``spmatrix``, ``L * u`` would then fall back to the Tracer's elementwise ``__rmul__``.)
+    binds the sparse linear map. ``_coo_base`` has its own ``_matmul_dispatch`` and ``dot``
+    (n-D COO), so they are patched as well. (Returning ``NotImplemented`` instead is not
+    enough: for an ``spmatrix``, ``L * u`` would then fall back to the Tracer's elementwise
+    ``__rmul__``.)
     """
     try:
         from scipy.sparse._base import _spbase
@@ -65,28 +66,28 @@ def _scipy_sparse_defers() -> Iterator[None]:
     except ImportError:  # pragma: no cover - scipy moved its base classes
         yield
         return
-    classes = [c for c in (_spbase, _coo_base) if "_matmul_dispatch" in c.__dict__]
-    originals = {c: c.__dict__["_matmul_dispatch"] for c in classes}
+    originals = {(c, name): c.__dict__[name] for c in (_spbase, _coo_base)
+                 for name in ("_matmul_dispatch", "dot") if name in c.__dict__}
     if any(getattr(o, "_sparsejac_patch", False) for o in originals.values()):
         yield
         return
 
     def patched(original: Any) -> Any:
-        def _matmul_dispatch(self: Any, other: Any) -> Any:
+        def method(self: Any, other: Any) -> Any:
             if isinstance(other, Tracer):
                 return np.matmul(self, other)
             return original(self, other)
 
-        _matmul_dispatch._sparsejac_patch = True  # type: ignore[attr-defined]
-        return _matmul_dispatch
+        method._sparsejac_patch = True  # type: ignore[attr-defined]
+        return method
 
-    for c, original in originals.items():
-        c._matmul_dispatch = patched(original)  # type: ignore[method-assign]
+    for (c, name), original in originals.items():
+        setattr(c, name, patched(original))
     try:
         yield
     finally:
-        for c, original in originals.items():
-            c._matmul_dispatch = original  # type: ignore[method-assign]
+        for (c, name), original in originals.items():
+            setattr(c, name, original)
 
 
 def _output_var(trace: Trace, out: Any, name: str) -> Var:

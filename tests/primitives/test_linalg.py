@@ -1,0 +1,190 @@
+"""Linalg family (``sparsejac.primitives.linalg``): every contraction spelling with a constant
+operand and with both operands traced, constant ``scipy.sparse`` matrices and arrays, norms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsejac
+from tests.primitives.util import check_exact, rand
+
+X34 = rand((3, 4), 41)
+# a constant with structural zeros: its zeros must drop out of contraction patterns
+K = np.array([[1.0, 0.0, -2.0], [0.0, 3.0, 0.0], [2.0, 0.0, 0.0], [0.0, 1.0, 1.0]])  # (4, 3)
+
+CONTRACTIONS = [
+    pytest.param(lambda x: np.dot(x, K), id="dot_const_right"),
+    pytest.param(lambda x: np.dot(K.T, x.T), id="dot_const_left"),
+    pytest.param(lambda x: np.dot(x[0], x[1]), id="dot_vectors"),
+    pytest.param(lambda x: np.dot(x, x[0]), id="dot_matrix_vector"),
+    pytest.param(lambda x: np.dot(x[0, 0], x), id="dot_scalar"),
+    pytest.param(lambda x: np.dot(x.reshape(3, 2, 2), x[:2, :2]), id="dot_nd"),
+    pytest.param(lambda x: x.dot(K), id="dot_method"),
+    pytest.param(lambda x: x @ K, id="matmul_const_right"),
+    pytest.param(lambda x: K.T @ x.T, id="matmul_const_left_reflected"),
+    pytest.param(lambda x: x @ x.T, id="matmul_both"),
+    pytest.param(lambda x: x[0] @ x.T, id="matmul_vector_matrix"),
+    pytest.param(lambda x: x @ x[1], id="matmul_matrix_vector"),
+    pytest.param(lambda x: x[0] @ x[1], id="matmul_vectors"),
+    pytest.param(lambda x: np.stack([x, -x]) @ K, id="matmul_batch_const"),
+    pytest.param(lambda x: x.reshape(3, 2, 2) @ x[:, :2].reshape(3, 2, 1), id="matmul_batch"),
+    pytest.param(lambda x: np.matmul(x[None], x.T[None, None]), id="matmul_broadcast_batch"),
+    pytest.param(lambda x: np.outer(x[0], x[1, :2]), id="outer_both"),
+    pytest.param(lambda x: np.outer(x, K[:, 0]), id="outer_const_2d_input"),
+    pytest.param(lambda x: np.inner(x, x[2]), id="inner"),
+    pytest.param(lambda x: np.inner(x, K.T), id="inner_const"),
+    pytest.param(lambda x: np.vdot(x, K.T), id="vdot_const"),
+    pytest.param(lambda x: np.einsum("ij,jk->ik", x, K), id="einsum_const"),
+    pytest.param(lambda x: np.einsum("ij,kj->ik", x, x), id="einsum_both"),
+    pytest.param(lambda x: np.einsum("ij,ij->i", x, x[::-1]), id="einsum_rowwise"),
+    pytest.param(lambda x: np.einsum("ii->i", x[:, :3]), id="einsum_diagonal"),
+    pytest.param(lambda x: np.einsum("ii", x[:, 1:]), id="einsum_trace_implicit"),
+    pytest.param(lambda x: np.einsum("...j,jk", x, K), id="einsum_ellipsis_implicit"),
+    pytest.param(lambda x: np.einsum("ij,jk,k->i", x, K, x[0, :3]), id="einsum_three"),
+    pytest.param(lambda x: np.einsum("i,j->ij", x[0], x[1]), id="einsum_outer"),
+    pytest.param(lambda x: np.tensordot(x, K, axes=1), id="tensordot_int"),
+    pytest.param(lambda x: np.tensordot(x, x, axes=([0], [0])), id="tensordot_both"),
+    pytest.param(lambda x: np.tensordot(x, x**2, axes=([-1], [-1])), id="tensordot_negative"),
+    pytest.param(lambda x: np.tensordot(x[0], x[1], axes=0), id="tensordot_outer"),
+    pytest.param(lambda x: np.tensordot(x, x, axes=2), id="tensordot_full"),
+    pytest.param(lambda x: np.kron(x[:2, :2], K[:2, :2]), id="kron_const"),
+    pytest.param(lambda x: np.kron(x[0], x[1:, :2]), id="kron_both"),
+]
+
+
+@pytest.mark.parametrize("f", CONTRACTIONS)
+def test_contraction_is_exact(f: Callable[[Any], Any]) -> None:
+    """Each contraction spelling gives the exact pattern (a constant's zeros are structural)."""
+    check_exact(f, X34)
+
+
+def test_constant_zeros_hand_written() -> None:
+    """``K.T @ x`` for a vector x: row i reads the columns where K[:, i] is nonzero."""
+    check_exact(lambda x: K.T @ x, rand((4,), 42), K.T != 0)
+
+
+def test_both_traced_einsum_pattern_hand_written() -> None:
+    """``P @ Q`` with both traced: out[i, k] reads row i of P and column k of Q."""
+    def f(x: Any) -> Any:
+        return x[:4].reshape(2, 2) @ x[4:].reshape(2, 2)
+
+    expected = np.array([[1, 1, 0, 0, 1, 0, 1, 0], [1, 1, 0, 0, 0, 1, 0, 1],
+                         [0, 0, 1, 1, 1, 0, 1, 0], [0, 0, 1, 1, 0, 1, 0, 1]], dtype=bool)
+    check_exact(f, rand((8,), 43), expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# constant scipy.sparse operands
+# ---------------------------------------------------------------------------------------------
+
+_LAP = sp.diags_array([1.0, -2.0, 1.0], offsets=[-1, 0, 1], shape=(5, 5), format="csr")
+_RECT = sp.csr_array(np.array([[0.0, 1.0, 0.0, 0.0, 2.0], [3.0, 0.0, 0.0, 0.0, 0.0],
+                               [0.0, 0.0, 0.0, 4.0, 5.0]]))  # (3, 5)
+KINDS = [
+    pytest.param(sp.csr_array, id="csr_array"),
+    pytest.param(sp.csr_matrix, id="csr_matrix"),
+    pytest.param(sp.csc_array, id="csc_array"),
+    pytest.param(sp.coo_array, id="coo_array"),
+    pytest.param(sp.coo_matrix, id="coo_matrix"),
+    pytest.param(sp.dia_matrix, id="dia_matrix"),
+    pytest.param(sp.lil_array, id="lil_array"),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sparse_matrix_times_traced_vector(kind: Any) -> None:
+    """``L @ u`` and ``L.dot(u)`` for every scipy.sparse format: the pattern of L itself."""
+    lap = kind(_LAP)
+    u = rand((5,), 44)
+    check_exact(lambda t: lap @ t, u, _LAP.toarray() != 0)
+    check_exact(lambda t: lap.dot(t), u, _LAP.toarray() != 0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_laplacian_plus_square(kind: Any) -> None:
+    """The PDE idiom ``L @ u + u**2``: the tridiagonal pattern."""
+    lap = kind(_LAP)
+    check_exact(lambda t: lap @ t + t**2, rand((5,), 45), _LAP.toarray() != 0)
+
+
+@pytest.mark.parametrize("kind", [pytest.param(sp.csr_array, id="csr_array"),
+                                  pytest.param(sp.csr_matrix, id="csr_matrix")])
+def test_sparse_products_in_every_position(kind: Any) -> None:
+    """Rectangular L: ``L @ u``, ``u @ L``, ``L @ U`` (2-D), ``U @ L`` and ``L.T @ v``."""
+    rect = kind(_RECT)
+    dense = _RECT.toarray()
+    check_exact(lambda t: rect @ t, rand((5,), 46), dense != 0)
+    check_exact(lambda t: t @ rect, rand((3,), 47), dense.T != 0)
+    check_exact(lambda t: rect.T @ t, rand((3,), 48), dense.T != 0)
+    check_exact(lambda t: rect @ t.reshape(5, 2), rand((10,), 49))
+    check_exact(lambda t: t.reshape(2, 3) @ rect, rand((6,), 50))
+
+
+def test_spmatrix_star_is_matrix_product() -> None:
+    """For the spmatrix classes ``L * u`` is the matrix product (as in scipy)."""
+    lap = sp.csr_matrix(_LAP)
+    check_exact(lambda t: lap * t, rand((5,), 51), _LAP.toarray() != 0)
+
+
+def test_explicit_zeros_in_sparse_matrix_are_not_dependencies() -> None:
+    """Stored zeros of a constant sparse matrix are not in the pattern."""
+    lap = _LAP.copy()
+    lap.data[lap.data == 1.0] = 0.0  # keep them stored
+    assert lap.nnz == 13
+    check_exact(lambda t: lap @ t, rand((5,), 52), np.eye(5, dtype=bool))
+
+
+def test_sparse_matrix_shape_mismatch() -> None:
+    """A dimension mismatch is reported like numpy's."""
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        sparsejac.jacobian_sparsity(lambda t: _LAP @ t, np.ones(4))
+
+
+# ---------------------------------------------------------------------------------------------
+# norms and the cross product
+# ---------------------------------------------------------------------------------------------
+
+NORMS = [
+    pytest.param(lambda x: np.linalg.norm(x), id="frobenius"),
+    pytest.param(lambda x: np.linalg.norm(x, "fro", keepdims=True), id="fro_keepdims"),
+    pytest.param(lambda x: np.linalg.norm(x[0]), id="vector_2"),
+    pytest.param(lambda x: np.linalg.norm(x, axis=0), id="axis0"),
+    pytest.param(lambda x: np.linalg.norm(x, ord=1, axis=-1), id="ord1"),
+    pytest.param(lambda x: np.linalg.norm(x, ord=3, axis=1, keepdims=True), id="ord3"),
+    pytest.param(lambda x: np.linalg.norm(x, axis=(0, 1)), id="axes"),
+    pytest.param(lambda x: np.linalg.vector_norm(x), id="vector_norm_all"),
+    pytest.param(lambda x: np.linalg.vector_norm(x, ord=1, axis=(-1, 0), keepdims=True),
+                 id="vector_norm_axes"),
+]
+
+
+@pytest.mark.parametrize("f", NORMS)
+def test_norms_are_exact(f: Callable[[Any], Any]) -> None:
+    """np.linalg.norm and vector_norm: every reduced element is read."""
+    check_exact(f, X34)
+
+
+def test_inf_norm_global_and_local() -> None:
+    """The inf-norm reads a whole row globally and its largest element locally."""
+    x = np.array([[1.0, -3.0], [0.5, 0.2]])
+    f = lambda t: np.linalg.norm(t, ord=np.inf, axis=1)  # noqa: E731
+    np.testing.assert_array_equal(sparsejac.jacobian_sparsity(f, x).toarray(),
+                                  [[1, 1, 0, 0], [0, 0, 1, 1]])
+    check_exact(f, x, [[0, 1, 0, 0], [0, 0, 1, 0]], local=True)
+
+
+def test_matrix_norm_orders_are_refused() -> None:
+    """Matrix norms other than Frobenius (ord=2 of a matrix, nuclear) are refused by name."""
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="matrix norm"):
+        sparsejac.jacobian_sparsity(lambda x: np.linalg.norm(x, ord=2), X34)
+
+
+def test_cross_product() -> None:
+    """np.cross of traced 3-vectors (rows), also with a constant operand."""
+    check_exact(lambda x: np.cross(x[:, :3], x[:, 1:]), X34)
+    check_exact(lambda x: np.cross(x[:, :3], [0.0, 0.0, 1.0]), X34)

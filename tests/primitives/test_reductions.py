@@ -1,0 +1,176 @@
+"""Reductions family (``sparsejac.primitives.reductions``): sums, products, extrema and scans
+along any axis with ``keepdims``, the composites built on them, and zero-derivative queries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+from tests.primitives.util import check_exact, rand
+
+X234 = rand((2, 3, 4), 31)
+
+AXES = [
+    pytest.param(None, id="all"),
+    pytest.param(0, id="0"),
+    pytest.param(-1, id="-1"),
+    pytest.param(1, id="1"),
+    pytest.param((0, 2), id="0,2"),
+    pytest.param((-1, -2), id="-1,-2"),
+]
+KEEP = [pytest.param(False, id="drop"), pytest.param(True, id="keepdims")]
+
+
+@pytest.mark.parametrize("keepdims", KEEP)
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("fn", [pytest.param(np.sum, id="sum"), pytest.param(np.prod, id="prod"),
+                                pytest.param(np.mean, id="mean")])
+def test_linear_and_product_reductions_are_exact(fn: Callable[..., Any], axis: Any,
+                                                 keepdims: bool) -> None:
+    """sum, prod and mean over any axes (negative, tuples, all) with keepdims: whole groups."""
+    check_exact(lambda x: fn(x, axis=axis, keepdims=keepdims), X234)
+
+
+@pytest.mark.parametrize("keepdims", KEEP)
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("fn", [pytest.param(np.max, id="max"), pytest.param(np.min, id="min")])
+def test_extrema_global_group_local_choice(fn: Callable[..., Any], axis: Any,
+                                           keepdims: bool) -> None:
+    """max/min: the global pattern is the whole group, the local one the arg-extremum."""
+    def f(x: Any) -> Any:
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    glob = sparsejac.jacobian_sparsity(f, X234).toarray()
+    np.testing.assert_array_equal(glob, sparsejac.jacobian_sparsity(
+        lambda x: np.sum(x, axis=axis, keepdims=keepdims), X234).toarray())
+    loc = check_exact(f, X234, local=True)
+    assert (loc.sum(axis=1) == 1).all()
+
+
+def test_max_hand_written() -> None:
+    """np.max over rows of a (2, 3) input (hand-written global and local patterns)."""
+    x = np.array([[1.0, 5.0, 2.0], [0.5, 0.1, 0.9]])
+    f = lambda t: t.max(axis=-1)  # noqa: E731
+    glob = sparsejac.jacobian_sparsity(f, x).toarray()
+    np.testing.assert_array_equal(glob, [[1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]])
+    check_exact(f, x, [[0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1]], local=True)
+
+
+@pytest.mark.parametrize("axis", [pytest.param(None, id="flat"), pytest.param(0, id="0"),
+                                  pytest.param(-1, id="-1"), pytest.param(1, id="1")])
+@pytest.mark.parametrize("fn", [pytest.param(np.cumsum, id="cumsum"),
+                                pytest.param(np.cumprod, id="cumprod")])
+def test_scans_are_lower_triangular_per_lane(fn: Callable[..., Any], axis: Any) -> None:
+    """cumsum/cumprod along any axis: element k of a lane reads elements 0..k."""
+    pat = check_exact(lambda x: fn(x, axis=axis), X234)
+    if axis is None:
+        np.testing.assert_array_equal(pat, np.tril(np.ones((24, 24), dtype=bool)))
+
+
+def test_size_one_and_size_zero_axes() -> None:
+    """Reducing a size-1 axis is the identity; a size-0 axis gives constants (sum 0, prod 1)."""
+    x = rand((3, 1), 32)
+    check_exact(lambda t: np.sum(t, axis=1), x, np.eye(3, dtype=bool))
+    check_exact(lambda t: np.cumsum(t, axis=-1), x, np.eye(3, dtype=bool))
+    assert sparsejac.jacobian_sparsity(lambda t: np.sum(t[:, :0], axis=1), x).nnz == 0
+    assert sparsejac.jacobian_sparsity(lambda t: np.prod(t[:, :0], axis=1), x).nnz == 0
+    with pytest.raises(ValueError, match="zero-size array"):
+        sparsejac.jacobian_sparsity(lambda t: np.max(t[:, :0], axis=1), x)
+
+
+def test_scalar_input_reductions() -> None:
+    """Reductions of a 0-d input are the identity."""
+    for fn in (np.sum, np.prod, np.max, np.mean, np.cumsum):
+        check_exact(fn, np.array(1.3), np.ones((1, 1), dtype=bool))
+
+
+UFUNC_METHODS = [
+    pytest.param(lambda x: np.add.reduce(x), id="add_reduce_default_axis0"),
+    pytest.param(lambda x: np.add.reduce(x, axis=(1, 2), keepdims=True), id="add_reduce_axes"),
+    pytest.param(lambda x: np.multiply.reduce(x, axis=-1), id="multiply_reduce"),
+    pytest.param(lambda x: np.add.accumulate(x, axis=2), id="add_accumulate"),
+    pytest.param(lambda x: np.multiply.accumulate(x, axis=1), id="multiply_accumulate"),
+    pytest.param(lambda x: np.cumulative_sum(x, axis=0), id="cumulative_sum"),
+    pytest.param(lambda x: np.cumulative_prod(x, axis=-1), id="cumulative_prod"),
+]
+
+
+@pytest.mark.parametrize("f", UFUNC_METHODS)
+def test_ufunc_reduce_and_accumulate(f: Callable[[Any], Any]) -> None:
+    """ufunc.reduce/accumulate and the array-API cumulative functions are exact."""
+    check_exact(f, X234)
+
+
+COMPOSITES = [
+    pytest.param(lambda x: np.var(x, axis=0), id="var"),
+    pytest.param(lambda x: np.var(x, axis=(0, -1), ddof=1, keepdims=True), id="var_ddof"),
+    pytest.param(lambda x: np.std(x, axis=-1), id="std"),
+    pytest.param(lambda x: np.average(x, axis=1, weights=[0.5, 1.0, 2.0]), id="average"),
+    pytest.param(lambda x: np.average(x, axis=(0, 2)), id="average_unweighted"),
+    pytest.param(lambda x: np.trace(x[0]), id="trace"),
+    pytest.param(lambda x: np.trace(x, 1, 1, 2), id="trace_axes"),
+    pytest.param(lambda x: np.diff(x), id="diff"),
+    pytest.param(lambda x: np.diff(x, n=2, axis=1), id="diff_n2"),
+    pytest.param(lambda x: np.diff(x, n=0), id="diff_n0"),
+    pytest.param(lambda x: np.diff(x, axis=0, append=x[-1:] * 2), id="diff_append_traced"),
+    pytest.param(lambda x: np.diff(x, prepend=1.0), id="diff_prepend_scalar"),
+    pytest.param(lambda x: x.mean(axis=-1, keepdims=True) * x, id="mean_method"),
+    pytest.param(lambda x: x.sum(0) + x.prod(0), id="methods"),
+]
+
+
+@pytest.mark.parametrize("f", COMPOSITES)
+def test_composite_reductions_are_exact(f: Callable[[Any], Any]) -> None:
+    """var, std, average, trace and diff are exact compositions."""
+    check_exact(f, X234)
+
+
+def test_ptp_global_and_local() -> None:
+    """np.ptp reads the whole lane globally and the max and min elements locally."""
+    x = np.array([[1.0, 4.0, 2.0], [3.0, 0.5, 1.0]])
+    glob = sparsejac.jacobian_sparsity(lambda t: np.ptp(t, axis=1), x).toarray()
+    np.testing.assert_array_equal(glob, [[1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]])
+    check_exact(lambda t: np.ptp(t, axis=1), x, [[1, 1, 0, 0, 0, 0], [0, 0, 0, 1, 1, 0]],
+                local=True)
+
+
+def test_diff_hand_written() -> None:
+    """np.diff of a vector is bidiagonal (hand-written)."""
+    expected = np.eye(3, 4, dtype=bool) | np.eye(3, 4, k=1, dtype=bool)
+    check_exact(np.diff, rand((4,), 33), expected)
+
+
+ZERO = [
+    pytest.param(lambda x: np.all(x > 1, axis=1), id="all"),
+    pytest.param(lambda x: np.any(x > 1, keepdims=True), id="any"),
+    pytest.param(lambda x: np.argmax(x, axis=-1), id="argmax"),
+    pytest.param(lambda x: np.argmin(x), id="argmin"),
+    pytest.param(lambda x: np.count_nonzero(x > 1, axis=(0, 1)), id="count_nonzero"),
+    pytest.param(lambda x: x.argmax(axis=0) + x.all(), id="methods"),
+]
+
+
+@pytest.mark.parametrize("f", ZERO)
+def test_zero_derivative_reductions(f: Callable[[Any], Any]) -> None:
+    """all/any/argmax/argmin/count_nonzero have no dependencies (and the right values)."""
+    pat = check_exact(lambda x: f(x) * 1.0, X234)
+    assert not pat.any()
+
+
+@pytest.mark.parametrize("kwargs", [pytest.param({"where": np.ones((2, 3, 4), bool)},
+                                                 id="where"),
+                                    pytest.param({"initial": 1.0}, id="initial")])
+def test_unsupported_reduction_keywords(kwargs: dict[str, Any]) -> None:
+    """``where=`` and ``initial=`` are refused by name, never ignored."""
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=next(iter(kwargs))):
+        sparsejac.jacobian_sparsity(lambda x: np.sum(x, **kwargs), X234)
+
+
+def test_bad_axis_raises_numpy_error() -> None:
+    """An out-of-range axis raises numpy's AxisError, as numpy would."""
+    with pytest.raises(np.exceptions.AxisError):
+        sparsejac.jacobian_sparsity(lambda x: np.sum(x, axis=3), X234)
