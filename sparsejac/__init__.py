@@ -7,6 +7,7 @@ with forward or reverse mode, and decompress into a ``scipy.sparse.csr_array``.
 
 from sparsejac.api import (
     OdeJacobian,
+    RootJacobian,
     SparseJacobian,
     jacobian,
     least_squares_jacobian,
@@ -28,6 +29,7 @@ __all__ = [
     "ColoringResult",
     "ConcretizationError",
     "OdeJacobian",
+    "RootJacobian",
     "SparseJacobian",
     "SparsityPattern",
     "TracedConversionError",

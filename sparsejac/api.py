@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_REVERSE_COST",
     "MODES",
     "OdeJacobian",
+    "RootJacobian",
     "SparseJacobian",
     "jacobian",
     "least_squares_jacobian",
@@ -415,13 +416,17 @@ class SparseJacobian:
         scipy.sparse.csr_array of float64
         """
         if args or kwargs:
-            same = len(args) == len(self._args) and all(
-                a is b for a, b in zip(args, self._args, strict=True)
-            ) and kwargs.keys() == self._kwargs.keys() and all(
-                kwargs[k] is self._kwargs[k] for k in kwargs)
-            if not same:
-                self._prepare(tuple(args), dict(kwargs))
+            self._use_args(args, kwargs)
         return self._evaluate(x, self._params0, out)
+
+    def _use_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Prepare again unless ``args``/``kwargs`` are the preparation's own objects."""
+        same = len(args) == len(self._args) and all(
+            a is b for a, b in zip(args, self._args, strict=True)
+        ) and kwargs.keys() == self._kwargs.keys() and all(
+            kwargs[k] is self._kwargs[k] for k in kwargs)
+        if not same:
+            self._prepare(tuple(args), dict(kwargs))
 
     def _evaluate(self, x: Any, params: Sequence[Any], out: sp.csr_array | None = None
                   ) -> sp.csr_array:
@@ -655,14 +660,19 @@ class OdeJacobian:
     def __init__(self, fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, ...] = (),
                  **options: Any) -> None:
         self._fun = fun
-        self._ode_args = tuple(args)
         self.prepared = SparseJacobian(
-            lambda y, t: fun(t, y, *self._ode_args), y0, _params=(float(t0),),
+            lambda y, t, *a: fun(t, y, *a), y0, args=tuple(args), _params=(float(t0),),
             _name=getattr(fun, "__name__", "fun"), **options)
         self.sparsity = self.prepared.sparsity
 
-    def __call__(self, t: float, y: Any) -> sp.csr_array:
-        """The Jacobian ``d fun(t, y) / dy``."""
+    def __call__(self, t: float, y: Any, *args: Any) -> sp.csr_array:
+        """The Jacobian ``d fun(t, y, *args) / dy``.
+
+        ``solve_ivp(..., args=args)`` passes its ``args`` here too: the preparation's own
+        objects reuse it, other objects prepare again.
+        """
+        if args:
+            self.prepared._use_args(args, {})
         return self.prepared._evaluate(y, (float(t),))
 
     def __repr__(self) -> str:
@@ -754,9 +764,37 @@ def least_squares_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ..
                           _name=getattr(fun, "__name__", "fun"), **options)
 
 
+class RootJacobian:
+    """``jac(x, *args)`` for ``scipy.optimize.root``, prepared once, returning a dense array.
+
+    Build it with :func:`root_jacobian`. The methods of ``root`` that use a Jacobian
+    (``hybr``, ``lm``: MINPACK) need a dense ``ndarray``, so each call evaluates the sparse
+    Jacobian and densifies it.
+
+    Attributes
+    ----------
+    sparsity : scipy.sparse.csr_array of bool
+        The pattern.
+    prepared : SparseJacobian
+        The underlying prepared Jacobian (``stats()``, ``mode``, ``n_products``); call it for
+        the sparse matrix.
+    """
+
+    def __init__(self, prepared: SparseJacobian) -> None:
+        self.prepared = prepared
+        self.sparsity = prepared.sparsity
+
+    def __call__(self, x: Any, *args: Any) -> np.ndarray:
+        """The Jacobian at ``x`` as a dense array (``args`` as for :class:`SparseJacobian`)."""
+        return self.prepared(x, *args).toarray()
+
+    def __repr__(self) -> str:
+        return f"RootJacobian({self.prepared!r})"
+
+
 def root_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
-                  **options: Any) -> SparseJacobian:
-    """An exact sparse ``jac(x, *args)`` for ``scipy.optimize.root``.
+                  **options: Any) -> RootJacobian:
+    """An exact ``jac(x, *args)`` for ``scipy.optimize.root``.
 
     Parameters
     ----------
@@ -771,23 +809,21 @@ def root_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
 
     Returns
     -------
-    SparseJacobian
-
-    Notes
-    -----
-    ``root``'s ``hybr`` and ``lm`` methods densify the matrix; ``krylov`` does not use it.
+    RootJacobian
+        Callable ``(x, *args) -> ndarray``: ``root``'s ``hybr`` and ``lm`` methods (the ones
+        that use ``jac``) need a dense matrix; the sparse one is ``jac.prepared(x, *args)``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from scipy.optimize import root
     >>> import sparsejac
-    >>> def fun(x):
-    ...     return x ** 3 + np.roll(x, 1) - 2.0
-    >>> jac = sparsejac.root_jacobian(fun, np.ones(8))
-    >>> sol = root(fun, np.zeros(8), jac=lambda x: jac(x).toarray())
+    >>> def fun(x, c):
+    ...     return x ** 3 + np.roll(x, 1) - c
+    >>> jac = sparsejac.root_jacobian(fun, np.ones(8), args=(2.0,))
+    >>> sol = root(fun, np.zeros(8), args=(2.0,), jac=jac)
     >>> bool(sol.success), bool(np.allclose(sol.x, 1.0))
     (True, True)
     """
-    return SparseJacobian(fun, x0, args=tuple(args), _name=getattr(fun, "__name__", "fun"),
-                          **options)
+    return RootJacobian(SparseJacobian(fun, x0, args=tuple(args),
+                                       _name=getattr(fun, "__name__", "fun"), **options))
