@@ -86,6 +86,67 @@ def _expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cov
     return owner, pos
 
 
+@numba.njit(cache=True)
+def _merge2(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Union of two strictly increasing key arrays, with each input's positions in it."""
+    u = np.empty(a.size + b.size, np.int64)
+    ia = np.empty(a.size, np.int64)
+    ib = np.empty(b.size, np.int64)
+    i = j = k = 0
+    while i < a.size and j < b.size:
+        if a[i] < b[j]:
+            u[k] = a[i]
+            ia[i] = k
+            i += 1
+        elif b[j] < a[i]:
+            u[k] = b[j]
+            ib[j] = k
+            j += 1
+        else:
+            u[k] = a[i]
+            ia[i] = k
+            ib[j] = k
+            i += 1
+            j += 1
+        k += 1
+    while i < a.size:
+        u[k] = a[i]
+        ia[i] = k
+        i += 1
+        k += 1
+    while j < b.size:
+        u[k] = b[j]
+        ib[j] = k
+        j += 1
+        k += 1
+    return u[:k], ia, ib
+
+
+def _increasing(a: np.ndarray) -> bool:
+    return a.size < 2 or bool(np.all(a[1:] > a[:-1]))
+
+
+def _union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Sorted unique union of key arrays and, per array, the positions of its keys in it."""
+    if all(_increasing(k) for k in keys):  # linear merges (elementwise ops, gathers)
+        u = keys[0]
+        invs = [np.arange(u.size, dtype=np.int64)]
+        for k in keys[1:]:
+            u, iu, ik = _merge2(u, k)
+            invs = [iu[v] for v in invs]
+            invs.append(ik)
+        return u, invs
+    allk = np.concatenate(keys)
+    order = np.argsort(allk, kind="stable")
+    sk = allk[order]
+    first = np.ones(sk.size, dtype=bool)
+    first[1:] = sk[1:] != sk[:-1]
+    inverse = np.empty(allk.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    bounds = np.cumsum([0] + [k.size for k in keys])
+    return sk[first], [inverse[bounds[i]:bounds[i + 1]] for i in range(len(keys))]
+
+
 # ---------------------------------------------------------------------------------------
 # symbolic Jacobians
 # ---------------------------------------------------------------------------------------
@@ -348,46 +409,26 @@ class PreparedProgram:
                 r_slot = self._new_slot()
                 self._slot_sizes[r_slot] = lj.nnz
                 local_slots.append((r_slot, lj))
-            prow, psrc, pcol = lj.rows[owner], jk.srcs[pos], jk.cols[pos]
-            key = (prow * n_src + psrc) * colspan + pcol
-            parts.append((lj, jk, owner, pos, key, r_slot, prow, psrc, pcol))
+            key = (lj.rows[owner] * n_src + jk.srcs[pos]) * colspan + jk.cols[pos]
+            parts.append((lj, jk, owner, pos, key, r_slot))
         if not parts:
             z = np.zeros(0, np.int64)
             return _Entries(size, z, z, z, np.zeros(0))
-        if len(parts) == 1:
-            keys = parts[0][4]
-            prow, psrc, pcol = parts[0][6:9]
-        else:
-            keys = np.concatenate([p[4] for p in parts])
-            prow = np.concatenate([p[6] for p in parts])
-            psrc = np.concatenate([p[7] for p in parts])
-            pcol = np.concatenate([p[8] for p in parts])
-        sorted_unique = keys.size < 2 or bool(np.all(keys[1:] > keys[:-1]))
-        if sorted_unique:
-            inverse = np.arange(keys.size, dtype=np.int64)
-            rows, srcs, cols = prow, psrc, pcol
-        else:
-            order = np.argsort(keys, kind="stable")
-            sk = keys[order]
-            first = np.ones(sk.size, dtype=bool)
-            first[1:] = sk[1:] != sk[:-1]
-            sel = order[first]
-            rows, srcs, cols = prow[sel], psrc[sel], pcol[sel]
-            inverse = np.empty(keys.size, dtype=np.int64)
-            inverse[order] = np.cumsum(first) - 1
-        n_out = int(rows.size)
+        uniq, inverses = _union_keys([p[4] for p in parts])
+        rows = uniq // (n_src * colspan)
+        rem = uniq - rows * (n_src * colspan)
+        srcs = rem // colspan
+        cols = rem - srcs * colspan
+        n_out = int(uniq.size)
         base = np.zeros(n_out)
         # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions)
         terms = []
-        offset = 0
-        for lj, jk, owner, pos, key, r_slot, *_ in parts:
-            out_pos = inverse[offset:offset + key.size]
-            offset += key.size
+        for (lj, jk, owner, pos, key, r_slot), out_pos in zip(parts, inverses, strict=True):
             jconst = jk.const[pos]
             r_c = None if r_slot is not None else (
                 lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
             if r_slot is None:  # constant local Jacobian: fold its product with const J
-                if sorted_unique and len(parts) == 1:
+                if out_pos.size == n_out and _is_arange(out_pos, n_out):
                     base += r_c * jconst
                 else:
                     base += np.bincount(out_pos, weights=np.broadcast_to(r_c * jconst,
