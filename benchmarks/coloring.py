@@ -63,8 +63,10 @@ def laplacian(N: int, dim: int) -> sp.csc_array:
     if dim == 2:
         A = sp.kron(T, eye) + sp.kron(eye, T)
     else:
-        A = sp.kron(sp.kron(T, eye), eye) + sp.kron(sp.kron(eye, T), eye) + sp.kron(
-            sp.kron(eye, eye), T
+        A = (
+            sp.kron(sp.kron(T, eye), eye)
+            + sp.kron(sp.kron(eye, T), eye)
+            + sp.kron(sp.kron(eye, eye), T)
         )
     return sp.csc_array(A)
 
@@ -111,7 +113,9 @@ def machine() -> str:
     )
 
 
-def bench(name: str, A: sp.sparray, partition: str, reference: int | None, repeats: int) -> list[str]:
+def bench(
+    name: str, A: sp.sparray, partition: str, reference: int | None, repeats: int
+) -> list[str]:
     pattern = sparsejac.as_pattern(A)
     graph = BipartiteGraph(pattern, partition)
     counts = {}
@@ -167,8 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     for N in sizes3:
         cases.append((f"lap3d {N}³", laplacian(N, 3), "column", None))
     header = [
-        "matrix", "part", "m×n", "nnz", "LB", *ORDER_COLUMNS.values(), "best", "best s",
-        "ColPack", "gc", "gc nat s", "nat s", "speedup",
+        "matrix",
+        "part",
+        "m×n",
+        "nnz",
+        "LB",
+        *ORDER_COLUMNS.values(),
+        "best",
+        "best s",
+        "ColPack",
+        "gc",
+        "gc nat s",
+        "nat s",
+        "speedup",
     ]
     print(f"# sparsejac colouring benchmark, {datetime.date.today().isoformat()}")
     print(f"# command: {' '.join([Path(sys.executable).name, *sys.argv])}")

@@ -31,7 +31,7 @@ PROG = "sparsejac"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``sparsejac`` command.
+    """Build the argument parser of the ``sparsejac`` command.
 
     Returns
     -------
@@ -248,9 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     partitions = list(PARTITIONS) if args.partition == "all" else [args.partition]
     orders = [*ORDERS, "best"] if args.order == "all" else [args.order]
     try:
-        rep = report(
-            pattern, partitions, orders, seed=args.seed, time_budget=args.time_budget
-        )
+        rep = report(pattern, partitions, orders, seed=args.seed, time_budget=args.time_budget)
     except (TypeError, ValueError) as exc:  # e.g. a negative --time-budget
         print(f"{PROG} report: error: {exc}", file=sys.stderr)
         return 2

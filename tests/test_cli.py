@@ -34,7 +34,8 @@ def test_table(mtx, capsys):
     assert main(["report", str(mtx)]) == 0
     out = capsys.readouterr().out
     assert str(mtx) in out
-    assert "7 x 5" in out and "nonzeros       9" in out
+    assert "7 x 5" in out
+    assert "nonzeros       9" in out
     assert "column colouring needs >= 3 colours" in out
     assert "row colouring needs >= 4 colours" in out
     lines = [ln.split() for ln in out.splitlines() if ln.strip().startswith(("column ", "row "))]
@@ -48,7 +49,8 @@ def test_json(mtx, capsys):
     """--json prints one object with shape, nnz, lower_bound and results."""
     assert main(["report", str(mtx), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["shape"] == [7, 5] and rep["nnz"] == 9
+    assert rep["shape"] == [7, 5]
+    assert rep["nnz"] == 9
     assert rep["lower_bound"] == {"column": 3, "row": 4}
     assert [(r["partition"], r["order"], r["n_colors"]) for r in rep["results"]] == [
         ("column", "best", 3),
@@ -71,7 +73,8 @@ def test_single_order(mtx, capsys):
     """A named order reports just that order."""
     assert main(["report", str(mtx), "--order", "dsatur", "--partition", "column"]) == 0
     out = capsys.readouterr().out
-    assert " dsatur " in out and "best" not in out
+    assert " dsatur " in out
+    assert "best" not in out
 
 
 def test_npz_file(tmp_path, capsys):
@@ -102,7 +105,9 @@ def _bad_files(tmp_path):
     }
 
 
-@pytest.mark.parametrize("case", ["missing", "directory", "garbage", "truncated", "empty", "extension"])
+@pytest.mark.parametrize(
+    "case", ["missing", "directory", "garbage", "truncated", "empty", "extension"]
+)
 def test_bad_file(case, tmp_path, capsys):
     """An unreadable or malformed file: exit 2, one line on stderr naming the file, no traceback."""
     path = _bad_files(tmp_path)[case]
@@ -117,8 +122,13 @@ def test_bad_file(case, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["report"], ["frobnicate"], ["report", "x.mtx", "--order", "fastest"],
-     ["report", "x.mtx", "--partition", "both"]],
+    [
+        [],
+        ["report"],
+        ["frobnicate"],
+        ["report", "x.mtx", "--order", "fastest"],
+        ["report", "x.mtx", "--partition", "both"],
+    ],
 )
 def test_bad_arguments(argv, capsys):
     """Bad arguments exit with 2 and argparse's usage message."""
@@ -136,19 +146,28 @@ def test_help(capsys):
     """--help exits 0 and documents the report options."""
     assert main(["report", "--help"]) == 0
     out = capsys.readouterr().out
-    assert "--partition" in out and "--order" in out and "--json" in out
+    assert "--partition" in out
+    assert "--order" in out
+    assert "--json" in out
 
 
 def test_python_dash_m(mtx):
     """`python -m sparsejac report` runs the same command in a fresh process."""
     proc = subprocess.run(
         [sys.executable, "-m", "sparsejac", "report", str(mtx), "--json", "--order", "natural"],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["lower_bound"] == {"column": 3, "row": 4}
     proc = subprocess.run(
         [sys.executable, "-m", "sparsejac", "report", str(mtx) + ".nope"],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1

@@ -29,7 +29,12 @@ def test_example_runs(script):
     env = {**os.environ, "SPARSEJAC_EXAMPLE_SMALL": "1", "MPLBACKEND": "Agg"}
     proc = subprocess.run(
         [sys.executable, str(script)],
-        capture_output=True, text=True, timeout=300, cwd=EXAMPLES.parent, env=env, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=EXAMPLES.parent,
+        env=env,
+        check=False,
     )
     assert proc.returncode == 0, f"{script.name} failed:\n{proc.stdout}\n{proc.stderr}"
     assert proc.stdout.strip(), f"{script.name} printed nothing"

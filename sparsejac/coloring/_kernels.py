@@ -42,7 +42,7 @@ _njit = numba.njit(cache=True, nogil=True)
 
 @_njit
 def distance2_degrees(vptr, vidx, nptr, nidx):  # type: ignore[no-untyped-def]
-    """Number of distinct distance-2 neighbours of every vertex."""
+    """Count the distinct distance-2 neighbours of every vertex."""
     nv = vptr.size - 1
     mark = np.full(nv, -1, dtype=np.int64)
     deg = np.zeros(nv, dtype=np.int64)
@@ -475,8 +475,11 @@ def dsatur(vptr, vidx, nptr, nidx, deg, table_bytes=SEEN_TABLE_BYTES):  # type: 
 
 @_njit
 def tabu_init(vptr, vidx, nptr, nidx, colors, k, seed):  # type: ignore[no-untyped-def]
-    """Build the tabu state; vertices with colour -1 are first placed, one by one, in the
-    colour with fewest conflicts (ties at random). ``colors`` is updated in place."""
+    """Build the tabu state for ``k`` colours from ``colors`` (updated in place).
+
+    Vertices with colour -1 are first placed, one by one, in the colour with fewest
+    conflicts (ties at random).
+    """
     np.random.seed(seed)
     nv = vptr.size - 1
     gamma = np.zeros((nv, k), dtype=np.int32)
@@ -522,12 +525,28 @@ def tabu_init(vptr, vidx, nptr, nidx, colors, k, seed):  # type: ignore[no-untyp
 
 @_njit
 def tabu_search(  # type: ignore[no-untyped-def]
-    vptr, vidx, nptr, nidx, colors, gamma, conf_list, conf_pos, nconf, f, tabu, it, best_f,
-    last_gain, patience, max_work, seed,
+    vptr,
+    vidx,
+    nptr,
+    nidx,
+    colors,
+    gamma,
+    conf_list,
+    conf_pos,
+    nconf,
+    f,
+    tabu,
+    it,
+    best_f,
+    last_gain,
+    patience,
+    max_work,
+    seed,
 ):
-    """Run TabuCol moves until ``f == 0``, until ``patience`` iterations pass without a new
-    best objective (``best_f``, last lowered at iteration ``last_gain``), or until about
-    ``max_work`` candidate evaluations.
+    """Run TabuCol moves until no conflict is left or a limit is reached.
+
+    The limits: ``patience`` iterations without a new best objective (``best_f``, last
+    lowered at iteration ``last_gain``), or about ``max_work`` candidate evaluations.
 
     Each iteration makes the best non-tabu move of a conflicting vertex to another colour
     (ties at random; a tabu move is allowed when it beats the best objective seen, the

@@ -76,9 +76,7 @@ def check_groups(groups: Any, length: int, *, name: str = "groups") -> int:
     return p
 
 
-def check_structurally_orthogonal(
-    sparsity: Any, groups: Any, partition: str = "column"
-) -> None:
+def check_structurally_orthogonal(sparsity: Any, groups: Any, partition: str = "column") -> None:
     """Raise if two columns (rows) of one group share a row (column).
 
     Parameters
@@ -165,12 +163,16 @@ def check_result(result: Any, *, J: Any = None) -> None:
         raise AssertionError(f"lower_bound {result.lower_bound} exceeds n_colors {p}")
     S, W = result.seed_matrices()
     if result.partition == "column":
-        assert S is not None and W is None and S.shape == (n, p)
+        assert S is not None
+        assert W is None
+        assert S.shape == (n, p)
         for j in range(n):
             if S[j].sum() != 1.0 or S[j, groups[j]] != 1.0:
                 raise AssertionError(f"S row {j} is not the unit vector of group {groups[j]}")
     else:
-        assert W is not None and S is None and W.shape == (p, m)
+        assert W is not None
+        assert S is None
+        assert W.shape == (p, m)
         for i in range(m):
             if W[:, i].sum() != 1.0 or W[groups[i], i] != 1.0:
                 raise AssertionError(f"W column {i} is not the unit vector of group {groups[i]}")
@@ -190,10 +192,7 @@ def check_result(result: Any, *, J: Any = None) -> None:
     else:
         assert W is not None
         back = result.decompress(C=(A.T @ W.T).T)
-    if not (
-        np.array_equal(back.indptr, pat.indptr)
-        and np.array_equal(back.indices, pat.indices)
-    ):
+    if not (np.array_equal(back.indptr, pat.indptr) and np.array_equal(back.indices, pat.indices)):
         raise AssertionError("decompression does not have the pattern's CSR structure")
     bad = np.flatnonzero(back.data != values)
     if bad.size:

@@ -64,9 +64,7 @@ def check_partition(partition: object) -> Partition:
     """
     if isinstance(partition, str) and partition in PARTITIONS:
         return partition  # type: ignore[return-value]
-    raise ValueError(
-        f"Unknown `partition` {partition!r}; expected one of {list(PARTITIONS)}."
-    )
+    raise ValueError(f"Unknown `partition` {partition!r}; expected one of {list(PARTITIONS)}.")
 
 
 class BipartiteGraph:

@@ -7,8 +7,9 @@ exactly scipy's ``group_columns`` with ``order=np.arange(n)``, the Curtis-Powell
 grouping). It keeps one colour bit mask per net, so a vertex's forbidden colours are the OR
 of its nets' masks: ``O(nnz * p / 64)`` work instead of the ``O(sum of squared net
 sizes)`` of walking every pair of vertices on a net (ColPack's and SMC's way, kept as the
-fallback when the masks would take too much memory). :func:`dsatur_color` runs the DSATUR kernel directly. :func:`restart` reruns a
-dynamic order with random tie-breaking, which ``order="best"`` uses to diversify.
+fallback when the masks would take too much memory). :func:`dsatur_color` runs the DSATUR
+kernel directly. :func:`restart` reruns a dynamic order with random tie-breaking, which
+``order="best"`` uses to diversify.
 
 The kernels are in :mod:`sparsejac.coloring._kernels`; every array handed to them goes
 through :func:`kernel_array` (C-contiguous, read-only ``int64``) so that each kernel is
@@ -28,7 +29,7 @@ RESTART_ORDERS = ("incidence_degree", "dsatur", "smallest_last")
 
 
 def kernel_array(a: object) -> np.ndarray:
-    """``a`` as a C-contiguous, read-only ``int64`` array (copied only if needed).
+    """Return ``a`` as a C-contiguous, read-only ``int64`` array (copied only if needed).
 
     Examples
     --------
@@ -196,6 +197,6 @@ def restart(graph: BipartiteGraph, name: str, rng: np.random.Generator) -> np.nd
                 f"{[*RESTART_ORDERS, 'dynamic_largest_first']}."
             )
         colors_new = _greedy_arrays(arrays, order, graph.mask_words)
-    colors = np.empty_like(colors_new)
+    colors: np.ndarray = np.empty_like(colors_new)
     colors[perm] = colors_new
     return colors

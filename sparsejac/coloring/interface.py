@@ -299,7 +299,7 @@ def color(
     elif order_fn is ORDERS["natural"]:
         groups, name = greedy_color(graph), order_name
     else:
-        perm = order_fn(pattern, part, rng)  # type: ignore[arg-type]
+        perm = order_fn(pattern, part, rng)
         perm = check_permutation(perm, graph.n_vertices, name="order")
         groups, name = greedy_color(graph, perm), order_name
     seconds = time.perf_counter() - t0

@@ -299,7 +299,7 @@ def dynamic_largest_first(
 def dsatur(
     pattern: SparsityPattern, partition: Partition = "column", rng: Any = None
 ) -> np.ndarray:
-    """The sequence in which DSATUR colours the vertices.
+    """Return the sequence in which DSATUR colours the vertices.
 
     DSATUR (saturation degree) picks next the uncoloured vertex whose distance-2
     neighbours carry the most distinct colours, ties by larger distance-2 degree, then by
@@ -431,11 +431,7 @@ def check_permutation(perm: object, n: int, *, name: str = "order") -> np.ndarra
     ValueError: `order` must return a permutation of range(3); got [0, 0, 1]
     """
     a = np.asarray(perm)
-    ok = (
-        a.shape == (n,)
-        and a.dtype.kind in "iu"
-        and np.array_equal(np.sort(a), np.arange(n))
-    )
+    ok = a.shape == (n,) and a.dtype.kind in "iu" and np.array_equal(np.sort(a), np.arange(n))
     if not ok:
         shown = np.array2string(a, threshold=8, separator=", ")
         raise ValueError(f"`{name}` must return a permutation of range({n}); got {shown}")

@@ -103,7 +103,9 @@ def class_order(groups: np.ndarray, kind: str, rng: np.random.Generator) -> np.n
     elif kind == "random":
         rank = rng.permutation(k)
     else:
-        raise ValueError(f"Unknown class order `kind` {kind!r}; expected one of {list(CLASS_ORDERS)}.")
+        raise ValueError(
+            f"Unknown class order `kind` {kind!r}; expected one of {list(CLASS_ORDERS)}."
+        )
     return np.argsort(rank[groups], kind="stable").astype(np.int64)
 
 

@@ -237,8 +237,7 @@ class ColoringResult:
         A = sp.csr_array(J) if sp.issparse(J) else sp.csr_array(np.asarray(J, dtype=float))
         if A.shape != self.pattern.shape:
             raise ValueError(
-                f"`J` has shape {A.shape} but this colouring is of a {self.pattern.shape} "
-                "pattern"
+                f"`J` has shape {A.shape} but this colouring is of a {self.pattern.shape} pattern"
             )
         S, W = self.seed_matrices()
         if self.partition == "column":
@@ -254,7 +253,7 @@ class ColoringResult:
         """Flat indices into a C-contiguous compressed matrix, one per nonzero (CSR order)."""
         pat = self.pattern
         if self.partition == "column":
-            idx = pat.rows * self.n_colors + self.groups[pat.indices]
+            idx: np.ndarray = pat.rows * self.n_colors + self.groups[pat.indices]
         else:
             idx = self.groups[pat.rows] * pat.shape[1] + pat.indices
         idx.setflags(write=False)
@@ -265,7 +264,7 @@ class ColoringResult:
         """Flat indices into a Fortran-contiguous compressed matrix."""
         pat = self.pattern
         if self.partition == "column":
-            idx = self.groups[pat.indices] * pat.shape[0] + pat.rows
+            idx: np.ndarray = self.groups[pat.indices] * pat.shape[0] + pat.rows
         else:
             idx = pat.indices * self.n_colors + self.groups[pat.rows]
         idx.setflags(write=False)
@@ -300,7 +299,7 @@ class ColoringResult:
     def decompress_data(
         self, B: Any = None, C: Any = None, out: np.ndarray | None = None
     ) -> np.ndarray:
-        """The nonzero values of ``J`` in the pattern's CSR order: one vectorised gather.
+        """Return the nonzero values of ``J`` in the pattern's CSR order (one gather).
 
         Use it to refill a fixed ``csr_array``'s ``.data`` on every evaluation.
 
@@ -409,7 +408,7 @@ class ColoringResult:
     # -- figures --------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        """The figures ``sparsejac report`` prints, as a JSON-ready dict.
+        """Return the figures ``sparsejac report`` prints, as a JSON-ready dict.
 
         Returns
         -------

@@ -48,7 +48,7 @@ CHUNK_WORK = 2_000_000
 
 
 def default_patience(n_vertices: int) -> int:
-    """Iterations without a new best objective after which a level is abandoned.
+    """Return the iterations without a new best objective that end an attempt.
 
     ``10_000 + 10 * n_vertices``.
 
@@ -175,8 +175,20 @@ def tabu_reduce(
                 break
             seed = int(rng.integers(2**31 - 1))
             f, nconf, it, best_f, last_gain = _kernels.tabu_search(
-                *graph.arrays, colors, gamma, conf_list, conf_pos, nconf, f, tabu, it, best_f,
-                last_gain, patience, CHUNK_WORK, seed,
+                *graph.arrays,
+                colors,
+                gamma,
+                conf_list,
+                conf_pos,
+                nconf,
+                f,
+                tabu,
+                it,
+                best_f,
+                last_gain,
+                patience,
+                CHUNK_WORK,
+                seed,
             )
             slowest = max(slowest, time.perf_counter() - t0)
         iterations += int(it)

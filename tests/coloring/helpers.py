@@ -1,9 +1,9 @@
-"""Shared helpers of the colouring tests: small named matrices, networkx graphs, hypothesis patterns."""
+"""Helpers of the colouring tests: small named matrices, networkx graphs, hypothesis patterns."""
 
 from __future__ import annotations
 
-import numpy as np
 import networkx as nx
+import numpy as np
 import scipy.sparse as sp
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp

@@ -21,20 +21,27 @@ def test_valid_colourings_pass():
 
 def test_column_conflict_message():
     """A column conflict names the row, both columns and the group."""
-    with pytest.raises(AssertionError, match=r"^row 0 has nonzeros in columns 0 and 2, both in group 1$"):
+    with pytest.raises(
+        AssertionError, match=r"^row 0 has nonzeros in columns 0 and 2, both in group 1$"
+    ):
         check_structurally_orthogonal(A, [1, 0, 1, 0], "column")
 
 
 def test_row_conflict_message():
     """A row conflict names the column, both rows and the group."""
-    with pytest.raises(AssertionError, match=r"^column 2 has nonzeros in rows 0 and 1, both in group 0$"):
+    with pytest.raises(
+        AssertionError, match=r"^column 2 has nonzeros in rows 0 and 1, both in group 0$"
+    ):
         check_structurally_orthogonal(A, [0, 0, 1], "row")
 
 
 @pytest.mark.parametrize(
     ("groups", "message"),
     [
-        ([0, 1, 2], r"`groups` must be an integer array of shape \(4,\); got int64 array of shape \(3,\)"),
+        (
+            [0, 1, 2],
+            r"`groups` must be an integer array of shape \(4,\); got int64 array of shape \(3,\)",
+        ),
         ([0.0, 1.0, 0.0, 1.0], r"must be an integer array of shape \(4,\); got float64"),
         ([0, -1, 0, 1], r"`groups` must be >= 0; got -1"),
         ([0, 2, 0, 2], r"`groups` must use every group 0..2; group 1 is empty"),

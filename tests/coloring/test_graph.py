@@ -44,5 +44,7 @@ def test_lower_bound_of_empty_pattern_is_one():
 @pytest.mark.parametrize("bad", ["columns", "bidirectional", "", None, 1])
 def test_check_partition_rejects(bad):
     """Unknown partitions raise, naming `partition`, the value and the allowed ones."""
-    with pytest.raises(ValueError, match=r"Unknown `partition` .*; expected one of \['column', 'row'\]"):
+    with pytest.raises(
+        ValueError, match=r"Unknown `partition` .*; expected one of \['column', 'row'\]"
+    ):
         check_partition(bad)

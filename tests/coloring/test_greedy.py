@@ -111,10 +111,14 @@ def test_relabel_is_isomorphic(rng):
     for i in range(12):
         np.testing.assert_array_equal(vidx[vptr[i] : vptr[i + 1]], np.flatnonzero(a[:, perm[i]]))
     for r in range(9):
-        np.testing.assert_array_equal(np.sort(perm[nidx[nptr[r] : nptr[r + 1]]]), np.flatnonzero(a[r]))
+        np.testing.assert_array_equal(
+            np.sort(perm[nidx[nptr[r] : nptr[r + 1]]]), np.flatnonzero(a[r])
+        )
 
 
-@pytest.mark.parametrize("name", ["incidence_degree", "dsatur", "smallest_last", "dynamic_largest_first"])
+@pytest.mark.parametrize(
+    "name", ["incidence_degree", "dsatur", "smallest_last", "dynamic_largest_first"]
+)
 @pytest.mark.parametrize("partition", ["column", "row"])
 def test_restart_valid_and_seeded(name, partition):
     """Random-tie restarts give valid colourings, reproducible for the same generator seed."""
@@ -136,7 +140,9 @@ def test_restart_unknown_name():
 def test_kernel_array_normalises():
     """kernel_array returns read-only C-contiguous int64, reusing such an array."""
     a = kernel_array(np.arange(5, dtype=np.int32)[::-1])
-    assert a.dtype == np.int64 and a.flags.c_contiguous and not a.flags.writeable
+    assert a.dtype == np.int64
+    assert a.flags.c_contiguous
+    assert not a.flags.writeable
     assert kernel_array(a) is a
 
 
@@ -153,8 +159,9 @@ def test_mask_kernel_equals_pair_kernel(name, partition, rng):
         np.testing.assert_array_equal(pairs, greedy_color(g, order))
         words = -(-(int(pairs.max()) + 1) // 64)  # the fewest words that can hold the colours
         np.testing.assert_array_equal(pairs, _kernels.greedy_masks(*g.arrays, order, words, False))
-    np.testing.assert_array_equal(_kernels.greedy(*g.arrays, kernel_array(np.arange(g.n_vertices))),
-                                  greedy_color(g))
+    np.testing.assert_array_equal(
+        _kernels.greedy(*g.arrays, kernel_array(np.arange(g.n_vertices))), greedy_color(g)
+    )
 
 
 def test_mask_kernel_many_colours(rng):

@@ -18,12 +18,30 @@ from .helpers import arrowhead, laplacian_2d, random_pattern, small_matrices
 @pytest.mark.parametrize(
     ("sparsity", "error", "message"),
     [
-        pytest.param(np.ones(4), ValueError, r"`sparsity` must be 2-D; got an array of shape \(4,\)", id="1d"),
+        pytest.param(
+            np.ones(4), ValueError, r"`sparsity` must be 2-D; got an array of shape \(4,\)", id="1d"
+        ),
         pytest.param(np.ones((2, 2, 2)), ValueError, r"`sparsity` must be 2-D", id="3d"),
-        pytest.param(np.ones((0, 3)), ValueError, r"`sparsity` must have at least one row and one column; got shape \(0, 3\)", id="empty"),
-        pytest.param(None, TypeError, r"`sparsity` must be a scipy sparse matrix or array, a dense array or a matrix file path; got NoneType", id="none"),
+        pytest.param(
+            np.ones((0, 3)),
+            ValueError,
+            r"`sparsity` must have at least one row and one column; got shape \(0, 3\)",
+            id="empty",
+        ),
+        pytest.param(
+            None,
+            TypeError,
+            r"`sparsity` must be a scipy sparse matrix or array, a dense array or a matrix "
+            r"file path; got NoneType",
+            id="none",
+        ),
         pytest.param({"a": 1}, TypeError, r"got dict", id="dict"),
-        pytest.param(np.array([["a", "b"]]), TypeError, r"`sparsity` must hold numbers or booleans; got an array of dtype <U1", id="strings"),
+        pytest.param(
+            np.array([["a", "b"]]),
+            TypeError,
+            r"`sparsity` must hold numbers or booleans; got an array of dtype <U1",
+            id="strings",
+        ),
     ],
 )
 def test_bad_sparsity(sparsity, error, message):
@@ -34,20 +52,28 @@ def test_bad_sparsity(sparsity, error, message):
 
 def test_bad_partition():
     """An unknown partition lists the allowed ones."""
-    with pytest.raises(ValueError, match=r"Unknown `partition` 'bidirectional'; expected one of \['column', 'row'\]\."):
+    with pytest.raises(
+        ValueError,
+        match=r"Unknown `partition` 'bidirectional'; expected one of \['column', 'row'\]\.",
+    ):
         sparsejac.color(np.eye(3), "bidirectional")
 
 
 def test_bad_order():
     """An unknown order lists the names, 'best' and callables."""
-    with pytest.raises(ValueError, match=r"Unknown `order` 'greedy'; expected one of \[.*'smallest_last'\], 'best' or a callable\."):
+    with pytest.raises(
+        ValueError,
+        match=r"Unknown `order` 'greedy'; expected one of \[.*'smallest_last'\], 'best' or a "
+        r"callable\.",
+    ):
         sparsejac.color(np.eye(3), order="greedy")
     with pytest.raises(TypeError, match=r"`order` must be a string or a callable; got list"):
         sparsejac.color(np.eye(3), order=[0, 1, 2])
 
 
 @pytest.mark.parametrize(
-    ("budget", "error"), [(-1.0, ValueError), (math.nan, ValueError), ("2", TypeError), (True, TypeError)]
+    ("budget", "error"),
+    [(-1.0, ValueError), (math.nan, ValueError), ("2", TypeError), (True, TypeError)],
 )
 def test_bad_time_budget(budget, error):
     """A negative, NaN or non-numeric time budget is rejected naming `time_budget`."""
@@ -57,17 +83,21 @@ def test_bad_time_budget(budget, error):
 
 def test_callable_order():
     """A callable order is used, named by its __name__, and must return a permutation."""
+
     def reverse(pattern, partition, rng):
         n = pattern.shape[1] if partition == "column" else pattern.shape[0]
         return np.arange(n)[::-1]
 
     r = sparsejac.color(np.eye(4) + np.eye(4, k=1), order=reverse)
-    assert r.order == "reverse" and r.column_groups.tolist() == [1, 0, 1, 0]
+    assert r.order == "reverse"
+    assert r.column_groups.tolist() == [1, 0, 1, 0]
 
     def broken(pattern, partition, rng):
         return np.zeros(pattern.shape[1], dtype=int)
 
-    with pytest.raises(ValueError, match=r"`order` must return a permutation of range\(4\); got \[0, 0, 0, 0\]"):
+    with pytest.raises(
+        ValueError, match=r"`order` must return a permutation of range\(4\); got \[0, 0, 0, 0\]"
+    ):
         sparsejac.color(np.eye(4), order=broken)
 
 
@@ -80,7 +110,9 @@ def test_order_entry_as_callable_equals_name():
         np.testing.assert_array_equal(by_name.column_groups, by_fn.column_groups)
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr_array", "csc_matrix", "coo_array", "pattern", "list"])
+@pytest.mark.parametrize(
+    "fmt", ["dense", "csr_array", "csc_matrix", "coo_array", "pattern", "list"]
+)
 def test_accepts_every_input(fmt):
     """Dense arrays, lists, scipy matrices/arrays and SparsityPattern give the same colouring."""
     a = small_matrices()["dense_col"]
@@ -93,7 +125,9 @@ def test_accepts_every_input(fmt):
         "list": a.tolist(),
     }[fmt]
     r = sparsejac.color(obj, order="natural")
-    np.testing.assert_array_equal(r.column_groups, sparsejac.color(a, order="natural").column_groups)
+    np.testing.assert_array_equal(
+        r.column_groups, sparsejac.color(a, order="natural").column_groups
+    )
 
 
 def test_best_no_worse_than_any_order():
@@ -109,13 +143,16 @@ def test_best_no_worse_than_any_order():
 
 
 def test_best_tries_everything_within_budget():
-    """Without a reachable lower bound, best runs all orders, randoms, restarts, recolouring, tabu."""
+    """Without a reachable bound, best runs all orders, randoms, restarts, recolouring, tabu."""
     a = random_pattern(30, 30, 0.2, 2)
     r = sparsejac.color(a, time_budget=math.inf)
     names = [c.name for c in r.candidates]
     assert r.n_colors > r.lower_bound
     assert names[: 2 + len(BEST_ORDERS) + N_RANDOM] == [
-        "natural", "dsatur", *BEST_ORDERS, *(f"random#{i}" for i in range(N_RANDOM))
+        "natural",
+        "dsatur",
+        *BEST_ORDERS,
+        *(f"random#{i}" for i in range(N_RANDOM)),
     ]
     assert sum("@" in n for n in names) == MAX_RESTARTS
     assert names[-2:] == ["recolor", "tabu"]
@@ -127,14 +164,16 @@ def test_best_stops_at_lower_bound():
     assert r.n_colors == r.lower_bound == 3
     assert [c.name for c in r.candidates] == ["natural"]
     r = sparsejac.color(laplacian_2d(30))
-    assert r.order == "best:dsatur" and r.n_colors == 5
+    assert r.order == "best:dsatur"
+    assert r.n_colors == 5
     assert [c.name for c in r.candidates] == ["natural", "dsatur"]
 
 
 def test_best_dense_line_shortcut():
     """When one line touches every vertex, best gives each its own colour at once."""
     r = sparsejac.color(arrowhead(9), check=True)
-    assert r.n_colors == 9 and [c.name for c in r.candidates] == ["natural"]
+    assert r.n_colors == 9
+    assert [c.name for c in r.candidates] == ["natural"]
 
 
 def test_zero_budget_still_colours():

@@ -146,9 +146,11 @@ def test_dynamic_order_property(name, matrix, partition):
     order = ORDERS[name](as_pattern(MATRICES[matrix]), partition, None).tolist()
     placed: set[int] = set()
     for v in order:
+
         def count(u):
             inside = sum(w in placed for w in g[u])
             return inside if name == "incidence_degree" else g.degree(u) - inside
+
         assert count(v) == max(count(u) for u in g if u not in placed)
         placed.add(v)
 
@@ -176,8 +178,10 @@ def test_laplacian_60_orders():
     """On the 60×60 5-point Laplacian, DSATUR finds the optimum 5 colours (natural gives 7)."""
     p = as_pattern(laplacian_2d(60))
     g = BipartiteGraph(p, "column")
-    counts = {name: int(greedy_color(g, ORDERS[name](p, "column", None)).max()) + 1
-              for name in ("natural", "dsatur")}
+    counts = {
+        name: int(greedy_color(g, ORDERS[name](p, "column", None)).max()) + 1
+        for name in ("natural", "dsatur")
+    }
     assert counts == {"natural": 7, "dsatur": 5}
 
 

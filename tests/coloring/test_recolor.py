@@ -38,7 +38,8 @@ def test_never_more_colours(seed):
     g = BipartiteGraph(as_pattern(a), "column")
     start = np.random.default_rng(seed).permutation(40)  # 40 colours, one per column
     out = iterated_greedy(g, start, np.random.default_rng(seed), max_rounds=20, patience=20)
-    assert out.n_colors <= 40 and out.improved
+    assert out.n_colors <= 40
+    assert out.improved
     assert out.n_colors == int(out.groups.max()) + 1
     check_structurally_orthogonal(a, out.groups)
 
@@ -48,7 +49,9 @@ def test_stops_at_target_and_limits():
     g = BipartiteGraph(as_pattern(laplacian_2d(8)), "column")
     start = np.arange(64)
     out = iterated_greedy(g, start, np.random.default_rng(0), target=64)
-    assert out.rounds == 0 and not out.improved and out.n_colors == 64
+    assert out.rounds == 0
+    assert not out.improved
+    assert out.n_colors == 64
     out = iterated_greedy(g, start, np.random.default_rng(0), max_rounds=3, patience=100)
     assert out.rounds == 3
     out = iterated_greedy(g, start, np.random.default_rng(0), deadline=time.perf_counter() - 1)

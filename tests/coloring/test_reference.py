@@ -96,7 +96,12 @@ def _counts() -> list[dict[str, str]]:
             for order in sorted(ORDERS):
                 r = sparsejac.color(a, partition, order=order, seed=0)
                 rows.append(
-                    {"matrix": name, "partition": partition, "order": order, "colors": str(r.n_colors)}
+                    {
+                        "matrix": name,
+                        "partition": partition,
+                        "order": order,
+                        "colors": str(r.n_colors),
+                    }
                 )
     return rows
 

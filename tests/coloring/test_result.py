@@ -30,12 +30,15 @@ def _round_trip(a: np.ndarray, partition: str, order: str, rng: np.random.Genera
     J = _values(a, rng)
     S, W = r.seed_matrices()
     if partition == "column":
-        assert W is None and S.shape == (a.shape[1], r.n_colors)
+        assert W is None
+        assert S.shape == (a.shape[1], r.n_colors)
         back = r.decompress(B=J @ S)
     else:
-        assert S is None and W.shape == (r.n_colors, a.shape[0])
+        assert S is None
+        assert W.shape == (r.n_colors, a.shape[0])
         back = r.decompress(C=W @ J)
-    assert isinstance(back, sp.csr_array) and back.dtype == np.float64
+    assert isinstance(back, sp.csr_array)
+    assert back.dtype == np.float64
     assert back.has_sorted_indices
     np.testing.assert_array_equal(back.toarray(), J)
     np.testing.assert_array_equal(back.indptr, r.pattern.indptr)
@@ -106,24 +109,41 @@ def test_gather_index_is_computed_once():
     r.decompress_data(B=B)
     first = r._gather_c
     r.decompress_data(B=B)
-    assert r._gather_c is first and not first.flags.writeable
+    assert r._gather_c is first
+    assert not first.flags.writeable
 
 
 @pytest.mark.parametrize(
     ("partition", "kwargs", "message"),
     [
         ("column", {}, r"a column colouring needs `B` = J @ S of shape \(4, 2\); got None"),
-        ("column", {"B": np.zeros((4, 3))},
-         r"`B` has shape \(4, 3\) but this column colouring of a \(4, 3\) pattern with 2 colours expects \(4, 2\)"),
-        ("column", {"B": np.zeros((4, 2)), "C": np.zeros((2, 3))},
-         r"a column colouring is decompressed from `B` = J @ S; `C` must be None, got an array of shape \(2, 3\)"),
-        ("row", {"C": np.zeros(6)},
-         r"`C` has shape \(6,\) but this row colouring of a \(4, 3\) pattern with 2 colours expects \(2, 3\)"),
-        ("row", {"B": np.zeros((4, 2))}, r"a row colouring is decompressed from `C` = W @ J; `B` must be None"),
+        (
+            "column",
+            {"B": np.zeros((4, 3))},
+            r"`B` has shape \(4, 3\) but this column colouring of a \(4, 3\) pattern with 2 "
+            r"colours expects \(4, 2\)",
+        ),
+        (
+            "column",
+            {"B": np.zeros((4, 2)), "C": np.zeros((2, 3))},
+            r"a column colouring is decompressed from `B` = J @ S; `C` must be None, got an "
+            r"array of shape \(2, 3\)",
+        ),
+        (
+            "row",
+            {"C": np.zeros(6)},
+            r"`C` has shape \(6,\) but this row colouring of a \(4, 3\) pattern with 2 colours "
+            r"expects \(2, 3\)",
+        ),
+        (
+            "row",
+            {"B": np.zeros((4, 2))},
+            r"a row colouring is decompressed from `C` = W @ J; `B` must be None",
+        ),
     ],
 )
 def test_decompress_errors(partition, kwargs, message):
-    """Missing, superfluous or wrongly shaped B/C raise, naming it, its shape and the expected one."""
+    """Missing, extra or wrongly shaped B/C raise, naming it, its shape and the expected one."""
     a = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1]])
     r = sparsejac.color(a, partition, order="natural")
     assert r.n_colors == 2
@@ -149,7 +169,8 @@ def test_result_is_frozen():
         r.n_colors = 5  # type: ignore[misc]
     with pytest.raises(ValueError, match="read-only"):
         r.column_groups[0] = 1  # type: ignore[index]
-    assert r.row_groups is None and r.groups is r.column_groups
+    assert r.row_groups is None
+    assert r.groups is r.column_groups
 
 
 def test_constructor_validates():
@@ -169,8 +190,21 @@ def test_stats_and_repr():
     """stats() has the report's keys and JSON-friendly values; repr stays short."""
     r = sparsejac.color(small_matrices()["laplacian_5x5"])
     s = r.stats()
-    assert set(s) >= {"shape", "nnz", "density", "partition", "order", "n_colors",
-                      "lower_bound", "gap", "compression", "seconds", "candidates"}
-    assert s["shape"] == [25, 25] and s["n_colors"] == r.n_colors == 5
-    assert s["compression"] == 25 / 5 and s["gap"] == 0
+    assert set(s) >= {
+        "shape",
+        "nnz",
+        "density",
+        "partition",
+        "order",
+        "n_colors",
+        "lower_bound",
+        "gap",
+        "compression",
+        "seconds",
+        "candidates",
+    }
+    assert s["shape"] == [25, 25]
+    assert s["n_colors"] == r.n_colors == 5
+    assert s["compression"] == 25 / 5
+    assert s["gap"] == 0
     assert repr(r).startswith("ColoringResult(partition='column', order='best:")

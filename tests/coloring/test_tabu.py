@@ -7,8 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from sparsejac.coloring import BipartiteGraph, check_structurally_orthogonal
-from sparsejac.coloring import _kernels, tabu
+from sparsejac.coloring import BipartiteGraph, _kernels, check_structurally_orthogonal, tabu
 from sparsejac.coloring.greedy import dsatur_color
 from sparsejac.coloring.tabu import tabu_reduce
 from sparsejac.pattern import as_pattern
@@ -21,7 +20,8 @@ def test_reaches_bandwidth_from_one_colour_each():
     a = banded(12, 1, 2)
     g = BipartiteGraph(as_pattern(a), "column")
     out = tabu_reduce(g, np.arange(12), np.random.default_rng(0), target=g.lower_bound)
-    assert out.n_colors == 4 and out.improved
+    assert out.n_colors == 4
+    assert out.improved
     check_structurally_orthogonal(a, out.groups)
 
 
@@ -45,7 +45,8 @@ def test_objective_counts_same_colour_pairs_per_net():
     colors = np.random.default_rng(0).integers(0, 3, size=12)
     expected = sum(
         int(np.count_nonzero(colors[np.flatnonzero(row)] == c))
-        * (int(np.count_nonzero(colors[np.flatnonzero(row)] == c)) - 1) // 2
+        * (int(np.count_nonzero(colors[np.flatnonzero(row)] == c)) - 1)
+        // 2
         for row in a != 0
         for c in range(3)
     )
@@ -63,6 +64,7 @@ def test_limits():
     try:
         tabu.MAX_TABLE_BYTES = 10
         out = tabu_reduce(g, start, np.random.default_rng(0))
-        assert out.iterations == 0 and out.n_colors == 36
+        assert out.iterations == 0
+        assert out.n_colors == 36
     finally:
         tabu.MAX_TABLE_BYTES = old
