@@ -162,12 +162,3 @@ def test_python_dash_m(mtx):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["lower_bound"] == {"column": 3, "row": 4}
-    proc = subprocess.run(
-        [sys.executable, "-m", "sparsejac", "report", str(mtx) + ".nope"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1

@@ -129,12 +129,16 @@ class ColoringResult:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _frozen_groups(value, length, p, name))
-        needed = "column_groups" if self.partition == "column" else "row_groups"
-        groups = getattr(self, needed)
-        if groups is None:
-            raise ValueError(f"a {self.partition} colouring needs `{needed}`; got None")
-        if groups.size and groups.min() < 0:
-            raise ValueError(f"`{needed}` of a {self.partition} colouring must not hold -1")
+        # A one-sided colouring needs its groups array, without -1; a two-sided partition
+        # (a later issue) will carry both arrays, -1 marking entries the side does not use.
+        one_sided = {"column": "column_groups", "row": "row_groups"}
+        needed = one_sided.get(self.partition)
+        if needed is not None:
+            groups = getattr(self, needed)
+            if groups is None:
+                raise ValueError(f"a {self.partition} colouring needs `{needed}`; got None")
+            if groups.size and groups.min() < 0:
+                raise ValueError(f"`{needed}` of a {self.partition} colouring must not hold -1")
 
     # -- accessors ------------------------------------------------------------------------
 
@@ -153,7 +157,12 @@ class ColoringResult:
         >>> sparsejac.color(np.eye(3), "row").groups.tolist()
         [0, 0, 0]
         """
-        g = self.column_groups if self.partition == "column" else self.row_groups
+        if self.partition == "column":
+            g = self.column_groups
+        elif self.partition == "row":
+            g = self.row_groups
+        else:
+            raise ValueError(f"a {self.partition} colouring has no single `groups` array")
         assert g is not None  # guaranteed by __post_init__
         return g
 
