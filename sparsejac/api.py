@@ -786,7 +786,8 @@ class RootJacobian:
 
     def __call__(self, x: Any, *args: Any) -> np.ndarray:
         """The Jacobian at ``x`` as a dense array (``args`` as for :class:`SparseJacobian`)."""
-        return self.prepared(x, *args).toarray()
+        dense: np.ndarray = self.prepared(x, *args).toarray()
+        return dense
 
     def __repr__(self) -> str:
         return f"RootJacobian({self.prepared!r})"

@@ -67,6 +67,36 @@ def _spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  
 
 
 @numba.njit(cache=True)
+def _contribute(acc, target, r, r_idx, j, j_idx, n):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``acc[target[k]] += r[r_idx[k]] * j[j_idx[k]]`` for k < n, fused (no temporaries).
+
+    An empty index array means the identity; an ``r`` or ``j`` of size 1 is a scalar.
+    """
+    has_t = target.size > 0
+    has_ri = r_idx.size > 0
+    has_ji = j_idx.size > 0
+    r_scalar = r.size == 1
+    j_scalar = j.size == 1
+    for k in range(n):
+        if r_scalar:
+            rv = r[0]
+        elif has_ri:
+            rv = r[r_idx[k]]
+        else:
+            rv = r[k]
+        if j_scalar:
+            jv = j[0]
+        elif has_ji:
+            jv = j[j_idx[k]]
+        else:
+            jv = j[k]
+        if has_t:
+            acc[target[k]] += rv * jv
+        else:
+            acc[k] += rv * jv
+
+
+@numba.njit(cache=True)
 def _expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For each ``keys[i]``, the positions ``ptr[keys[i]] .. ptr[keys[i]+1]-1``.
 
@@ -656,6 +686,8 @@ def _apply_contributions(step: _ValueStep, slots: list[Any]) -> np.ndarray:
             return slots[c.j_slot]  # type: ignore[no-any-return]
     acc = np.zeros(step.size)
     for c in step.contributions:
+        if _fused(c, slots, acc):
+            continue
         if c.r_slot is not None:
             r = slots[c.r_slot]
             if np.ndim(r) and c.r_idx is not None:
@@ -674,3 +706,63 @@ def _apply_contributions(step: _ValueStep, slots: list[Any]) -> np.ndarray:
             acc += np.bincount(c.target, weights=np.broadcast_to(term, c.target.shape),
                                minlength=acc.size)
     return acc
+
+
+#: Contributions with at least this many pairs go through the fused kernel (below it, numpy's
+#: per-call overhead is smaller than numba's dispatch).
+_FUSE_MIN = 2048
+_NO_INDEX = np.empty(0, dtype=np.int64)
+
+
+def _flat_f64(a: Any) -> np.ndarray | None:
+    """Return ``a`` as a 1-D float64 array without copying, or None if it is not one."""
+    if isinstance(a, np.ndarray):
+        if a.dtype != np.float64 or (a.ndim != 1 and a.size != 1):
+            return None
+        return a.reshape(-1) if a.ndim != 1 else a
+    if isinstance(a, (float, int, np.floating, np.integer)):
+        return np.full(1, float(a))
+    return None
+
+
+def _index(idx: np.ndarray | None, n: int) -> np.ndarray | None:
+    if idx is None:
+        return _NO_INDEX
+    if idx.dtype != np.int64 or idx.ndim != 1 or idx.size != n:
+        return None
+    return idx
+
+
+def _fused(c: _Contribution, slots: list[Any], acc: np.ndarray) -> bool:
+    """Apply contribution ``c`` with :func:`_contribute` when its operands allow; else False."""
+    # as in the numpy path: index arrays apply to slot values only (constants are per pair)
+    r_raw = slots[c.r_slot] if c.r_slot is not None else c.r_const
+    r_gathered = c.r_slot is not None and c.r_idx is not None and np.ndim(r_raw) > 0
+    j_gathered = c.j_slot is not None and c.j_idx is not None
+    r = _flat_f64(r_raw)
+    j = _flat_f64(slots[c.j_slot] if c.j_slot is not None else c.j_const)
+    if r is None or j is None:
+        return False
+    if c.target is not None:
+        n = c.target.size
+    elif j_gathered and c.j_idx is not None:
+        n = c.j_idx.size
+    elif r_gathered and c.r_idx is not None:
+        n = c.r_idx.size
+    else:
+        n = max(r.size, j.size)
+    if n < _FUSE_MIN:
+        return False
+    # sizes must be what the numpy path would broadcast: pairs, or scalars
+    if c.target is None and n != acc.size:
+        return False
+    r_idx = _index(c.r_idx if r_gathered else None, n)
+    j_idx = _index(c.j_idx if j_gathered else None, n)
+    target = _index(c.target, n)
+    if r_idx is None or j_idx is None or target is None:
+        return False
+    if (r.size > 1 and r_idx.size == 0 and r.size != n) or (
+            j.size > 1 and j_idx.size == 0 and j.size != n):
+        return False
+    _contribute(acc, target, r, r_idx, j, j_idx, n)
+    return True
