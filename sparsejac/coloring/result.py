@@ -35,6 +35,13 @@ class Candidate:
         Its number of colours.
     seconds : float
         Time it took.
+
+    Examples
+    --------
+    >>> import numpy as np, sparsejac
+    >>> r = sparsejac.color(np.eye(3) + np.eye(3, k=1))
+    >>> [(c.name, c.n_colors) for c in r.candidates]
+    [('natural', 2)]
     """
 
     name: str
