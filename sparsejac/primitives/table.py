@@ -149,7 +149,27 @@ def markdown_table() -> str:
 
 
 def write(path: str | Path = "docs/supported.md") -> Path:
-    """Write :func:`markdown_table` to ``path`` (default: ``docs/supported.md``)."""
+    """Write :func:`markdown_table` to ``path`` (default: ``docs/supported.md``).
+
+    Parameters
+    ----------
+    path : str or Path
+        Target file; its directory is created if needed.
+
+    Returns
+    -------
+    Path
+        The file written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     target = write(Path(tmp) / "supported.md")
+    ...     target.read_text(encoding="utf-8") == markdown_table()
+    True
+    """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(markdown_table(), encoding="utf-8")
