@@ -359,11 +359,46 @@ def apply_movement(
         return res if item is None else res[item]
 
     if isinstance(value, (list, tuple)):
-        return type(value)(
+        result: Any = type(value)(
             gather_from_positions(trace, in_vars, p, v, functools.partial(replay, item=i))
             for i, (p, v) in enumerate(zip(positions, value, strict=True))
         )
-    return gather_from_positions(trace, in_vars, positions, value, replay)
+    else:
+        result = gather_from_positions(trace, in_vars, positions, value, replay)
+    _link_views(func, leaves, val_leaves, rebuild, value, result)
+    return result
+
+
+def _link_views(func: Callable[..., Any], leaves: list[Any], val_leaves: list[Any],
+                rebuild: Callable[[list[Any]], Any], value: Any, result: Any) -> None:
+    """Where numpy returned a view of the single array operand, record the aliasing.
+
+    Writes through the view then reach the operand and vice versa (:mod:`.views`).
+    """
+    arrays = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tracer)]
+    if len(arrays) != 1:
+        return
+    from sparsejac.primitives import views
+
+    k = arrays[0]
+    multi = isinstance(value, (list, tuple))
+    for item, (v, r) in enumerate(zip(value if multi else (value,),
+                                      result if multi else (result,), strict=True)):
+        if views.is_view_of(v, val_leaves[k]):
+            index = functools.partial(_view_index, func, rebuild, val_leaves, k,
+                                      item if multi else None)
+            views.link_view(leaves[k], r, index, bool(v.flags.writeable))
+
+
+def _view_index(func: Callable[..., Any], rebuild: Callable[[list[Any]], Any],
+                val_leaves: list[Any], k: int, item: int | None) -> np.ndarray:
+    """Flat position in operand ``k`` of every element of the (view) result."""
+    shape = np.shape(val_leaves[k])
+    leaves_now = list(val_leaves)
+    leaves_now[k] = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    a, kw = rebuild(leaves_now)
+    res = func(*a, **kw)
+    return np.asarray(res if item is None else res[item])
 
 
 def _holds_leaf(obj: Any, leaves: list[Any]) -> bool:

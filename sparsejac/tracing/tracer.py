@@ -41,13 +41,16 @@ class Tracer:
     functions listed in ``docs/supported.md``.
     """
 
-    __slots__ = ("_trace", "_var")
+    __slots__ = ("__weakref__", "_base", "_trace", "_var", "_views")
     __array_priority__ = 1000.0
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
 
     def __init__(self, trace: Trace, var: Var) -> None:
         self._trace = trace
         self._var = var
+        # numpy view aliasing (see sparsejac.primitives.views): (base, index, writeable)
+        self._base: tuple[Tracer, Any, bool] | None = None
+        self._views: list[Any] | None = None
 
     # -- array attributes ----------------------------------------------------------------
 
@@ -189,7 +192,15 @@ class Tracer:
         self._rebind(setitem(self, key, value))
 
     def _rebind(self, other: Any) -> Tracer:
-        """Make this tracer stand for ``other`` (in-place update: ``y += 1``, ``y[i] = v``)."""
+        """Make this tracer stand for ``other`` (in-place update: ``y += 1``, ``y[i] = v``).
+
+        If it is a view of another traced array (or has views), the update reaches them, as
+        writes through numpy views do.
+        """
+        if self._base is not None:
+            from sparsejac.primitives.views import check_writeable
+
+            check_writeable(self)
         if not isinstance(other, Tracer):
             other = self._trace_const(other)
         if other.shape != self.shape:
@@ -204,6 +215,10 @@ class Tracer:
                 )
             other = other.astype(self.dtype)
         self._var = other._var
+        if self._base is not None or self._views:
+            from sparsejac.primitives.views import sync
+
+            sync(self)
         return self
 
     def _trace_const(self, value: Any) -> Tracer:
@@ -222,8 +237,8 @@ class Tracer:
         return np.ravel(self, order=order)  # type: ignore[call-overload]
 
     def flatten(self, order: str = "C") -> Any:
-        """As :meth:`numpy.ndarray.flatten`."""
-        return np.ravel(self, order=order)  # type: ignore[call-overload]
+        """As :meth:`numpy.ndarray.flatten` (a copy, never a view)."""
+        return np.copy(np.ravel(self, order=order))  # type: ignore[call-overload]
 
     def transpose(self, *axes: Any) -> Any:
         """As :meth:`numpy.ndarray.transpose`."""
@@ -435,8 +450,8 @@ class Tracer:
     def __rdivmod__(self, o: Any) -> Any:
         return np.floor_divide(o, self), np.remainder(o, self)
 
-    # in-place operators rebind this tracer to the result (numpy's in-place semantics for
-    # the array itself; other views of it are not updated, see docs/limitations.md)
+    # in-place operators rebind this tracer to the result (numpy's in-place semantics; views
+    # of it and the arrays it is a view of are updated too, see sparsejac.primitives.views)
     def __iadd__(self, o: Any) -> Tracer:
         return self._rebind(np.add(self, o))
 

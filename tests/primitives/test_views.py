@@ -1,0 +1,183 @@
+"""View semantics (``sparsejac.primitives.views``): writes through numpy views reach their base
+and views see writes to their base, exactly as numpy does (the traced value is compared with
+numpy's on every case)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+from sparsejac.ad import jvp, vjp
+from tests.primitives.util import check_exact, rand
+from tests.scenarios import fd_jacobian
+
+
+def _ode_slices(y: Any) -> Any:
+    dydt = np.empty_like(y)
+    u, v = y[:3], y[3:]
+    du, dv = dydt[:3], dydt[3:]
+    du[:] = u * v
+    dv[:] = u - v**2
+    return dydt
+
+
+def _ode_split(y: Any) -> Any:
+    dydt = np.zeros_like(y)
+    du, dv = np.split(dydt, 2)
+    u, v = np.split(y, 2)
+    du += u * v[::-1]
+    dv[...] = np.sin(u)
+    return dydt
+
+
+def _reshape_view(x: Any) -> Any:
+    out = np.zeros_like(x)
+    grid = out.reshape(2, 3)
+    g = x.reshape(2, 3)
+    grid[1:, 1:-1] = g[:-1, 1:-1] * g[1:, 2:] - 2 * g[1:, :-2]
+    return out
+
+
+def _view_of_view(x: Any) -> Any:
+    out = np.zeros_like(x)
+    a = out[1:]
+    b = a[::2]
+    b[:] = x[:b.shape[0]] ** 2
+    return out
+
+
+def _base_then_old_view(x: Any) -> Any:
+    out = np.zeros_like(x)
+    v = out[:2]
+    out[:] = x[::-1]
+    return v * 1.0
+
+
+def _inplace_on_view_of_input(x: Any) -> Any:
+    u = x[:3]
+    u *= 2.0
+    return x * 1.0
+
+
+def _transposed_view(x: Any) -> Any:
+    out = np.zeros((3, 4), like=x)
+    out.T[0] = x[:3]
+    return out
+
+
+def _row_view_of_2d(x: Any) -> Any:
+    out = np.zeros((2, 3), like=x)
+    row = out[1]
+    row += x[:3]
+    return out
+
+
+def _overlapping_views(x: Any) -> Any:
+    out = np.zeros_like(x)
+    a = out[:3]
+    b = out[2:5]
+    a[:] = x[:3] ** 2
+    return b * 1.0
+
+
+def _ufunc_out_view(x: Any) -> Any:
+    out = np.zeros_like(x)
+    np.multiply(x[:3], 2.0, out=out[1:4])
+    return out
+
+
+def _flipped_view(x: Any) -> Any:
+    out = np.zeros_like(x)
+    np.flip(out)[:2] = x[:2]
+    return out
+
+
+def _scalar_is_a_copy(x: Any) -> Any:
+    out = np.zeros_like(x)
+    a = out[0]
+    a += x[0]  # a numpy scalar: out is not changed
+    return out + a
+
+
+def _fancy_is_a_copy(x: Any) -> Any:
+    out = np.zeros_like(x)
+    c = out[[0, 1]]
+    c[:] = x[:2]  # a copy: out is not changed
+    return np.concatenate([out, c])
+
+
+def _flatten_copy_ravel_view(x: Any) -> Any:
+    m = x.reshape(2, 3) * 1.0
+    m.flatten()[0] = 0.0  # copy
+    m.ravel()[1] = 0.0  # view
+    return m
+
+
+VIEWS = [
+    pytest.param(_ode_slices, id="ode_slices_of_empty_like"),
+    pytest.param(_ode_split, id="ode_np_split"),
+    pytest.param(_reshape_view, id="reshape_view"),
+    pytest.param(_view_of_view, id="view_of_view"),
+    pytest.param(_base_then_old_view, id="write_base_read_view"),
+    pytest.param(_inplace_on_view_of_input, id="inplace_on_view_of_x"),
+    pytest.param(_transposed_view, id="transposed_view"),
+    pytest.param(_row_view_of_2d, id="row_view"),
+    pytest.param(_overlapping_views, id="overlapping_views"),
+    pytest.param(_ufunc_out_view, id="ufunc_out_view"),
+    pytest.param(_flipped_view, id="flipped_view"),
+    pytest.param(_scalar_is_a_copy, id="scalar_is_a_copy"),
+    pytest.param(_fancy_is_a_copy, id="fancy_is_a_copy"),
+    pytest.param(_flatten_copy_ravel_view, id="flatten_copy_ravel_view"),
+]
+
+
+@pytest.mark.parametrize("f", VIEWS)
+def test_view_semantics_match_numpy(f: Callable[[Any], Any]) -> None:
+    """The traced value equals numpy's and the pattern is the exact numerical one."""
+    check_exact(f, rand((6,), 91))
+
+
+@pytest.mark.parametrize("f", VIEWS)
+def test_derivatives_through_views(f: Callable[[Any], Any], rng: np.random.Generator) -> None:
+    """Forward and reverse mode see the writes made through views."""
+    x = rand((6,), 92)
+    jac = fd_jacobian(f, x)
+    np.testing.assert_allclose(jvp(f, x, np.eye(6)), jac, atol=1e-7)
+    np.testing.assert_allclose(vjp(f, x, np.eye(jac.shape[0])), jac, atol=1e-7)
+
+
+def test_ode_idiom_pattern_hand_written() -> None:
+    """The classic ODE right-hand side written through views has the expected pattern."""
+    expected = np.array([[1, 0, 0, 1, 0, 0], [0, 1, 0, 0, 1, 0], [0, 0, 1, 0, 0, 1],
+                         [1, 0, 0, 1, 0, 0], [0, 1, 0, 0, 1, 0], [0, 0, 1, 0, 0, 1]],
+                        dtype=bool)
+    check_exact(_ode_slices, rand((6,), 93), expected)
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda x: np.broadcast_to(x[:3], (2, 3)), id="broadcast_to"),
+    pytest.param(lambda x: np.diagonal(x.reshape(2, 3)), id="diagonal"),
+])
+def test_read_only_views_refuse_writes(make: Callable[[Any], Any]) -> None:
+    """Writing into a read-only view raises numpy's ValueError, traced or not."""
+    def f(x: Any) -> Any:
+        v = make(x)
+        v[0] = 1.0
+        return x
+
+    with pytest.raises(ValueError, match="read-only"):
+        f(np.ones(6))
+    with pytest.raises(ValueError, match="read-only"):
+        sparsejac.jacobian_sparsity(f, np.ones(6))
+
+
+def test_callers_x_is_not_changed_through_views() -> None:
+    """Writing through a view of the traced x never reaches the caller's array."""
+    x = rand((6,), 94)
+    before = x.copy()
+    sparsejac.jacobian_sparsity(_inplace_on_view_of_input, x)
+    np.testing.assert_array_equal(x, before)
