@@ -302,7 +302,7 @@ class SparseJacobian:
         return fwd + self._reverse_cost * (c.n_colors - fwd)
 
     def _fits(self, c: ColoringResult) -> bool:
-        cg, p, rg, q = self._groups(c)
+        _, p, _, q = self._groups(c)
         m, n = c.pattern.shape
         return m * p <= MAX_COMPRESSED_ENTRIES and q * n <= MAX_COMPRESSED_ENTRIES
 
@@ -471,7 +471,7 @@ class SparseJacobian:
                 "column": int(row_counts.max()) if row_counts.size else 0,
                 "row": int(col_counts.max()) if col_counts.size else 0,
             },
-            "seconds": {k: v for k, v in self._timings.items()},
+            "seconds": dict(self._timings),
             "engine": None if self._prepared is None else self._prepared.stats(),
             "preparations": self._n_prepared,
         }
@@ -828,3 +828,83 @@ def root_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
     """
     return RootJacobian(SparseJacobian(fun, x0, args=tuple(args),
                                        _name=getattr(fun, "__name__", "fun"), **options))
+
+
+# ---------------------------------------------------------------------------------------
+# reports
+# ---------------------------------------------------------------------------------------
+
+
+def _min_time(fn: Callable[[], Any], repeats: int) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def jacobian_report(
+    f: Callable[..., Any], x0: Any, *, order: Any = "best", args: tuple[Any, ...] = (),
+    repeats: int = 5, return_jacobian: bool = False,
+) -> Any:
+    """Figures of a function's Jacobian: pattern, colours per mode, the mode ``auto`` picks.
+
+    What ``sparsejac report --function`` prints. It prepares a :class:`SparseJacobian`
+    (``mode="auto"``) and times ``f`` and one prepared Jacobian (minimum of ``repeats``).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args)`` written with numpy.
+    x0 : array_like
+        The point.
+    order : str or callable
+        Colouring order (default ``"best"``).
+    args : tuple
+        Further arguments of ``f``.
+    repeats : int
+        Timing repeats.
+    return_jacobian : bool
+        Also return the prepared :class:`SparseJacobian` (as ``(report, jac)``).
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``shape``, ``nnz``, ``density``, ``lower_bound`` (column/row),
+        ``detection_seconds``, ``colors`` (forward, reverse and, when available, mixed
+        products), ``auto`` (``mode``, ``reason``, ``n_products``, ``seconds`` per Jacobian),
+        ``f_seconds`` and ``preparation_seconds``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.api import jacobian_report
+    >>> rep = jacobian_report(lambda x: x[1:] * x[:-1], np.ones(6), repeats=1)
+    >>> rep["shape"], rep["nnz"], rep["colors"]["forward"], rep["auto"]["n_products"] <= 3
+    ([5, 6], 10, 2, True)
+    """
+    t0 = time.perf_counter()
+    jac = SparseJacobian(f, x0, order=order, args=args)
+    prep = time.perf_counter() - t0
+    st = jac.stats()
+    x = jac._x0
+    m, n = st["shape"]
+    rep = {
+        "shape": [m, n],
+        "nnz": st["nnz"],
+        "density": st["nnz"] / (m * n) if m * n else 0.0,
+        "lower_bound": st["lower_bound"],
+        "detection_seconds": st["seconds"]["detection"],
+        "coloring_seconds": st["seconds"]["coloring"],
+        "colors": st["colors"],
+        "auto": {
+            "mode": jac.mode,
+            "reason": jac.reason,
+            "n_products": jac.n_products,
+            "seconds": _min_time(lambda: jac(x), repeats),
+        },
+        "f_seconds": _min_time(lambda: jac._call_f(x, *jac._params0), repeats),
+        "preparation_seconds": prep,
+    }
+    return (rep, jac) if return_jacobian else rep

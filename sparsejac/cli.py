@@ -1,6 +1,16 @@
-"""The ``sparsejac`` command line. It only formats what :mod:`sparsejac.coloring` returns.
+"""The ``sparsejac`` command line; it only formats what the coloring and api modules return.
 
 Subcommands:
+
+``sparsejac report --function MODULE:ATTR (--size N | --x0 FILE.npy) [--json] [--plot FILE.png]``
+    Trace the numpy function ``ATTR`` of ``MODULE`` (a dotted module name or a ``.py`` path)
+    at a point (``--x0``: from a ``.npy`` file; ``--size N``: N values uniform in [0.5, 1.5],
+    seed 0, away from the kinks of abs/max/sqrt) and print the detection time, shape,
+    nonzeros, lower bounds, the products of forward, reverse and mixed mode, the mode
+    ``auto`` picks with its reason and measured cost per Jacobian, and the time of one ``f``.
+
+``--plot FILE.png`` (either form) draws the pattern coloured by colour class; it needs the
+optional matplotlib.
 
 ``sparsejac report FILE [--partition column|row|all] [--order NAME|all|best] [--json]``
     Read a Matrix Market (``.mtx``) or scipy ``.npz`` sparsity pattern, colour it, and print
@@ -16,16 +26,21 @@ Also reachable as ``python -m sparsejac``.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
+
+import numpy as np
 
 from sparsejac.coloring import ORDERS, PARTITIONS, color, warm_up
 from sparsejac.coloring.interface import DEFAULT_TIME_BUDGET
 from sparsejac.pattern import PatternFileError, SparsityPattern, read_pattern_file
 
-__all__ = ["build_parser", "main", "report"]
+__all__ = ["build_parser", "load_function", "main", "report"]
 
 PROG = "sparsejac"
 
@@ -57,7 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
             "pattern in FILE and report colours, lower bounds, compression and time."
         ),
     )
-    rep.add_argument("file", metavar="FILE", help="Matrix Market (.mtx) or scipy (.npz) file")
+    rep.add_argument("file", metavar="FILE", nargs="?",
+                     help="Matrix Market (.mtx) or scipy (.npz) file (or use --function)")
+    rep.add_argument("--function", metavar="MODULE:ATTR",
+                     help="report on the Jacobian of the numpy function ATTR of MODULE (a "
+                     "dotted module name or a path to a .py file)")
+    rep.add_argument("--size", type=int, metavar="N",
+                     help="with --function: evaluate at N values uniform in [0.5, 1.5] (seed 0)")
+    rep.add_argument("--x0", metavar="FILE.npy",
+                     help="with --function: the point, read from a .npy file")
+    rep.add_argument("--plot", metavar="FILE.png",
+                     help="draw the pattern coloured by colour class (needs matplotlib)")
     rep.add_argument(
         "--partition",
         choices=[*PARTITIONS, "all"],
@@ -240,6 +265,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage and the error
         return int(exc.code) if isinstance(exc.code, int) else 2
+    if args.function is not None:
+        return _main_function(args)
+    if args.file is None:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG} report: error: give a pattern FILE or --function MODULE:ATTR",
+              file=sys.stderr)
+        return 2
+    if args.size is not None or args.x0 is not None:
+        print(f"{PROG} report: error: --size and --x0 go with --function", file=sys.stderr)
+        return 2
     try:
         pattern = read_pattern_file(args.file)
     except PatternFileError as exc:
@@ -256,4 +291,142 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"file": args.file, **rep}))
     else:
         _print_table(args.file, rep, sys.stdout)
+    if args.plot:
+        best = min(rep["results"], key=lambda r: r["n_colors"])
+        result = color(pattern, best["partition"], best["order"], seed=args.seed,
+                       time_budget=args.time_budget)
+        return _plot(result, args.plot,
+                     f"{args.file}: {best['partition']} colouring, {result.n_colors} colours")
     return 0
+
+
+def _plot(result: Any, path: str, title: str) -> int:
+    from sparsejac.plot import plot_coloring
+
+    try:
+        plot_coloring(result, path, title=title)
+    except ImportError as exc:
+        print(f"{PROG} report: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def load_function(spec: str) -> Callable[..., Any]:
+    """The callable named by ``MODULE:ATTR`` (a dotted module name or a ``.py`` path).
+
+    Parameters
+    ----------
+    spec : str
+        ``package.module:function`` or ``path/to/file.py:function``.
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    ValueError
+        The spec is malformed, the module cannot be imported, or ATTR is missing or not
+        callable (the message says which).
+
+    Examples
+    --------
+    >>> from sparsejac.cli import load_function
+    >>> load_function("numpy:sin").__name__
+    'sin'
+    >>> load_function("numpy")
+    Traceback (most recent call last):
+        ...
+    ValueError: `--function` must be MODULE:ATTR; got 'numpy'
+    """
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"`--function` must be MODULE:ATTR; got {spec!r}")
+    try:
+        if module_name.endswith(".py"):
+            path = Path(module_name)
+            if not path.is_file():
+                raise ValueError(f"`--function`: no such file {module_name!r}")
+            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if mod_spec is None or mod_spec.loader is None:
+                raise ValueError(f"`--function`: cannot import {module_name!r}")
+            module = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(module)
+        else:
+            if str(Path.cwd()) not in sys.path and "" not in sys.path:
+                sys.path.insert(0, str(Path.cwd()))
+            module = importlib.import_module(module_name)
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"`--function`: cannot import {module_name!r} ({exc})") from exc
+    fn = getattr(module, attr, None)
+    if fn is None:
+        raise ValueError(f"`--function`: module {module_name!r} has no attribute {attr!r}")
+    if not callable(fn):
+        raise ValueError(f"`--function`: {spec!r} is not callable")
+    return fn  # type: ignore[no-any-return]
+
+
+def _load_x0(args: argparse.Namespace) -> np.ndarray:
+    if args.x0 is not None:
+        try:
+            return np.asarray(np.load(args.x0))
+        except Exception as exc:
+            raise ValueError(f"`--x0`: cannot read {args.x0!r} as a .npy file ({exc})") from exc
+    if args.size < 1:
+        raise ValueError(f"`--size` must be a positive integer; got {args.size}")
+    return np.random.default_rng(0).uniform(0.5, 1.5, args.size)
+
+
+def _main_function(args: argparse.Namespace) -> int:
+    from sparsejac.api import jacobian_report
+    from sparsejac.errors import ConcretizationError, UnsupportedPrimitiveError
+
+    err = f"{PROG} report: error:"
+    if args.file is not None:
+        print(f"{err} give either FILE or --function, not both", file=sys.stderr)
+        return 2
+    if (args.size is None) == (args.x0 is None):
+        print(f"{err} --function needs exactly one of --size N or --x0 FILE.npy",
+              file=sys.stderr)
+        return 2
+    order = "best" if args.order == "all" else args.order
+    try:
+        fn = load_function(args.function)
+        x0 = _load_x0(args)
+        rep, jac = jacobian_report(fn, x0, order=order, return_jacobian=True)
+    except (ValueError, TypeError, ConcretizationError, UnsupportedPrimitiveError) as exc:
+        print(f"{err} {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"function": args.function, **rep}))
+    else:
+        _print_function(args.function, rep, sys.stdout)
+    if args.plot:
+        return _plot(jac.coloring, args.plot,
+                     f"{args.function}: {jac.mode} mode, {jac.n_products} products")
+    return 0
+
+
+def _print_function(name: str, rep: dict[str, Any], out: TextIO) -> None:
+    m, n = rep["shape"]
+    lb = rep["lower_bound"]
+    auto = rep["auto"]
+    print(name, file=out)
+    print(f"  Jacobian       {m} x {n}, {rep['nnz']} nonzeros "
+          f"(density {100 * rep['density']:.3g}%)", file=out)
+    print(f"  detection      {rep['detection_seconds']:.3f} s", file=out)
+    print(f"  colouring      {rep['coloring_seconds']:.3f} s", file=out)
+    print(f"  lower bounds   column {lb['column']}, row {lb['row']}", file=out)
+    print(file=out)
+    print("  mode      products", file=out)
+    print("  --------  --------", file=out)
+    for mode, k in rep["colors"].items():
+        print(f"  {mode:<8}  {k:>8}", file=out)
+    print(file=out)
+    print(f"  auto picks {auto['mode']} ({auto['n_products']} products): {auto['reason']}",
+          file=out)
+    ratio = auto["seconds"] / max(rep["f_seconds"], 1e-12)
+    print(f"  one Jacobian {1e3 * auto['seconds']:.3g} ms, one f {1e3 * rep['f_seconds']:.3g} ms "
+          f"(ratio {ratio:.1f}), preparation {rep['preparation_seconds']:.2f} s", file=out)
