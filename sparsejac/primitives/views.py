@@ -1,15 +1,16 @@
 """numpy's view semantics for traced arrays: writes through views reach their base.
 
 Views also see later writes to their base. ODE right-hand sides are often written as
-``dydt = np.empty_like(y); du, dv = dydt[:n], dydt[n:]; du[:] = ...; dv[:] = ...``. In numpy ``du`` and ``dv`` are views, so
-the assignments fill ``dydt``. A Tracer is not a buffer, so the aliasing is recorded instead:
-when a movement call (slicing, ``reshape``, ``np.split``, ``.T`` ...) returns what numpy
-returns as a *view* of its single array operand (the result shares memory with it),
-:func:`link_view` remembers the base and, lazily, the flat base position of every view
-element. After any in-place update of a Tracer (``Tracer._rebind``), :func:`sync` writes the
-new value back into its bases up to the root (one gather each: base elements, with the view's
-elements at the view's positions) and re-reads every live view below the root. Read-only views
-(``np.broadcast_to``, ``np.diagonal``) refuse writes as numpy does.
+``dydt = np.empty_like(y); du, dv = dydt[:n], dydt[n:]; du[:] = ...; dv[:] = ...``; in
+numpy ``du`` and ``dv`` are views, so the assignments fill ``dydt``. A Tracer is not a
+buffer, so the aliasing is recorded instead: when a movement call (slicing, ``reshape``,
+``np.split``, ``.T`` ...) returns what numpy returns as a *view* of its single array operand
+(the result shares memory with it), :func:`link_view` remembers the base and, lazily, the flat
+base position of every view element. After any in-place update of a Tracer
+(``Tracer._rebind``), :func:`sync` writes the new value back into its bases up to the root
+(one gather each: base elements, with the view's elements at the view's positions) and
+re-reads every live view below the root. Read-only views (``np.broadcast_to``,
+``np.diagonal``) refuse writes as numpy does.
 """
 
 from __future__ import annotations
