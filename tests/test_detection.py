@@ -259,6 +259,13 @@ def _set_slice(a: Any, b: Any, p: Any) -> Any:
     return out
 
 
+def _write_through_view(a: Any, b: Any, p: Any) -> Any:
+    out = a * 1.0
+    view = out[p]  # a numpy view: writing into it changes out
+    view *= np.cos(view)
+    return out
+
+
 def _scatter(a: Any, b: Any, p: Any) -> Any:
     k, idx = p
     out = np.zeros(k, like=a)
@@ -305,6 +312,7 @@ OPS = [
     Op("fancy", lambda a, b, p: a[..., p], _fancy_params),
     Op("mask", lambda a, b, p: a[p], _mask_params),
     Op("setitem", _set_slice, _slice_params),
+    Op("view_write", _write_through_view, _slice_params),
     Op("sum", _reduce(np.sum), _axis_keep),
     Op("prod", _reduce(np.prod), _axis_keep),
     Op("max", _reduce(np.max), _axis_keep),
