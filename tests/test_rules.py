@@ -357,6 +357,7 @@ CASES: list[Case] = [
                                                                        keepdims=True)),
     Case("numpy.linalg.norm", "inf", lambda x: np.linalg.norm(x, ord=np.inf, axis=-1),
          select=True),
+    Case("numpy.linalg.multi_dot", "chain", lambda x: np.linalg.multi_dot([_K.T, x.T, x[:, 0]])),
     Case("numpy.linalg.vector_norm", "axes", lambda x: np.linalg.vector_norm(x, axis=(0, 1))),
     Case("numpy.convolve", "constant_kernel", lambda x: np.convolve(x, [1.0, -2.0, 1.0], "same"),
          shape=(7,)),

@@ -360,6 +360,22 @@ def _trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
     return np.sum(d * (y[tuple(hi)] + y[tuple(lo)]) / 2.0, axis=ax)
 
 
+# -- multi_dot: a chain of matmuls ----------------------------------------------------------------
+
+
+@register_function(np.linalg.multi_dot, family="linalg", via="composite: matmul",
+                   note="evaluated left to right")
+def _multi_dot(arrays: Sequence[Any], *, out: Any = None) -> Any:
+    if out is not None:
+        raise UnsupportedPrimitiveError("numpy.linalg.multi_dot", "the `out=` argument")
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    res = arrays[0]
+    for a in arrays[1:]:
+        res = np.matmul(res, a)
+    return res
+
+
 # -- the array-API norm ---------------------------------------------------------------------------
 
 

@@ -125,7 +125,9 @@ class Tracer:
             "(np.asarray / np.array, or assignment into an array made by np.zeros(shape) / "
             "np.empty(shape)). That would lose its dependence on x. Drop the np.asarray call "
             "(the traced array already behaves like an ndarray), or create output arrays from "
-            "x: out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x)."
+            "x: out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). A list "
+            "of traced values becomes an array with np.stack([...]) or np.array([...], like=x); "
+            "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
         )
 
     # -- conversions to Python values ------------------------------------------------------

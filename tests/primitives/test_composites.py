@@ -187,3 +187,9 @@ VECTOR_NORM = [
 def test_vector_norm(f: Callable[[Any], Any]) -> None:
     """The array-API vector norm over all elements or chosen axes."""
     check_exact(f, X34)
+
+
+def test_multi_dot_is_a_matmul_chain() -> None:
+    """np.linalg.multi_dot of a constant, a traced matrix and a traced vector."""
+    a = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 0.0]])
+    check_exact(lambda x: np.linalg.multi_dot([a, x, x[0]]), X34[:, :3])
