@@ -64,7 +64,8 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "non-elementwise functions", "Python callbacks per element",
      "write the body with array operations"),
     ("`scipy.special` ufuncs (`erf`, `expit`, `gammaln`, ...), `scipy.signal`, "
-     "`scipy.ndimage`", "no rules yet (scipy's functions convert with `np.asarray`)",
+     "`scipy.ndimage`", "no rules yet for the ufuncs (the error names them); the signal and "
+     "ndimage functions convert their input with `np.asarray`",
      "`np.tanh`-style elementary functions, `np.convolve`, slicing, or a constant "
      "`scipy.sparse` matrix built outside `f`"),
     ("`np.asarray(x)` / `np.array([...])` without `like=`, `float(y)`, `y.item()`, storing "
