@@ -481,6 +481,44 @@ def _cube_rank3_pattern() -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
+# an ODE right-hand side written through views of the output (dydt[:n] is a numpy view)
+# ---------------------------------------------------------------------------------------------
+
+_N_ODE = 5
+
+
+def _ode_views(y: Any) -> Any:
+    dydt = np.empty_like(y)
+    u, v = y[:_N_ODE], y[_N_ODE:]
+    du, dv = dydt[:_N_ODE], dydt[_N_ODE:]
+    du[:] = -u * v + np.roll(u, 1)
+    dv[:] = u * v - v**2
+    return dydt
+
+
+def _ode_views_jac(y: np.ndarray) -> np.ndarray:
+    n = _N_ODE
+    u, v = y[:n], y[n:]
+    jac = np.zeros((2 * n, 2 * n))
+    i = np.arange(n)
+    jac[i, i] = -v  # d du_i / du_i
+    jac[i, (i - 1) % n] += 1.0  # d du_i / du_{i-1} (periodic)
+    jac[i, n + i] = -u  # d du_i / dv_i
+    jac[n + i, i] = v  # d dv_i / du_i
+    jac[n + i, n + i] = u - 2 * v  # d dv_i / dv_i
+    return jac
+
+
+def _ode_views_pattern() -> np.ndarray:
+    n = _N_ODE
+    i = np.arange(n)
+    pat = np.zeros((2 * n, 2 * n), dtype=bool)
+    pat[i, i] = pat[i, (i - 1) % n] = pat[i, n + i] = True
+    pat[n + i, i] = pat[n + i, n + i] = True
+    return pat
+
+
+# ---------------------------------------------------------------------------------------------
 # the catalogue
 # ---------------------------------------------------------------------------------------------
 
@@ -525,6 +563,8 @@ SCENARIOS: list[Scenario] = [
              np.ones((1, 12), dtype=bool), tags=("reduction",)),
     Scenario("rank3_input", _cube_rank3, _point((2, 3, 2), 19), _cube_rank3_jac,
              _cube_rank3_pattern(), tags=("reduction",)),
+    Scenario("ode_views", _ode_views, _point((2 * _N_ODE,), 20), _ode_views_jac,
+             _ode_views_pattern(), tags=("views",)),
 ]
 
 
