@@ -30,6 +30,14 @@ test: $(VENV)/.installed-test
 test-slow: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -m slow
 
+$(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
+	$(PIP) install -q -e '.[docs]'
+	touch $@
+
+## docs: build the HTML documentation into docs/_build/html (warnings are errors)
+docs: $(VENV)/.installed-docs
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
 lint: $(VENV)/.installed-test
 	$(PIP) install -q -e '.[lint]'
 	$(BIN)/ruff check sparsejac tests benchmarks examples
