@@ -383,9 +383,11 @@ class SparseJacobian:
             return self._evaluate_retrace(mode, c, x, params, out)
         assert self._prepared is not None
         b = cmat = None
-        if mode in ("forward", "mixed") and p:
+        if mode == "mixed" and p and q:
+            _, b, cmat = self._prepared.mixed(x, cg, p, rg, q, params=params)
+        elif mode in ("forward", "mixed") and p:
             _, b = self._prepared.forward(x, cg, p, params=params)
-        if mode in ("reverse", "mixed") and q:
+        elif mode in ("reverse", "mixed") and q:
             _, cmat = self._prepared.reverse(x, rg, q, params=params)
         return _decompress(c, b, cmat, out)
 

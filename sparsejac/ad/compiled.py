@@ -533,12 +533,9 @@ class PreparedProgram:
     def _const_block(self, e: _Entries, groups: np.ndarray, p: int, transpose: bool
                      ) -> np.ndarray:
         """Constant x-part of an entry set spread with ``groups`` (cached per seed)."""
-        key = (id(e), transpose)
-        cache = self._seed_cache
-        if cache.get("groups") is not groups or cache.get("p") != p:
-            cache.clear()
-            cache["groups"], cache["p"] = groups, p
-        blk = cache.get(key)
+        key = (id(e), transpose, id(groups), p)
+        hit = self._seed_cache.get(key)
+        blk = hit[1] if hit is not None and hit[0] is groups else None
         if blk is None:
             rows, cols, vals = e.spread.const0
             if transpose:  # reverse: rows of the block are x elements, seed groups on outputs
@@ -547,7 +544,9 @@ class PreparedProgram:
             else:
                 blk = np.zeros((e.size, p))
                 _spread_onehot(rows, cols, vals, groups, blk)
-            cache[key] = blk
+            if len(self._seed_cache) > 64:  # a few seeds in use at a time
+                self._seed_cache.clear()
+            self._seed_cache[key] = (groups, blk)
         return blk
 
     def _fill(self, e: _Entries, slots: list[Any], out: np.ndarray, groups: np.ndarray,
@@ -568,6 +567,28 @@ class PreparedProgram:
                 params: Sequence[Any] | None = None) -> tuple[Any, np.ndarray]:
         """``(f(x), B)`` with ``B = J(x) @ S`` for the 0/1 seed ``S[j, groups[j]] = 1``."""
         vals, slots = self._values(x, params)
+        return self._forward(vals, slots, groups, p)
+
+    def reverse(self, x: np.ndarray, groups: np.ndarray, q: int,
+                params: Sequence[Any] | None = None) -> tuple[Any, np.ndarray]:
+        """``(f(x), C)`` with ``C = W @ J(x)`` for the 0/1 seed ``W[groups[i], i] = 1``."""
+        vals, slots = self._values(x, params)
+        return self._reverse(vals, slots, groups, q)
+
+    def mixed(self, x: np.ndarray, col_groups: np.ndarray, p: int, row_groups: np.ndarray,
+              q: int, params: Sequence[Any] | None = None
+              ) -> tuple[Any, np.ndarray, np.ndarray]:
+        """``(f(x), B, C)`` for a bicolouring: one primal replay, both sweeps.
+
+        Columns (rows) with group -1 are not seeded.
+        """
+        vals, slots = self._values(x, params)
+        out, b = self._forward(vals, slots, col_groups, p)
+        _, c = self._reverse(vals, slots, row_groups, q)
+        return out, b, c
+
+    def _forward(self, vals: dict[int, Any], slots: list[Any], groups: np.ndarray, p: int
+                 ) -> tuple[Any, np.ndarray]:
         blocks: list[np.ndarray | None] = [None] * len(self.sources)
         m = self.prog.n_out
         for node in self.prog.nodes:
@@ -594,10 +615,8 @@ class PreparedProgram:
         self._fill(self.out_entries, slots, b, groups, blocks)
         return out_val, b
 
-    def reverse(self, x: np.ndarray, groups: np.ndarray, q: int,
-                params: Sequence[Any] | None = None) -> tuple[Any, np.ndarray]:
-        """``(f(x), C)`` with ``C = W @ J(x)`` for the 0/1 seed ``W[groups[i], i] = 1``."""
-        vals, slots = self._values(x, params)
+    def _reverse(self, vals: dict[int, Any], slots: list[Any], groups: np.ndarray, q: int
+                 ) -> tuple[Any, np.ndarray]:
         n = self.prog.n_in
         cts: list[np.ndarray | None] = [None] * len(self.sources)  # (size, q) blocks
         out_val = vals[self.prog.out.id] if self.prog.out.id in vals else self.prog.out.value

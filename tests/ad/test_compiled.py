@@ -183,3 +183,30 @@ def test_value_dependent_program_refused():
     prog = trace(f, np.ones(3), local=True)
     with pytest.raises(ValueError, match="local mode"):
         PreparedProgram(prog)
+
+
+@pytest.mark.parametrize(("f", "shape"), CASES[:8])
+def test_mixed_sweeps(f, shape):
+    """One replay, both sweeps: B and C with partial seeds (-1 = not seeded) equal J S and W J."""
+    rng = np.random.default_rng(3)
+    x0 = rng.uniform(0.2, 1.0, shape)
+    prog = trace(f, x0)
+    pp = PreparedProgram(prog, width=2)
+    n = x0.size
+    m = int(np.size(f(x0)))
+    cg = np.where(np.arange(n) % 2 == 0, np.arange(n) // 2, -1)  # seed every other column
+    rg = np.where(np.arange(m) % 3 == 0, np.arange(m) // 3, -1)
+    p, q = int(cg.max()) + 1, int(rg.max()) + 1
+    x1 = rng.uniform(0.2, 1.0, shape)
+    _, b, c = pp.mixed(x1, cg, p, rg, q)
+    jac = program_jvp(trace(f, x1), np.eye(n).reshape((n, *shape)))[1].reshape(n, -1).T
+    s = np.zeros((n, p))
+    s[np.flatnonzero(cg >= 0), cg[cg >= 0]] = 1
+    w = np.zeros((q, m))
+    w[rg[rg >= 0], np.flatnonzero(rg >= 0)] = 1
+    np.testing.assert_allclose(b, jac @ s, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c, w @ jac, rtol=1e-12, atol=1e-12)
+    # the cached constant blocks of both seeds survive alternating calls
+    _, b2, c2 = pp.mixed(x1, cg, p, rg, q)
+    np.testing.assert_array_equal(b2, b)
+    np.testing.assert_array_equal(c2, c)
