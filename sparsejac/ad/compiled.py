@@ -35,6 +35,7 @@ import numba
 import numpy as np
 
 from sparsejac.primitives.core import LocalJac
+from sparsejac.primitives.elementwise import mul0
 from sparsejac.tracing import Node, Program
 
 __all__ = ["PreparedProgram"]
@@ -59,9 +60,11 @@ def _spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  
     """``out[rows[e], :] += vals[e] * src[cols[e], :]``."""
     p = out.shape[1]
     for e in range(rows.size):
+        v = vals[e]
+        if v == 0.0:  # a zero derivative contributes nothing, even times inf or nan
+            continue
         r = rows[e]
         c = cols[e]
-        v = vals[e]
         for j in range(p):
             out[r, j] += v * src[c, j]
 
@@ -459,9 +462,9 @@ class PreparedProgram:
                 lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
             if r_slot is None:  # constant local Jacobian: fold its product with const J
                 if out_pos.size == n_out and _is_arange(out_pos, n_out):
-                    base += r_c * jconst
+                    base += mul0(r_c, jconst)
                 else:
-                    base += np.bincount(out_pos, weights=np.broadcast_to(r_c * jconst,
+                    base += np.bincount(out_pos, weights=np.broadcast_to(mul0(r_c, jconst),
                                                                          out_pos.shape),
                                         minlength=n_out)
             else:  # dynamic local Jacobian times the constant part of J
@@ -716,7 +719,7 @@ def _apply_contributions(step: _ValueStep, slots: list[Any]) -> np.ndarray:
         j = c.j_const if c.j_slot is None else slots[c.j_slot]
         if c.j_slot is not None and c.j_idx is not None:
             j = j[c.j_idx]
-        term = r * j
+        term = mul0(r, j)
         if c.target is None:
             acc += term
         elif c.target_unique:

@@ -38,7 +38,7 @@ from sparsejac.primitives.core import (
 )
 from sparsejac.tracing.program import Node
 
-__all__ = ["ELEMENTWISE", "ZERO_DERIVATIVE", "Elementwise", "astype"]
+__all__ = ["ELEMENTWISE", "ZERO_DERIVATIVE", "Elementwise", "astype", "mul0"]
 
 Partial = Callable[..., Any] | None
 REAL = (-2.0, 2.0)
@@ -69,9 +69,15 @@ def _entries(c: Any, shape: tuple[int, ...]) -> Any:
     return np.ascontiguousarray(np.broadcast_to(c, shape), dtype=np.float64).ravel()
 
 
+def _eval_partial(part: Callable[..., Any], vals: Sequence[Any], out: Any) -> Any:
+    """A partial derivative's value; its inf/nan (1/x at 0) are not the user's warnings."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return part(*vals, out)
+
+
 def _partial_values(part: Callable[..., Any], shape: tuple[int, ...], vals: Sequence[Any],
                     out: Any) -> Any:
-    return _entries(part(*vals, out), shape)
+    return _entries(_eval_partial(part, vals, out), shape)
 
 
 def _constant_partial_nonzero(part: Callable[..., Any], node: Node) -> np.ndarray | None:
@@ -86,6 +92,37 @@ def _constant_partial_nonzero(part: Callable[..., Any], node: Node) -> np.ndarra
     vals = [v.value for v in node.inputs]
     with np.errstate(all="ignore"):
         return np.asarray(part(*vals, node.out.value)) != 0
+
+
+def mul0(a: Any, b: Any) -> Any:
+    """``a * b`` with the convention ``0 · inf = 0 · nan = 0`` of derivative accumulation.
+
+    A path whose local derivative is exactly zero contributes nothing, even when another
+    factor on it is not finite: ``np.where(x > 0, np.sqrt(x), 0)`` has derivative 0 at
+    negative x (the untaken branch's NaN is multiplied by the zero derivative of ``where``),
+    and ``x * np.sqrt(x)`` has derivative 0 at 0. Finite products are untouched, and the
+    check costs one reduction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mul0(np.array([0.0, 2.0, 0.0]), np.array([np.nan, 3.0, np.inf]))
+    array([0., 6., 0.])
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.multiply(a, b)
+    if np.ndim(out) == 0:
+        if np.isfinite(out) or (np.all(np.not_equal(a, 0)) and np.all(np.not_equal(b, 0))):
+            return out
+        return np.zeros_like(out)
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = np.isfinite(np.sum(out))
+    if finite:
+        return out
+    zero = np.equal(a, 0) | np.equal(b, 0)
+    if np.any(zero):
+        out = np.where(np.broadcast_to(zero, out.shape) & ~np.isfinite(out), 0.0, out)
+    return out
 
 
 def expand_tangent(t: np.ndarray, in_shape: tuple[int, ...], out_ndim: int) -> np.ndarray:
@@ -192,8 +229,8 @@ class Elementwise(Primitive):
             if t is None or self.partials[k] is None:
                 continue
             p = t.shape[0]
-            c = self.partials[k](*vals, out)
-            term = expand_tangent(t, node.inputs[k].shape, len(out_shape)) * c
+            c = _eval_partial(self.partials[k], vals, out)
+            term = mul0(expand_tangent(t, node.inputs[k].shape, len(out_shape)), c)
             acc = term if acc is None else acc + term
         if acc is None:
             return None
@@ -208,8 +245,8 @@ class Elementwise(Primitive):
             if not var.active or self.partials[k] is None or self.zero_derivative:
                 res.append(None)
                 continue
-            c = self.partials[k](*vals, out)
-            res.append(unbroadcast(ct * c, var.shape))
+            c = _eval_partial(self.partials[k], vals, out)
+            res.append(unbroadcast(mul0(ct, c), var.shape))
         return res
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
@@ -227,7 +264,7 @@ class Elementwise(Primitive):
             rd = getattr(part, "reads", None)
             if rd is not None and all(r != "out" and node.inputs[r].is_const for r in rd):
                 vals = [v.value for v in node.inputs]
-                c = _entries(part(*vals, node.out.value), out_shape)
+                c = _entries(_eval_partial(part, vals, node.out.value), out_shape)
                 if np.ndim(c):  # zeros of a constant partial are structural zeros (as in pattern)
                     keep = np.flatnonzero(c != 0)
                     res.append(LocalJac(rows[keep], cols[keep], const=c[keep]))
