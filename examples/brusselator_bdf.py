@@ -39,9 +39,10 @@ from scipy.integrate import solve_ivp
 import sparsejac
 
 A, B, ALPHA = 3.4, 1.0, 10.0
-#: Largest state size for which the dense finite-difference run is attempted: at n = 8,192
-#: (N = 64) one dense Jacobian costs 8,192 f evaluations and one dense LU of 8,192² takes tens
-#: of seconds on a 2-core machine, so the run would take well over a minute.
+#: Largest state size for which the dense finite-difference run is attempted (N = 32: about
+#: half a minute). At n = 8,192 (N = 64) each Jacobian costs 8,192 f evaluations and each of
+#: the ~100 LU factorisations is dense (8,192², ~3.7e11 flops, seconds each on 2 cores), so
+#: the run would take well over a minute.
 DENSE_MAX_N = 2 * 32 * 32
 RTOL, ATOL = 1e-6, 1e-8
 
@@ -134,8 +135,8 @@ def main(n: int, t_end: float, repeats: int) -> None:
               f"{elapsed:>9.2f} {cpu:>8.2f}")
     if size > DENSE_MAX_N:
         print(f"{'dense finite differences':<26} skipped: n = {size:,} > {DENSE_MAX_N:,} "
-              "(each Jacobian would cost n f evaluations and each dense LU tens of seconds; "
-              "well over a minute in all)")
+              "(each Jacobian would cost n f evaluations and each of ~100 LU factorisations "
+              "would be dense: well over a minute in all)")
     print("\n(nfev: solve_ivp's count, which excludes the f calls of finite-difference "
           "Jacobians; f calls: every call of f, the fair comparison)")
 
