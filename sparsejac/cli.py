@@ -12,13 +12,14 @@ Subcommands:
 ``--plot FILE.png`` (either form) draws the pattern coloured by colour class; it needs the
 optional matplotlib.
 
-``sparsejac report FILE [--partition column|row|all] [--order NAME|all|best] [--json]``
+``sparsejac report FILE [--partition column|row|bidirectional|auto|all] [--order NAME|all|best]
+[--json]``
     Read a Matrix Market (``.mtx``) or scipy ``.npz`` sparsity pattern, colour it, and print
     its shape, nonzero count, density, largest row and column counts, the lower bounds, and
-    one line per (partition, order) with the number of colours, the gap to the lower bound,
-    the compression ratio (coloured vertices per colour) and the time. ``--json`` prints the
-    same as one JSON object. An unreadable or malformed file gives a one-line error naming
-    the file and exit status 2.
+    one line per (partition, order) with the number of colours (forward + reverse passes),
+    the gap to the lower bound, the compression ratio and the time. ``auto`` reports the
+    partition it picks. ``--json`` prints the same as one JSON object. An unreadable or
+    malformed file gives a one-line error naming the file and exit status 2.
 
 Also reachable as ``python -m sparsejac``.
 """
@@ -36,7 +37,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from sparsejac.coloring import ORDERS, PARTITIONS, color, warm_up
+from sparsejac.coloring import BIDIRECTIONAL_ORDERS, ORDERS, PARTITIONS, color, warm_up
+from sparsejac.coloring.graph import bidirectional_lower_bound
 from sparsejac.coloring.interface import DEFAULT_TIME_BUDGET
 from sparsejac.pattern import PatternFileError, SparsityPattern, read_pattern_file
 
@@ -85,17 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="draw the pattern coloured by colour class (needs matplotlib)")
     rep.add_argument(
         "--partition",
-        choices=[*PARTITIONS, "all"],
+        choices=[*PARTITIONS, "auto", "all"],
         default="all",
-        help="which side to colour (default: all)",
+        help="which side to colour: columns, rows, both (bidirectional), the cheapest of "
+        "the three (auto), or each of them (all, the default)",
     )
     rep.add_argument(
         "--order",
-        choices=[*ORDERS, "all", "best"],
+        choices=[*BIDIRECTIONAL_ORDERS, "all", "best"],
         default="best",
         metavar="{NAME,all,best}",
-        help=f"vertex order: one of {', '.join(ORDERS)}; 'all' (each of them, then best) or "
-        "'best' (default)",
+        help=f"vertex order: one of {', '.join(BIDIRECTIONAL_ORDERS)} (the last two for "
+        "bidirectional and auto only); 'all' (each of them, then best) or 'best' (default)",
     )
     rep.add_argument("--json", action="store_true", help="print one JSON object")
     rep.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
@@ -125,9 +128,10 @@ def report(
     pattern : SparsityPattern
         The pattern.
     partitions : sequence of str
-        ``"column"`` and/or ``"row"``.
+        Any of ``"column"``, ``"row"``, ``"bidirectional"`` and ``"auto"``.
     orders : sequence of str
-        Names in :data:`~sparsejac.coloring.ORDERS` and/or ``"best"``.
+        Names in :data:`~sparsejac.coloring.BIDIRECTIONAL_ORDERS` and/or ``"best"``; a
+        column or row partition skips the orders that are for bidirectional ones only.
     seed : int, optional
         Seed of the random orders.
     time_budget : float, optional
@@ -137,10 +141,12 @@ def report(
     -------
     dict
         ``shape``, ``nnz``, ``density``, ``max_row_count``, ``max_col_count``,
-        ``lower_bound`` (``{"column": .., "row": ..}``) and ``results``: one dict per
-        (partition, order) with ``partition``, ``order`` (as requested), ``found_by`` (the
-        result's ``order``, e.g. ``"best:dsatur"``), ``n_colors``, ``lower_bound``, ``gap``,
-        ``compression`` and ``seconds``.
+        ``lower_bound`` (``{"column": .., "row": .., "bidirectional": ..}``) and
+        ``results``: one dict per (partition, order) with ``partition`` and ``order`` (as
+        requested), ``chosen`` (the result's partition: what ``auto`` picked),
+        ``found_by`` (the result's ``order``, e.g. ``"best:dsatur"``), ``n_colors``,
+        ``n_forward``, ``n_reverse``, ``lower_bound``, ``gap``, ``compression`` and
+        ``seconds``.
 
     Examples
     --------
@@ -149,7 +155,7 @@ def report(
     >>> from sparsejac.cli import report
     >>> rep = report(as_pattern(np.eye(3) + np.eye(3, k=1)), ["column"], ["natural"])
     >>> rep["lower_bound"], [(r["order"], r["n_colors"]) for r in rep["results"]]
-    ({'column': 2, 'row': 2}, [('natural', 2)])
+    ({'column': 2, 'row': 2, 'bidirectional': 2}, [('natural', 2)])
     """
     warm_up()  # so that the first timing does not include loading compiled kernels
     m, n = pattern.shape
@@ -158,15 +164,22 @@ def report(
     max_col = int(col_counts.max()) if n else 0
     results = []
     for partition in partitions:
+        two_sided = partition in ("bidirectional", "auto")
+        names = BIDIRECTIONAL_ORDERS if two_sided else ORDERS
         for order in orders:
+            if order != "best" and order not in names:
+                continue  # dense_rows_first and dense_columns_first: bidirectional only
             r = color(pattern, partition, order, seed=seed, time_budget=time_budget)
             s = r.stats()
             results.append(
                 {
                     "partition": partition,
                     "order": order,
+                    "chosen": r.partition,
                     "found_by": r.order,
                     "n_colors": r.n_colors,
+                    "n_forward": r.n_forward,
+                    "n_reverse": r.n_reverse,
                     "lower_bound": r.lower_bound,
                     "gap": s["gap"],
                     "compression": s["compression"],
@@ -179,7 +192,11 @@ def report(
         "density": pattern.density,
         "max_row_count": max_row,
         "max_col_count": max_col,
-        "lower_bound": {"column": max(1, max_row), "row": max(1, max_col)},
+        "lower_bound": {
+            "column": max(1, max_row),
+            "row": max(1, max_col),
+            "bidirectional": bidirectional_lower_bound(pattern),
+        },
         "results": results,
     }
 
@@ -201,12 +218,13 @@ def _print_table(file: str, rep: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     print(file=out)
-    header = ("partition", "order", "colours", "bound", "gap", "n/p", "time")
+    header = ("partition", "order", "colours", "fwd+rev", "bound", "gap", "n/p", "time")
     rows = [
         (
-            r["partition"],
+            r["partition"] if r["chosen"] == r["partition"] else f"{r['partition']}>{r['chosen']}",
             r["found_by"],
             str(r["n_colors"]),
+            f"{r['n_forward']}+{r['n_reverse']}",
             str(r["lower_bound"]),
             str(r["gap"]),
             f"{r['compression']:.1f}",
@@ -229,8 +247,8 @@ def _print_table(file: str, rep: dict[str, Any], out: TextIO) -> None:
         print(line(row), file=out)
     print(file=out)
     print(
-        "  colours = AD passes per Jacobian (forward for column, reverse for row); "
-        "n/p = vertices per colour",
+        "  colours = AD passes per Jacobian (fwd+rev: forward and reverse); auto>X = auto "
+        "picked X; n/p = passes saved (vertices per colour)",
         file=out,
     )
 
@@ -280,8 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PatternFileError as exc:
         print(f"{PROG} report: error: {exc}", file=sys.stderr)
         return 2
-    partitions = list(PARTITIONS) if args.partition == "all" else [args.partition]
-    orders = [*ORDERS, "best"] if args.order == "all" else [args.order]
+    partitions = [*PARTITIONS, "auto"] if args.partition == "all" else [args.partition]
+    orders = [*BIDIRECTIONAL_ORDERS, "best"] if args.order == "all" else [args.order]
     try:
         rep = report(pattern, partitions, orders, seed=args.seed, time_budget=args.time_budget)
     except (TypeError, ValueError) as exc:  # e.g. a negative --time-budget

@@ -12,7 +12,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from sparsejac.cli import main
-from sparsejac.coloring import ORDERS
+from sparsejac.coloring import BIDIRECTIONAL_ORDERS, ORDERS
 
 TRIDIAGONAL = np.eye(6) + np.eye(6, k=1) + np.eye(6, k=-1)
 
@@ -38,10 +38,13 @@ def test_table(mtx, capsys):
     assert "nonzeros       9" in out
     assert "column colouring needs >= 3 colours" in out
     assert "row colouring needs >= 4 colours" in out
-    lines = [ln.split() for ln in out.splitlines() if ln.strip().startswith(("column ", "row "))]
-    assert [(ln[0], ln[1].split(":")[0], ln[2], ln[3]) for ln in lines] == [
-        ("column", "best", "3", "3"),
-        ("row", "best", "4", "4"),
+    starts = ("column ", "row ", "bidirectional ", "auto>")
+    lines = [ln.split() for ln in out.splitlines() if ln.strip().startswith(starts)]
+    assert [(ln[0], ln[1].split(":")[0], ln[2], ln[3], ln[4]) for ln in lines] == [
+        ("column", "best", "3", "3+0", "3"),
+        ("row", "best", "4", "0+4", "4"),
+        ("bidirectional", "best", "2", "1+1", "2"),
+        ("auto>bidirectional", "auto", "2", "1+1", "2"),
     ]
 
 
@@ -51,13 +54,20 @@ def test_json(mtx, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rep["shape"] == [7, 5]
     assert rep["nnz"] == 9
-    assert rep["lower_bound"] == {"column": 3, "row": 4}
-    assert [(r["partition"], r["order"], r["n_colors"]) for r in rep["results"]] == [
-        ("column", "best", 3),
-        ("row", "best", 4),
+    assert rep["lower_bound"] == {"column": 3, "row": 4, "bidirectional": 2}
+    got = [
+        (r["partition"], r["chosen"], r["order"], r["n_forward"], r["n_reverse"], r["n_colors"])
+        for r in rep["results"]
     ]
+    assert got == [
+        ("column", "column", "best", 3, 0, 3),
+        ("row", "row", "best", 0, 4, 4),
+        ("bidirectional", "bidirectional", "best", 1, 1, 2),
+        ("auto", "bidirectional", "best", 1, 1, 2),
+    ]
+    keys = {"partition", "chosen", "order", "found_by", "n_colors", "n_forward", "n_reverse"}
     for r in rep["results"]:
-        assert {"partition", "order", "n_colors", "seconds", "gap", "compression"} <= set(r)
+        assert keys | {"seconds", "gap", "compression", "lower_bound"} <= set(r)
         assert r["seconds"] >= 0
 
 
@@ -67,6 +77,24 @@ def test_order_all_one_partition(mtx, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert [r["order"] for r in rep["results"]] == [*ORDERS, "best"]
     assert {r["partition"] for r in rep["results"]} == {"row"}
+
+
+def test_order_all_bidirectional(mtx, capsys):
+    """Bidirectional partitions also report the dense-first orders."""
+    argv = ["report", str(mtx), "--partition", "bidirectional", "--order", "all", "--json"]
+    assert main(argv) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert [r["order"] for r in rep["results"]] == [*BIDIRECTIONAL_ORDERS, "best"]
+    assert "dense_rows_first" in BIDIRECTIONAL_ORDERS
+    for r in rep["results"]:
+        assert r["n_forward"] + r["n_reverse"] == r["n_colors"] >= 2
+
+
+def test_dense_order_skips_one_sided(mtx, capsys):
+    """A bidirectional-only order is skipped for column and row partitions."""
+    assert main(["report", str(mtx), "--order", "dense_rows_first", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert [r["partition"] for r in rep["results"]] == ["bidirectional", "auto"]
 
 
 def test_single_order(mtx, capsys):
@@ -83,7 +111,7 @@ def test_npz_file(tmp_path, capsys):
     sp.save_npz(path, sp.csr_array(TRIDIAGONAL))
     assert main(["report", str(path), "--order", "natural", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert [r["n_colors"] for r in rep["results"]] == [3, 3]
+    assert [r["n_colors"] for r in rep["results"]] == [3, 3, 3, 3]
 
 
 def _bad_files(tmp_path):
@@ -161,4 +189,4 @@ def test_python_dash_m(mtx):
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["lower_bound"] == {"column": 3, "row": 4}
+    assert json.loads(proc.stdout)["lower_bound"] == {"column": 3, "row": 4, "bidirectional": 2}

@@ -5,12 +5,17 @@ Knows nothing of AD; everything here is testable on plain matrices.
 Modules (each owns one thing):
 
 * :mod:`~sparsejac.coloring.graph` -- the pattern's bipartite graph, oriented for a
-  partition (``"column"`` or ``"row"``), with lower bound and distance-2 degrees;
-* :mod:`~sparsejac.coloring.orders` -- the vertex orders, registered in :data:`ORDERS`;
+  partition (``"column"``, ``"row"`` or ``"bidirectional"``), with lower bound and degrees;
+* :mod:`~sparsejac.coloring.orders` -- the vertex orders, registered in :data:`ORDERS`
+  (and :data:`BIDIRECTIONAL_ORDERS`);
 * :mod:`~sparsejac.coloring.greedy` -- first-fit greedy colouring, DSATUR, random-tie
   restarts (compiled kernels in ``_kernels``);
 * :mod:`~sparsejac.coloring.recolor` -- Culberson's iterated greedy recolouring;
-* :mod:`~sparsejac.coloring.interface` -- :func:`color`, including ``order="best"``;
+* :mod:`~sparsejac.coloring.tabu` -- tabu search removing colours;
+* :mod:`~sparsejac.coloring.search` -- the one-sided ``order="best"`` search;
+* :mod:`~sparsejac.coloring.bicolor` -- bidirectional colouring: star bicolouring,
+  neutral-colour post-processing, its ``best`` search (kernels in ``_bikernels``);
+* :mod:`~sparsejac.coloring.interface` -- :func:`color`, including ``partition="auto"``;
 * :mod:`~sparsejac.coloring.result` -- :class:`ColoringResult`: groups, seed matrices,
   compression, decompression by one gather;
 * :mod:`~sparsejac.coloring.check` -- slow, obviously correct checkers.
@@ -27,16 +32,25 @@ Examples
 """
 
 from sparsejac.coloring.check import (
+    check_bicoloring,
     check_groups,
     check_result,
     check_structurally_orthogonal,
 )
 from sparsejac.coloring.graph import PARTITIONS, BipartiteGraph, Partition
-from sparsejac.coloring.interface import DEFAULT_TIME_BUDGET, color, warm_up
-from sparsejac.coloring.orders import ORDERS, OrderFunction
+from sparsejac.coloring.interface import (
+    DEFAULT_REVERSE_COST,
+    DEFAULT_TIME_BUDGET,
+    color,
+    partition_cost,
+    warm_up,
+)
+from sparsejac.coloring.orders import BIDIRECTIONAL_ORDERS, ORDERS, OrderFunction
 from sparsejac.coloring.result import Candidate, ColoringResult
 
 __all__ = [
+    "BIDIRECTIONAL_ORDERS",
+    "DEFAULT_REVERSE_COST",
     "DEFAULT_TIME_BUDGET",
     "ORDERS",
     "PARTITIONS",
@@ -45,9 +59,11 @@ __all__ = [
     "ColoringResult",
     "OrderFunction",
     "Partition",
+    "check_bicoloring",
     "check_groups",
     "check_result",
     "check_structurally_orthogonal",
     "color",
+    "partition_cost",
     "warm_up",
 ]

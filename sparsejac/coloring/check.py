@@ -9,6 +9,11 @@ Definition (Gebremedhin, Manne and Pothen 2005, Definition 3.1): a partition of 
 is *structurally orthogonal* when no row has nonzeros in two columns of the same group; then
 every nonzero ``J[i, j]`` is the single contribution of column ``j`` to ``(J @ S)[i, group
 of j]``. For rows, swap the roles.
+
+A bidirectional colouring (forward colours on some columns, reverse colours on some rows,
+-1 = neutral elsewhere) is valid when every nonzero ``J[i, j]`` is the single contribution
+to ``B[i, colour of j]`` (column j coloured, no other coloured column of row i with its
+colour) or to ``C[colour of i, j]`` (the same with rows); section 5 of the same paper.
 """
 
 from __future__ import annotations
@@ -21,10 +26,15 @@ import scipy.sparse as sp
 from sparsejac.coloring.graph import check_partition
 from sparsejac.pattern import SparsityPattern, as_pattern
 
-__all__ = ["check_groups", "check_result", "check_structurally_orthogonal"]
+__all__ = [
+    "check_bicoloring",
+    "check_groups",
+    "check_result",
+    "check_structurally_orthogonal",
+]
 
 
-def check_groups(groups: Any, length: int, *, name: str = "groups") -> int:
+def check_groups(groups: Any, length: int, *, name: str = "groups", neutral: bool = False) -> int:
     """Check that ``groups`` is an integer array of ``length`` using colours ``0..p-1``.
 
     Every colour below the largest must be used (no empty group).
@@ -37,6 +47,8 @@ def check_groups(groups: Any, length: int, *, name: str = "groups") -> int:
         Expected number of entries.
     name : str, optional
         Argument name for error messages.
+    neutral : bool, optional
+        Also allow -1 (the neutral colour of a bidirectional colouring).
 
     Returns
     -------
@@ -66,8 +78,9 @@ def check_groups(groups: Any, length: int, *, name: str = "groups") -> int:
         )
     if g.size == 0:
         return 0
-    if int(g.min()) < 0:
-        raise ValueError(f"`{name}` must be >= 0; got {int(g.min())}")
+    low = -1 if neutral else 0
+    if int(g.min()) < low:
+        raise ValueError(f"`{name}` must be >= {low}; got {int(g.min())}")
     p = int(g.max()) + 1
     used = set(g.tolist())
     for c in range(p):
@@ -127,6 +140,78 @@ def check_structurally_orthogonal(sparsity: Any, groups: Any, partition: str = "
             owner[c] = v
 
 
+def check_bicoloring(sparsity: Any, column_groups: Any, row_groups: Any) -> None:
+    """Raise unless every nonzero is read alone from ``B = J @ S`` or from ``C = W @ J``.
+
+    Parameters
+    ----------
+    sparsity : SparsityPattern, scipy sparse or array_like
+        The m×n pattern.
+    column_groups : array_like of int, shape (n,)
+        Forward colour of every column, -1 for a column in no seed.
+    row_groups : array_like of int, shape (m,)
+        Reverse colour of every row, -1 for a row in no seed.
+
+    Raises
+    ------
+    AssertionError
+        A nonzero neither B nor C holds alone; the message names it and, for each side,
+        why (the side is neutral there, or the other column or row of the same colour).
+    ValueError
+        A groups array is malformed (see :func:`check_groups`, with -1 allowed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.coloring.check import check_bicoloring
+    >>> A = np.array([[1, 1, 1], [1, 0, 0], [1, 0, 0]])  # an arrowhead without diagonal
+    >>> check_bicoloring(A, [0, -1, -1], [-1, -1, -1])
+    Traceback (most recent call last):
+        ...
+    AssertionError: nonzero (0, 1) is in neither B nor C alone: column 1 is neutral; row 0 \
+is neutral
+    >>> check_bicoloring(A, [0, -1, -1], [0, -1, -1])
+    """
+    pat: SparsityPattern = as_pattern(sparsity)
+    m, n = pat.shape
+    check_groups(column_groups, n, name="column_groups", neutral=True)
+    check_groups(row_groups, m, name="row_groups", neutral=True)
+    cg = [int(x) for x in np.asarray(column_groups)]
+    rg = [int(x) for x in np.asarray(row_groups)]
+    row_cols = {
+        i: [int(j) for j in pat.indices[pat.indptr[i] : pat.indptr[i + 1]]] for i in range(m)
+    }
+    col_rows: dict[int, list[int]] = {j: [] for j in range(n)}
+    for i, cols in row_cols.items():
+        for j in cols:
+            col_rows[j].append(i)
+    for i in range(m):
+        for j in row_cols[i]:
+            if cg[j] >= 0:
+                clash_b = [o for o in row_cols[i] if o != j and cg[o] == cg[j]]
+                if not clash_b:
+                    continue
+                why_b = (
+                    f"column {j} shares row {i} with column {clash_b[0]}, both in forward "
+                    f"colour {cg[j]}"
+                )
+            else:
+                why_b = f"column {j} is neutral"
+            if rg[i] >= 0:
+                clash_c = [o for o in col_rows[j] if o != i and rg[o] == rg[i]]
+                if not clash_c:
+                    continue
+                why_c = (
+                    f"row {i} shares column {j} with row {clash_c[0]}, both in reverse "
+                    f"colour {rg[i]}"
+                )
+            else:
+                why_c = f"row {i} is neutral"
+            raise AssertionError(
+                f"nonzero ({i}, {j}) is in neither B nor C alone: {why_b}; {why_c}"
+            )
+
+
 def check_result(result: Any, *, J: Any = None) -> None:
     """Check a :class:`~sparsejac.coloring.ColoringResult` from its definition.
 
@@ -153,6 +238,78 @@ def check_result(result: Any, *, J: Any = None) -> None:
     """
     pat = result.pattern
     m, n = pat.shape
+    if result.partition == "bidirectional":
+        _check_bidirectional_result(result)
+    else:
+        _check_one_sided_result(result)
+    S, W = result.seed_matrices()
+    if J is None:
+        values = np.arange(1, pat.nnz + 1, dtype=np.float64)
+    else:
+        values = np.asarray(
+            sp.csr_array(J if sp.issparse(J) else np.asarray(J, dtype=float))[
+                pat.rows, pat.indices
+            ],
+            dtype=np.float64,
+        ).ravel()
+    A = sp.csr_array((values, pat.indices, pat.indptr), shape=(m, n))
+    if result.partition == "bidirectional":
+        assert S is not None
+        assert W is not None
+        back = result.decompress(B=A @ S, C=(A.T @ W.T).T)
+    elif result.partition == "column":
+        assert S is not None
+        back = result.decompress(B=A @ S)
+    else:
+        assert W is not None
+        back = result.decompress(C=(A.T @ W.T).T)
+    if not (np.array_equal(back.indptr, pat.indptr) and np.array_equal(back.indices, pat.indices)):
+        raise AssertionError("decompression does not have the pattern's CSR structure")
+    bad = np.flatnonzero(back.data != values)
+    if bad.size:
+        k = int(bad[0])
+        i, j = int(pat.rows[k]), int(pat.indices[k])
+        raise AssertionError(
+            f"decompression differs at ({i}, {j}): {back.data[k]!r} instead of {values[k]!r}"
+        )
+
+
+def _check_bidirectional_result(result: Any) -> None:
+    """Groups, counts, recoverability and seed matrices of a bidirectional result."""
+    pat = result.pattern
+    m, n = pat.shape
+    cg, rg = result.column_groups, result.row_groups
+    p = check_groups(cg, n, name="column_groups", neutral=True)
+    q = check_groups(rg, m, name="row_groups", neutral=True)
+    if (p, q) != (result.n_forward, result.n_reverse) or p + q != result.n_colors:
+        raise AssertionError(
+            f"n_colors is {result.n_colors} (n_forward {result.n_forward}, n_reverse "
+            f"{result.n_reverse}) but the groups use {p} forward and {q} reverse colours"
+        )
+    check_bicoloring(pat, cg, rg)
+    if not (result.lower_bound <= p + q):
+        raise AssertionError(f"lower_bound {result.lower_bound} exceeds n_colors {p + q}")
+    S, W = result.seed_matrices()
+    if S is None or W is None or S.shape != (n, p) or W.shape != (q, m):
+        raise AssertionError("a bidirectional colouring needs S of shape (n, p), W of (q, m)")
+    for j in range(n):
+        want = np.zeros(p)
+        if cg[j] >= 0:
+            want[cg[j]] = 1.0
+        if not np.array_equal(S[j], want):
+            raise AssertionError(f"S row {j} is not the seed of forward colour {cg[j]}")
+    for i in range(m):
+        want = np.zeros(q)
+        if rg[i] >= 0:
+            want[rg[i]] = 1.0
+        if not np.array_equal(W[:, i], want):
+            raise AssertionError(f"W column {i} is not the seed of reverse colour {rg[i]}")
+
+
+def _check_one_sided_result(result: Any) -> None:
+    """Groups, count, structural orthogonality and seed matrix of a one-sided result."""
+    pat = result.pattern
+    m, n = pat.shape
     groups = result.groups
     n_vertices = n if result.partition == "column" else m
     p = check_groups(groups, n_vertices)
@@ -176,28 +333,3 @@ def check_result(result: Any, *, J: Any = None) -> None:
         for i in range(m):
             if W[:, i].sum() != 1.0 or W[groups[i], i] != 1.0:
                 raise AssertionError(f"W column {i} is not the unit vector of group {groups[i]}")
-    if J is None:
-        values = np.arange(1, pat.nnz + 1, dtype=np.float64)
-    else:
-        values = np.asarray(
-            sp.csr_array(J if sp.issparse(J) else np.asarray(J, dtype=float))[
-                pat.rows, pat.indices
-            ],
-            dtype=np.float64,
-        ).ravel()
-    A = sp.csr_array((values, pat.indices, pat.indptr), shape=(m, n))
-    if result.partition == "column":
-        assert S is not None
-        back = result.decompress(B=A @ S)
-    else:
-        assert W is not None
-        back = result.decompress(C=(A.T @ W.T).T)
-    if not (np.array_equal(back.indptr, pat.indptr) and np.array_equal(back.indices, pat.indices)):
-        raise AssertionError("decompression does not have the pattern's CSR structure")
-    bad = np.flatnonzero(back.data != values)
-    if bad.size:
-        k = int(bad[0])
-        i, j = int(pat.rows[k]), int(pat.indices[k])
-        raise AssertionError(
-            f"decompression differs at ({i}, {j}): {back.data[k]!r} instead of {values[k]!r}"
-        )

@@ -10,6 +10,12 @@ columns conflict when some row has a nonzero in both (they are neighbours in the
 *column-intersection graph*). A ``"row"`` partition is the same with rows and columns
 swapped. See Gebremedhin, Manne and Pothen (2005), "What color is your Jacobian? Graph
 coloring for computing derivatives", SIAM Review 47(4), section 3.
+
+For a ``"bidirectional"`` partition the vertices are the n columns (``0..n-1``) and the m
+rows (``n..n+m-1``) of the augmented graph ``H = [[0, Jᵀ], [J, 0]]``, and every nonzero is
+a net of two vertices (its column and its row); so distance-2 neighbours here are the
+neighbours in H, the degree of a vertex is its nonzero count, and every order of
+:mod:`~sparsejac.coloring.orders` orders the vertices of H.
 """
 
 from __future__ import annotations
@@ -22,35 +28,49 @@ import numpy as np
 from sparsejac.coloring import _kernels
 from sparsejac.pattern import SparsityPattern
 
-__all__ = ["MAX_MASK_BYTES", "PARTITIONS", "BipartiteGraph", "Partition", "check_partition"]
+__all__ = [
+    "MAX_MASK_BYTES",
+    "ONE_SIDED",
+    "PARTITIONS",
+    "BipartiteGraph",
+    "Partition",
+    "bidirectional_lower_bound",
+    "check_partition",
+]
 
 #: Largest per-net colour-mask table of the ``O(nnz * p / 64)`` greedy kernel; beyond it
 #: greedy falls back to the ``O(W)`` kernel, which needs no table.
 MAX_MASK_BYTES = 128 * 2**20
 
-#: The one-sided partitions. A later issue adds ``"bidirectional"`` and ``"auto"``; every
-#: function that takes a ``partition`` validates it with :func:`check_partition`.
-Partition = Literal["column", "row"]
+#: The partitions a colouring can have: columns only (forward mode), rows only (reverse
+#: mode), or both (mixed mode). ``sparsejac.color`` also accepts ``"auto"``, which picks one
+#: of them; every function that takes a ``partition`` validates it with
+#: :func:`check_partition`.
+Partition = Literal["column", "row", "bidirectional"]
 PARTITIONS: tuple[str, ...] = get_args(Partition)
+#: The one-sided partitions.
+ONE_SIDED: tuple[str, ...] = ("column", "row")
 
 
-def check_partition(partition: object) -> Partition:
+def check_partition(partition: object, *, allow_auto: bool = False) -> str:
     """Return ``partition`` if it names a supported partition, else raise.
 
     Parameters
     ----------
     partition : object
         The value to check.
+    allow_auto : bool, optional
+        Also accept ``"auto"``.
 
     Returns
     -------
     str
-        ``partition`` itself, ``"column"`` or ``"row"``.
+        ``partition`` itself: one of :data:`PARTITIONS` (or ``"auto"``).
 
     Raises
     ------
     ValueError
-        ``partition`` is not one of :data:`PARTITIONS`.
+        ``partition`` is not one of :data:`PARTITIONS` (nor ``"auto"`` when allowed).
 
     Examples
     --------
@@ -60,11 +80,13 @@ def check_partition(partition: object) -> Partition:
     >>> check_partition("columns")
     Traceback (most recent call last):
         ...
-    ValueError: Unknown `partition` 'columns'; expected one of ['column', 'row'].
+    ValueError: Unknown `partition` 'columns'; expected one of ['column', 'row', \
+'bidirectional'].
     """
-    if isinstance(partition, str) and partition in PARTITIONS:
-        return partition  # type: ignore[return-value]
-    raise ValueError(f"Unknown `partition` {partition!r}; expected one of {list(PARTITIONS)}.")
+    allowed = [*PARTITIONS, "auto"] if allow_auto else list(PARTITIONS)
+    if isinstance(partition, str) and partition in allowed:
+        return partition
+    raise ValueError(f"Unknown `partition` {partition!r}; expected one of {allowed}.")
 
 
 class BipartiteGraph:
@@ -74,20 +96,23 @@ class BipartiteGraph:
     ----------
     pattern : SparsityPattern
         The m×n pattern.
-    partition : {"column", "row"}
+    partition : {"column", "row", "bidirectional"}
         Which side is coloured: the *vertices* are the columns (``"column"``) or the rows
-        (``"row"``); the other side are the *nets*.
+        (``"row"``), and the other side are the *nets*; or (``"bidirectional"``) the
+        vertices are the columns then the rows, and the nets are the nonzeros.
 
     Attributes
     ----------
     pattern : SparsityPattern
     partition : str
     vptr, vidx : ndarray of int64
-        For each vertex, the nets it touches (CSC arrays for ``"column"``, CSR for ``"row"``).
+        For each vertex, the nets it touches (CSC arrays for ``"column"``, CSR for ``"row"``;
+        the CSR positions of its nonzeros for ``"bidirectional"``).
     nptr, nidx : ndarray of int64
         For each net, the vertices it touches.
     n_vertices : int
-        Number of vertices (n for ``"column"``, m for ``"row"``).
+        Number of vertices (n for ``"column"``, m for ``"row"``, n + m for
+        ``"bidirectional"``).
 
     Examples
     --------
@@ -101,15 +126,25 @@ class BipartiteGraph:
     [1, 2, 1]
     """
 
-    def __init__(self, pattern: SparsityPattern, partition: Partition) -> None:
+    def __init__(self, pattern: SparsityPattern, partition: str) -> None:
         self.pattern = pattern
         self.partition = check_partition(partition)
         if partition == "column":
             self.vptr, self.vidx = pattern.col_indptr, pattern.col_indices
             self.nptr, self.nidx = pattern.indptr, pattern.indices
-        else:
+        elif partition == "row":
             self.vptr, self.vidx = pattern.indptr, pattern.indices
             self.nptr, self.nidx = pattern.col_indptr, pattern.col_indices
+        else:
+            n = pattern.shape[1]
+            nnz = pattern.nnz
+            self.vptr = _readonly(np.concatenate((pattern.col_indptr, pattern.indptr[1:] + nnz)))
+            self.vidx = _readonly(np.concatenate((pattern.csc_to_csr, np.arange(nnz))))
+            self.nptr = _readonly(np.arange(0, 2 * nnz + 1, 2, dtype=np.int64))
+            nidx = np.empty(2 * nnz, dtype=np.int64)
+            nidx[0::2] = pattern.indices
+            nidx[1::2] = pattern.rows + n
+            self.nidx = _readonly(nidx)
         self.n_vertices = int(self.vptr.size - 1)
 
     @property
@@ -124,7 +159,13 @@ class BipartiteGraph:
 
     @cached_property
     def lower_bound(self) -> int:
-        """Largest net size, at least 1: every vertex on a net needs its own colour."""
+        """No colouring has fewer colours.
+
+        One-sided: the largest net size, at least 1 (every vertex on a net needs its own
+        colour). Bidirectional: :func:`bidirectional_lower_bound` (in passes).
+        """
+        if self.partition == "bidirectional":
+            return bidirectional_lower_bound(self.pattern)
         sizes = self.net_sizes
         return max(1, int(sizes.max()) if sizes.size else 0)
 
@@ -159,7 +200,43 @@ class BipartiteGraph:
 
     @cached_property
     def degrees(self) -> np.ndarray:
-        """Distance-2 degree of every vertex (its degree in the intersection graph)."""
-        deg: np.ndarray = _kernels.distance2_degrees(*self.arrays)
+        """Distance-2 degree of every vertex (its degree in the intersection graph).
+
+        For ``"bidirectional"``: the degree in H, the nonzero count of the column or row.
+        """
+        if self.partition == "bidirectional":
+            deg = np.diff(self.vptr)
+        else:
+            deg = _kernels.distance2_degrees(*self.arrays)
         deg.setflags(write=False)
         return deg
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    out = np.ascontiguousarray(a, dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def bidirectional_lower_bound(pattern: SparsityPattern) -> int:
+    """A lower bound on the passes (forward + reverse) of any bidirectional colouring.
+
+    0 for an all-zero pattern; 1 when every row or every column has at most one nonzero
+    (one forward or one reverse pass then recovers everything); else 2, since one pass of
+    either kind recovers only patterns of that shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pattern import as_pattern
+    >>> from sparsejac.coloring.graph import bidirectional_lower_bound
+    >>> bidirectional_lower_bound(as_pattern(np.eye(3)))
+    1
+    >>> bidirectional_lower_bound(as_pattern(np.ones((2, 2))))
+    2
+    """
+    if pattern.nnz == 0:
+        return 0
+    most_in_row = int(pattern.row_counts.max())
+    most_in_col = int(pattern.col_counts.max())
+    return 1 if min(most_in_row, most_in_col) <= 1 else 2

@@ -3,9 +3,11 @@
 An *order* is a function ``order(pattern, partition, rng) -> permutation``:
 
 * ``pattern`` -- the :class:`~sparsejac.pattern.SparsityPattern`;
-* ``partition`` -- ``"column"`` or ``"row"``: which side is ordered;
+* ``partition`` -- ``"column"``, ``"row"`` or ``"bidirectional"``: which vertices are ordered;
 * ``rng`` -- a :class:`numpy.random.Generator` (ignored by deterministic orders);
-* returns an ``int64`` permutation of ``range(n)`` (columns) or ``range(m)`` (rows).
+* returns an ``int64`` permutation of ``range(n)`` (columns), ``range(m)`` (rows) or
+  ``range(n + m)`` (bidirectional: the columns are vertices ``0..n-1`` and the rows
+  ``n..n+m-1`` of the augmented graph ``H = [[0, Jᵀ], [J, 0]]``).
 
 First-fit greedy colouring then visits the vertices in that order
 (:func:`sparsejac.coloring.greedy.greedy_color`). Any callable with this signature may be
@@ -13,7 +15,9 @@ passed as ``order`` to :func:`sparsejac.color`; a new named order is one functio
 line in :data:`ORDERS`.
 
 Degrees are distance-2 degrees: the number of other vertices sharing a net (a row, for a
-column partition). Every order is deterministic given its ``rng``. Ties: static orders and
+column partition); for a bidirectional partition, degrees in H (nonzero counts), so every
+order below orders the vertices of H. Every order is deterministic given its ``rng``.
+Ties: static orders and
 DSATUR break them by the smaller vertex index (so ``largest_first`` and ``dsatur`` equal
 networkx's ``greedy_color`` strategies exactly); the three degree-driven dynamic orders keep
 vertices in bucket queues (one linked list per degree, O(1) updates, as in ColPack), where
@@ -39,6 +43,13 @@ update, the smaller index. Definitions follow ColPack and Gebremedhin, Manne and
     neighbours already carry the most distinct colours, ties by larger degree then smaller
     index. Its entry returns the sequence in which DSATUR visits the vertices; first-fit
     greedy in that sequence reproduces DSATUR's colouring exactly.
+``dense_rows_first``, ``dense_columns_first`` (in :data:`BIDIRECTIONAL_ORDERS` only)
+    For bidirectional colouring: the dense rows (more than :data:`DENSE_FACTOR` times the
+    mean row count), then the columns, then the other rows -- or the same with rows and
+    columns swapped -- each by decreasing nonzero count, ties by index. In a star
+    bicolouring with implicit covering, the dense rows then take reverse colours first
+    and the columns cover the rest. For a one-sided partition both are the vertices by
+    decreasing nonzero count.
 """
 
 from __future__ import annotations
@@ -53,8 +64,12 @@ from sparsejac.coloring.graph import BipartiteGraph, Partition
 from sparsejac.pattern import SparsityPattern
 
 __all__ = [
+    "BIDIRECTIONAL_ORDERS",
+    "DENSE_FACTOR",
     "ORDERS",
     "OrderFunction",
+    "dense_columns_first",
+    "dense_rows_first",
     "dsatur",
     "dynamic_largest_first",
     "incidence_degree",
@@ -66,6 +81,9 @@ __all__ = [
 ]
 
 OrderFunction = Callable[[SparsityPattern, Partition, np.random.Generator], np.ndarray]
+
+#: A line is *dense* when it has more than this many times the mean count of its kind.
+DENSE_FACTOR = 4.0
 
 
 def _graph(pattern: SparsityPattern | BipartiteGraph, partition: Partition) -> BipartiteGraph:
@@ -83,8 +101,8 @@ def natural(
     ----------
     pattern : SparsityPattern
         The pattern.
-    partition : {"column", "row"}
-        Order the columns or the rows.
+    partition : {"column", "row", "bidirectional"}
+        Order the columns, the rows, or both (the vertices of H).
     rng : numpy.random.Generator, optional
         Ignored.
 
@@ -115,8 +133,8 @@ def random(
     ----------
     pattern : SparsityPattern
         The pattern.
-    partition : {"column", "row"}
-        Order the columns or the rows.
+    partition : {"column", "row", "bidirectional"}
+        Order the columns, the rows, or both (the vertices of H).
     rng : numpy.random.Generator or int, optional
         Source of randomness (an int is a seed).
 
@@ -147,8 +165,8 @@ def largest_first(
     ----------
     pattern : SparsityPattern
         The pattern.
-    partition : {"column", "row"}
-        Order the columns or the rows.
+    partition : {"column", "row", "bidirectional"}
+        Order the columns, the rows, or both (the vertices of H).
     rng : numpy.random.Generator, optional
         Ignored.
 
@@ -187,8 +205,8 @@ def smallest_last(
     ----------
     pattern : SparsityPattern
         The pattern.
-    partition : {"column", "row"}
-        Order the columns or the rows.
+    partition : {"column", "row", "bidirectional"}
+        Order the columns, the rows, or both (the vertices of H).
     rng : numpy.random.Generator, optional
         Ignored.
 
@@ -227,8 +245,8 @@ def incidence_degree(
     ----------
     pattern : SparsityPattern
         The pattern.
-    partition : {"column", "row"}
-        Order the columns or the rows.
+    partition : {"column", "row", "bidirectional"}
+        Order the columns, the rows, or both (the vertices of H).
     rng : numpy.random.Generator, optional
         Ignored.
 
@@ -267,8 +285,8 @@ def dynamic_largest_first(
     ----------
     pattern : SparsityPattern
         The pattern.
-    partition : {"column", "row"}
-        Order the columns or the rows.
+    partition : {"column", "row", "bidirectional"}
+        Order the columns, the rows, or both (the vertices of H).
     rng : numpy.random.Generator, optional
         Ignored.
 
@@ -311,8 +329,8 @@ def dsatur(
     ----------
     pattern : SparsityPattern
         The pattern.
-    partition : {"column", "row"}
-        Order the columns or the rows.
+    partition : {"column", "row", "bidirectional"}
+        Order the columns, the rows, or both (the vertices of H).
     rng : numpy.random.Generator, optional
         Ignored.
 
@@ -340,6 +358,93 @@ def dsatur(
     return out
 
 
+def _dense_first(g: BipartiteGraph, rows_first: bool) -> np.ndarray:
+    pat = g.pattern
+    if g.partition != "bidirectional":
+        return np.argsort(-np.diff(g.vptr), kind="stable").astype(np.int64)
+    n = pat.shape[1]
+    rc, cc = pat.row_counts, pat.col_counts
+    rows = n + np.argsort(-rc, kind="stable")  # vertex numbers, densest first
+    cols = np.argsort(-cc, kind="stable")
+    if rows_first:
+        dense = rc[rows - n] > DENSE_FACTOR * rc.mean()
+        parts = (rows[dense], cols, rows[~dense])
+    else:
+        dense = cc[cols] > DENSE_FACTOR * cc.mean()
+        parts = (cols[dense], rows, cols[~dense])
+    return np.concatenate(parts).astype(np.int64)
+
+
+def dense_rows_first(
+    pattern: SparsityPattern, partition: Partition = "bidirectional", rng: Any = None
+) -> np.ndarray:
+    """Dense rows, then the columns, then the other rows, by decreasing nonzero count.
+
+    A row is dense when it has more than :data:`DENSE_FACTOR` times the mean row count.
+    For a one-sided partition: the vertices by decreasing nonzero count.
+
+    Parameters
+    ----------
+    pattern : SparsityPattern
+        The pattern.
+    partition : {"bidirectional", "column", "row"}
+        Which vertices to order.
+    rng : numpy.random.Generator, optional
+        Ignored.
+
+    Returns
+    -------
+    ndarray of int64
+        The permutation (of ``range(n + m)`` for a bidirectional partition).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pattern import as_pattern
+    >>> from sparsejac.coloring.orders import dense_rows_first
+    >>> A = np.eye(8)
+    >>> A[3, :] = 1  # row 3 is dense: vertex 8 + 3 = 11, then columns, then rows
+    >>> dense_rows_first(as_pattern(A)).tolist()
+    [11, 0, 1, 2, 4, 5, 6, 7, 3, 8, 9, 10, 12, 13, 14, 15]
+    """
+    return _dense_first(_graph(pattern, partition), rows_first=True)
+
+
+def dense_columns_first(
+    pattern: SparsityPattern, partition: Partition = "bidirectional", rng: Any = None
+) -> np.ndarray:
+    """Dense columns, then the rows, then the other columns, by decreasing nonzero count.
+
+    A column is dense when it has more than :data:`DENSE_FACTOR` times the mean column
+    count. For a one-sided partition: the vertices by decreasing nonzero count.
+
+    Parameters
+    ----------
+    pattern : SparsityPattern
+        The pattern.
+    partition : {"bidirectional", "column", "row"}
+        Which vertices to order.
+    rng : numpy.random.Generator, optional
+        Ignored.
+
+    Returns
+    -------
+    ndarray of int64
+        The permutation (of ``range(n + m)`` for a bidirectional partition).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pattern import as_pattern
+    >>> from sparsejac.coloring.orders import dense_columns_first
+    >>> A = np.eye(8)
+    >>> A[:, 1] = 1  # column 1 is dense, then the rows (vertices 8..15), then columns
+    >>> dense_columns_first(as_pattern(A)).tolist()
+    [1, 8, 10, 11, 12, 13, 14, 15, 9, 0, 2, 3, 4, 5, 6, 7]
+    """
+    return _dense_first(_graph(pattern, partition), rows_first=False)
+
+
 #: Every named order. Keys are the names accepted by ``sparsejac.color(order=...)``.
 ORDERS: dict[str, OrderFunction] = {
     "natural": natural,
@@ -351,14 +456,25 @@ ORDERS: dict[str, OrderFunction] = {
     "dsatur": dsatur,
 }
 
+#: The orders of a bidirectional colouring: every order of :data:`ORDERS` (on the vertices
+#: of H) and two that put the dense rows or the dense columns first.
+BIDIRECTIONAL_ORDERS: dict[str, OrderFunction] = {
+    **ORDERS,
+    "dense_rows_first": dense_rows_first,
+    "dense_columns_first": dense_columns_first,
+}
 
-def resolve_order(order: object) -> tuple[str, OrderFunction]:
-    """Look up ``order`` (a name in :data:`ORDERS` or a callable) and return ``(name, fn)``.
+
+def resolve_order(order: object, partition: str = "column") -> tuple[str, OrderFunction]:
+    """Look up ``order`` (a name or a callable) and return ``(name, fn)``.
 
     Parameters
     ----------
     order : str or callable
-        A key of :data:`ORDERS` or a function ``(pattern, partition, rng) -> permutation``.
+        A key of :data:`ORDERS` (of :data:`BIDIRECTIONAL_ORDERS` for a bidirectional
+        partition) or a function ``(pattern, partition, rng) -> permutation``.
+    partition : str, optional
+        The partition the order is for.
 
     Returns
     -------
@@ -370,7 +486,7 @@ def resolve_order(order: object) -> tuple[str, OrderFunction]:
     Raises
     ------
     ValueError
-        ``order`` is a string that is not a key of :data:`ORDERS`.
+        ``order`` is a string that is not a known name.
     TypeError
         ``order`` is neither a string nor callable.
 
@@ -384,18 +500,21 @@ def resolve_order(order: object) -> tuple[str, OrderFunction]:
         ...
     ValueError: Unknown `order` 'fastest'; expected one of ['dsatur', 'dynamic_largest_first', \
 'incidence_degree', 'largest_first', 'natural', 'random', 'smallest_last'], 'best' or a callable.
+    >>> resolve_order("dense_rows_first", "bidirectional")[0]
+    'dense_rows_first'
     """
+    names = BIDIRECTIONAL_ORDERS if partition == "bidirectional" else ORDERS
     if isinstance(order, str):
-        if order in ORDERS:
-            return order, ORDERS[order]
+        if order in names:
+            return order, names[order]
         raise ValueError(
-            f"Unknown `order` {order!r}; expected one of {sorted(ORDERS)}, 'best' or a callable."
+            f"Unknown `order` {order!r}; expected one of {sorted(names)}, 'best' or a callable."
         )
     if callable(order):
         return str(getattr(order, "__name__", type(order).__name__)), order
     raise TypeError(
         f"`order` must be a string or a callable; got {type(order).__name__}. "
-        f"Names: {sorted(ORDERS)} or 'best'."
+        f"Names: {sorted(names)} or 'best'."
     )
 
 

@@ -5,6 +5,13 @@ is a gather"): for a column colouring with groups ``c``, ``J[i, j] = B[i, c[j]]`
 structural nonzero ``(i, j)``, so one flat index array per memory layout of ``B`` is computed
 the first time it is needed and every later call is a single :func:`numpy.take` into the
 pattern's CSR order. A row colouring is the same with ``C[r[i], j]``.
+
+A bidirectional colouring has forward colours ``c`` on some columns and reverse colours
+``r`` on some rows (-1 elsewhere, the *neutral* colour). Each nonzero is read from ``B`` when
+its column is coloured and no other coloured column of its row shares that colour, else
+from ``C`` (its row is then coloured and alone with its colour in its column: the
+construction guarantees it, and the constructor checks it). The choice is made once, so a
+call is one compiled pass in which each nonzero reads one entry of ``B`` or one of ``C``.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsejac.coloring import _bikernels
 from sparsejac.coloring.graph import PARTITIONS
 from sparsejac.pattern import SparsityPattern
 
@@ -64,33 +72,40 @@ def _frozen_groups(groups: Any, length: int, n_colors: int, name: str) -> np.nda
 
 @dataclass(frozen=True, eq=False, repr=False)
 class ColoringResult:
-    """A structurally orthogonal partition of the columns or rows of a sparsity pattern.
+    """A colouring of the columns and/or rows of a sparsity pattern, with exact decompression.
 
     Build one with :func:`sparsejac.color`. For a ``"column"`` colouring, columns of the
     same group share no row, so the ``n_colors`` products ``B = J @ S`` (one forward pass
     per colour) recover every nonzero of ``J``; for a ``"row"`` colouring, ``C = W @ J``
-    (one reverse pass per colour).
+    (one reverse pass per colour). A ``"bidirectional"`` colouring needs both: ``p``
+    forward passes ``B = J @ S`` and ``q`` reverse passes ``C = W @ J``, ``n_colors = p +
+    q``, and every nonzero is read from one of them.
 
     Attributes
     ----------
     pattern : SparsityPattern
         The m×n pattern that was coloured.
-    partition : {"column", "row"}
-        Which side was coloured. (A later bidirectional partition will set both groups
-        arrays, with -1 meaning "not used on this side".)
+    partition : {"column", "row", "bidirectional"}
+        Which side was coloured: columns, rows, or some of both (``"bidirectional"``: both
+        groups arrays are set, with -1 where a column or row is in no seed).
     order : str
         What produced the colouring: an order name such as ``"dsatur"``, a callable's
         name, or ``"best:<candidate>"`` (with ``"+recolor"`` when iterated greedy
         recolouring improved it) for ``order="best"``.
     n_colors : int
-        Number of groups ``p``: the number of Jacobian-vector products one Jacobian costs.
+        Number of groups: the number of products (passes) one Jacobian costs; for
+        ``"bidirectional"``, forward plus reverse (``n_forward + n_reverse``, the neutral
+        colour not counted).
     column_groups : ndarray of int64 or None
-        Length n, values ``0..p-1``: the group of every column (``"column"``); else None.
+        Length n: the group of every column, ``0..p-1`` (``"column"``; ``"bidirectional"``
+        with -1 for columns in no forward seed); None for ``"row"``.
     row_groups : ndarray of int64 or None
-        Length m, values ``0..p-1``: the group of every row (``"row"``); else None.
+        Length m: the group of every row, ``0..q-1`` (``"row"``; ``"bidirectional"`` with
+        -1 for rows in no reverse seed); None for ``"column"``.
     lower_bound : int
-        No colouring has fewer groups: the largest number of nonzeros in a row (column
-        partition) or in a column (row partition), and at least 1.
+        No colouring of this partition has fewer groups: the largest number of nonzeros in
+        a row (column partition) or in a column (row partition), at least 1; for
+        ``"bidirectional"``, :func:`~sparsejac.coloring.graph.bidirectional_lower_bound`.
     seconds : float
         Wall time spent colouring.
     candidates : tuple of Candidate
@@ -123,6 +138,10 @@ class ColoringResult:
     lower_bound: int
     seconds: float = 0.0
     candidates: tuple[Candidate, ...] = field(default=())
+    # Derived in __post_init__: (forward, reverse) passes, and for a bidirectional colouring
+    # whether each nonzero (CSR order) is read from B (else from C).
+    _sides: tuple[int, int] = field(init=False, repr=False, default=(0, 0))
+    _from_b: np.ndarray | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         m, n = self.pattern.shape
@@ -130,22 +149,66 @@ class ColoringResult:
             raise ValueError(
                 f"Unknown `partition` {self.partition!r}; expected one of {list(PARTITIONS)}."
             )
-        p = int(self.n_colors)
-        object.__setattr__(self, "n_colors", p)
+        total = int(self.n_colors)
+        object.__setattr__(self, "n_colors", total)
+        if self.partition == "bidirectional":
+            self._init_bidirectional(total)
+            return
         for name, length in (("column_groups", n), ("row_groups", m)):
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, _frozen_groups(value, length, p, name))
-        # A one-sided colouring needs its groups array, without -1; a two-sided partition
-        # (a later issue) will carry both arrays, -1 marking entries the side does not use.
-        one_sided = {"column": "column_groups", "row": "row_groups"}
-        needed = one_sided.get(self.partition)
-        if needed is not None:
-            groups = getattr(self, needed)
-            if groups is None:
-                raise ValueError(f"a {self.partition} colouring needs `{needed}`; got None")
-            if groups.size and groups.min() < 0:
-                raise ValueError(f"`{needed}` of a {self.partition} colouring must not hold -1")
+                object.__setattr__(self, name, _frozen_groups(value, length, total, name))
+        # A one-sided colouring needs its groups array, without -1.
+        needed = "column_groups" if self.partition == "column" else "row_groups"
+        groups = getattr(self, needed)
+        if groups is None:
+            raise ValueError(f"a {self.partition} colouring needs `{needed}`; got None")
+        if groups.size and groups.min() < 0:
+            raise ValueError(f"`{needed}` of a {self.partition} colouring must not hold -1")
+        sides = (total, 0) if self.partition == "column" else (0, total)
+        object.__setattr__(self, "_sides", sides)
+
+    def _init_bidirectional(self, total: int) -> None:
+        """Validate both groups arrays and choose, per nonzero, whether B or C holds it."""
+        m, n = self.pattern.shape
+        sides = []
+        for name, length in (("column_groups", n), ("row_groups", m)):
+            value = getattr(self, name)
+            if value is None:
+                raise ValueError(f"a bidirectional colouring needs `{name}`; got None")
+            raw = np.asarray(value, dtype=np.int64)
+            top = max(int(raw.max()) + 1, 0) if raw.size else 0
+            groups = _frozen_groups(raw, length, top, name)
+            object.__setattr__(self, name, groups)
+            sides.append(top)
+        p, q = sides
+        if p + q != total:
+            raise ValueError(
+                f"`n_colors` is {total} but the groups use {p} forward and {q} reverse "
+                f"colours ({p + q} in all)"
+            )
+        object.__setattr__(self, "_sides", (p, q))
+        pat = self.pattern
+        from_b, from_c = _bikernels.recoverable(
+            pat.indptr,
+            pat.indices,
+            pat.col_indptr,
+            pat.col_indices,
+            pat.csc_to_csr,
+            self.column_groups,
+            self.row_groups,
+            p,
+            q,
+        )
+        lost = np.flatnonzero(~(from_b | from_c))
+        if lost.size:
+            k = int(lost[0])
+            raise ValueError(
+                f"these groups do not recover J[{int(pat.rows[k])}, {int(pat.indices[k])}] "
+                f"(nor {lost.size - 1} other nonzeros): neither B nor C holds it alone"
+            )
+        from_b.setflags(write=False)
+        object.__setattr__(self, "_from_b", from_b)
 
     # -- accessors ------------------------------------------------------------------------
 
@@ -174,10 +237,56 @@ class ColoringResult:
         return g
 
     @property
+    def n_forward(self) -> int:
+        """Forward passes ``p`` (the width of ``B``): ``n_colors`` for a column colouring.
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> r = sparsejac.color(np.eye(3), "row")
+        >>> r.n_forward, r.n_reverse
+        (0, 1)
+        """
+        return self._sides[0]
+
+    @property
+    def n_reverse(self) -> int:
+        """Reverse passes ``q`` (the height of ``C``): ``n_colors`` for a row colouring.
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> sparsejac.color(np.eye(3), "column").n_reverse
+        0
+        """
+        return self._sides[1]
+
+    @property
     def compressed_shape(self) -> tuple[int, int]:
-        """Shape of the compressed matrix: ``B`` (m, p) or ``C`` (p, n)."""
+        """Shape of the compressed matrix: ``B`` (m, p) or ``C`` (p, n).
+
+        A bidirectional colouring has two; see :attr:`compressed_shapes`.
+        """
         m, n = self.pattern.shape
+        if self.partition == "bidirectional":
+            raise ValueError(
+                "a bidirectional colouring has two compressed matrices; use "
+                "`compressed_shapes` (B then C)"
+            )
         return (m, self.n_colors) if self.partition == "column" else (self.n_colors, n)
+
+    @property
+    def compressed_shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Shapes of ``B = J @ S`` (m, p) and ``C = W @ J`` (q, n); p or q may be 0.
+
+        Examples
+        --------
+        >>> import numpy as np, sparsejac
+        >>> sparsejac.color(np.eye(3, 4), "column").compressed_shapes
+        ((3, 1), (0, 4))
+        """
+        m, n = self.pattern.shape
+        return (m, self.n_forward), (self.n_reverse, n)
 
     def __repr__(self) -> str:
         return (
@@ -191,11 +300,14 @@ class ColoringResult:
     def seed_matrices(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Dense 0/1 seed matrices ``(S, W)``; the one this partition does not use is None.
 
+        A bidirectional colouring returns both (one may have zero width or height).
+
         Returns
         -------
         S : ndarray of float64, shape (n, p), or None
-            Column seeds: ``S[j, column_groups[j]] = 1``; ``B = J @ S``.
-        W : ndarray of float64, shape (p, m), or None
+            Column seeds: ``S[j, column_groups[j]] = 1`` (no 1 in the row of a column in
+            no seed); ``B = J @ S``.
+        W : ndarray of float64, shape (q, m), or None
             Row seeds: ``W[row_groups[i], i] = 1``; ``C = W @ J``.
 
         Examples
@@ -212,19 +324,21 @@ class ColoringResult:
         """
         m, n = self.pattern.shape
         S = W = None
-        if self.column_groups is not None:
+        if self.partition != "row":
+            assert self.column_groups is not None
             g = self.column_groups
-            S = np.zeros((n, self.n_colors))
+            S = np.zeros((n, self.n_forward))
             used = np.flatnonzero(g >= 0)
             S[used, g[used]] = 1.0
-        if self.row_groups is not None:
+        if self.partition != "column":
+            assert self.row_groups is not None
             g = self.row_groups
-            W = np.zeros((self.n_colors, m))
+            W = np.zeros((self.n_reverse, m))
             used = np.flatnonzero(g >= 0)
             W[g[used], used] = 1.0
         return S, W
 
-    def compress(self, J: Any) -> np.ndarray:
+    def compress(self, J: Any) -> Any:
         """Compressed Jacobian: ``B = J @ S`` (column) or ``C = W @ J`` (row), without AD.
 
         Parameters
@@ -234,8 +348,9 @@ class ColoringResult:
 
         Returns
         -------
-        ndarray of float64
-            ``B`` of shape (m, p) or ``C`` of shape (p, n).
+        ndarray of float64, or tuple of two
+            ``B`` of shape (m, p) or ``C`` of shape (p, n); for a bidirectional colouring
+            the pair ``(B, C)``, so that ``decompress(*compress(J))`` gives ``J`` back.
 
         Raises
         ------
@@ -256,11 +371,11 @@ class ColoringResult:
                 f"`J` has shape {A.shape} but this colouring is of a {self.pattern.shape} pattern"
             )
         S, W = self.seed_matrices()
-        if self.partition == "column":
-            assert S is not None
-            return np.asarray(A @ S, dtype=np.float64)
-        assert W is not None
-        return np.asarray((A.T @ W.T).T, dtype=np.float64)
+        B = None if S is None else np.asarray(A @ S, dtype=np.float64)
+        C = None if W is None else np.asarray((A.T @ W.T).T, dtype=np.float64)
+        if self.partition == "bidirectional":
+            return B, C
+        return B if self.partition == "column" else C
 
     # -- decompression --------------------------------------------------------------------
 
@@ -285,6 +400,45 @@ class ColoringResult:
             idx = pat.indices * self.n_colors + self.groups[pat.rows]
         idx.setflags(write=False)
         return idx
+
+    def _gather_two(self, b_fortran: bool, c_fortran: bool) -> np.ndarray:
+        """Index per nonzero into B (``>= 0``) or C (``~index``), for the given layouts."""
+        cache: dict[tuple[bool, bool], np.ndarray] = self.__dict__.setdefault("_two", {})
+        key = (b_fortran, c_fortran)
+        if key not in cache:
+            pat = self.pattern
+            m, n = pat.shape
+            p, q = self.n_forward, self.n_reverse
+            assert self.column_groups is not None
+            assert self.row_groups is not None
+            cg = self.column_groups[pat.indices]
+            rg = self.row_groups[pat.rows]
+            b = cg * m + pat.rows if b_fortran else pat.rows * p + cg
+            c = pat.indices * q + rg if c_fortran else rg * n + pat.indices
+            assert self._from_b is not None
+            idx: np.ndarray = np.where(self._from_b, b, ~c)
+            idx.setflags(write=False)
+            cache[key] = idx
+        return cache[key]
+
+    def _side(self, a: Any, name: str, shape: tuple[int, int], what: str) -> np.ndarray:
+        """Check one compressed matrix of a bidirectional colouring; return it as float64."""
+        count = shape[1] if name == "B" else shape[0]
+        kind = "forward" if name == "B" else "reverse"
+        if a is None:
+            if count == 0:
+                return np.zeros(shape)
+            raise ValueError(
+                f"this bidirectional colouring has {count} {kind} colours, so it needs "
+                f"`{name}` = {what} of shape {shape}; got None"
+            )
+        arr = np.asarray(a)
+        if arr.shape != shape:
+            raise ValueError(
+                f"`{name}` has shape {arr.shape} but this bidirectional colouring of a "
+                f"{self.pattern.shape} pattern with {count} {kind} colours expects {shape}"
+            )
+        return arr if arr.dtype == np.float64 else arr.astype(np.float64)
 
     def _compressed(self, B: Any, C: Any) -> np.ndarray:
         used, unused = ("B", "C") if self.partition == "column" else ("C", "B")
@@ -322,9 +476,11 @@ class ColoringResult:
         Parameters
         ----------
         B : array_like, shape (m, p), optional
-            ``J @ S`` -- required for a column colouring.
-        C : array_like, shape (p, n), optional
-            ``W @ J`` -- required for a row colouring.
+            ``J @ S`` -- required for a column colouring, and for a bidirectional one with
+            forward colours.
+        C : array_like, shape (q, n), optional
+            ``W @ J`` -- required for a row colouring, and for a bidirectional one with
+            reverse colours.
         out : ndarray of float64, shape (nnz,), optional
             Where to write the values.
 
@@ -352,7 +508,12 @@ class ColoringResult:
         ValueError: `C` has shape (3, 3) but this row colouring of a (2, 3) pattern with \
 1 colours expects (1, 3)
         """
-        a = self._compressed(B, C)
+        if self.partition == "bidirectional":
+            (m, p), (q, n) = self.compressed_shapes
+            b = self._side(B, "B", (m, p), "J @ S")
+            c = self._side(C, "C", (q, n), "W @ J")
+        else:
+            a = self._compressed(B, C)
         if out is not None and (
             not isinstance(out, np.ndarray)
             or out.shape != (self.pattern.nnz,)
@@ -366,6 +527,15 @@ class ColoringResult:
             raise ValueError(
                 f"`out` must be a float64 array of shape ({self.pattern.nnz},); got {got}"
             )
+        if self.partition == "bidirectional":
+            b_f = not b.flags.c_contiguous and b.flags.f_contiguous
+            c_f = not c.flags.c_contiguous and c.flags.f_contiguous
+            bflat = b.reshape(-1, order="F") if b_f else np.ascontiguousarray(b).reshape(-1)
+            cflat = c.reshape(-1, order="F") if c_f else np.ascontiguousarray(c).reshape(-1)
+            if out is None:
+                out = np.empty(self.pattern.nnz)
+            result: np.ndarray = _bikernels.gather2(bflat, cflat, self._gather_two(b_f, c_f), out)
+            return result
         if a.flags.c_contiguous:
             flat, idx = a.reshape(-1), self._gather_c
         elif a.flags.f_contiguous:
@@ -380,9 +550,11 @@ class ColoringResult:
         Parameters
         ----------
         B : array_like, shape (m, p), optional
-            ``J @ S`` -- required for a column colouring.
-        C : array_like, shape (p, n), optional
-            ``W @ J`` -- required for a row colouring.
+            ``J @ S`` -- required for a column colouring, and for a bidirectional one with
+            forward colours.
+        C : array_like, shape (q, n), optional
+            ``W @ J`` -- required for a row colouring, and for a bidirectional one with
+            reverse colours.
 
         Returns
         -------
@@ -430,8 +602,9 @@ class ColoringResult:
         -------
         dict
             ``shape``, ``nnz``, ``density``, ``partition``, ``order``, ``n_colors``,
-            ``lower_bound``, ``gap`` (``n_colors - lower_bound``), ``compression``
-            (coloured vertices per colour: n/p or m/p), ``seconds`` and ``candidates``
+            ``n_forward``, ``n_reverse``, ``lower_bound``, ``gap`` (``n_colors -
+            lower_bound``), ``compression`` (passes saved: n/p for columns, m/p for rows,
+            ``min(m, n) / n_colors`` for bidirectional), ``seconds`` and ``candidates``
             (list of ``{"name", "n_colors", "seconds"}``).
 
         Examples
@@ -442,7 +615,7 @@ class ColoringResult:
         (1, 1, 0, 4.0)
         """
         m, n = self.pattern.shape
-        n_vertices = n if self.partition == "column" else m
+        n_vertices = {"column": n, "row": m}.get(self.partition, min(m, n))
         return {
             "shape": [m, n],
             "nnz": self.pattern.nnz,
@@ -450,9 +623,11 @@ class ColoringResult:
             "partition": self.partition,
             "order": self.order,
             "n_colors": self.n_colors,
+            "n_forward": self.n_forward,
+            "n_reverse": self.n_reverse,
             "lower_bound": self.lower_bound,
             "gap": self.n_colors - self.lower_bound,
-            "compression": n_vertices / self.n_colors,
+            "compression": n_vertices / max(self.n_colors, 1),
             "seconds": self.seconds,
             "candidates": [
                 {"name": c.name, "n_colors": c.n_colors, "seconds": c.seconds}

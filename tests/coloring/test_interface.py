@@ -54,9 +54,10 @@ def test_bad_partition():
     """An unknown partition lists the allowed ones."""
     with pytest.raises(
         ValueError,
-        match=r"Unknown `partition` 'bidirectional'; expected one of \['column', 'row'\]\.",
+        match=r"Unknown `partition` 'both'; expected one of "
+        r"\['column', 'row', 'bidirectional', 'auto'\]\.",
     ):
-        sparsejac.color(np.eye(3), "bidirectional")
+        sparsejac.color(np.eye(3), "both")
 
 
 def test_bad_order():
@@ -209,3 +210,105 @@ def test_reads_matrix_files(tmp_path):
     path = tmp_path / "a.mtx"
     scipy.io.mmwrite(path, sp.coo_array(small_matrices()["banded_2_3"]))
     assert sparsejac.color(str(path), order="natural").n_colors == 6
+
+
+# -- bidirectional and auto ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cost", "error", "message"),
+    [
+        pytest.param(0, ValueError, r"`reverse_cost` must be a positive finite number", id="0"),
+        pytest.param(-1.5, ValueError, r"relative to a forward one\); got -1.5", id="neg"),
+        pytest.param(math.inf, ValueError, r"positive finite number", id="inf"),
+        pytest.param(math.nan, ValueError, r"positive finite number", id="nan"),
+        pytest.param(
+            "2", TypeError, r"`reverse_cost` must be a positive number .* got str", id="s"
+        ),
+        pytest.param(True, TypeError, r"got bool", id="bool"),
+    ],
+)
+@pytest.mark.parametrize("partition", ["column", "bidirectional", "auto"])
+def test_bad_reverse_cost(partition, cost, error, message):
+    """reverse_cost is validated for every partition, naming the argument."""
+    with pytest.raises(error, match=message):
+        sparsejac.color(np.eye(3), partition, reverse_cost=cost)
+
+
+def test_default_reverse_cost_exported():
+    """DEFAULT_REVERSE_COST is 1.5 and exported from sparsejac.coloring."""
+    from sparsejac.coloring import DEFAULT_REVERSE_COST, partition_cost
+
+    assert DEFAULT_REVERSE_COST == 1.5
+    r = sparsejac.color(arrowhead(7), "bidirectional")
+    assert partition_cost(r) == r.n_forward + 1.5 * r.n_reverse
+
+
+@pytest.mark.parametrize("name", sorted(small_matrices()))
+def test_auto_is_the_cheapest(name):
+    """auto returns the cheapest of column, row and bidirectional (same seed and budget)."""
+    from sparsejac.coloring import partition_cost
+
+    a = small_matrices()[name]
+    for cost in (0.5, 1.5, 4.0):
+        r = sparsejac.color(a, "auto", reverse_cost=cost, check=True)
+        others = [sparsejac.color(a, p, reverse_cost=cost) for p in ("column", "row")]
+        others.append(sparsejac.color(a, "bidirectional", reverse_cost=cost))
+        assert partition_cost(r, cost) <= min(partition_cost(o, cost) for o in others)
+        assert [c.name.split(":")[0] for c in r.candidates] == ["column", "row", "bidirectional"]
+        assert r.order.startswith(f"auto:{r.partition}:")
+        costs = [c.n_colors for c in r.candidates]
+        assert r.n_colors in costs
+
+
+def test_auto_follows_reverse_cost():
+    """A wide matrix with a dense row: rows win when reverse is cheap, mixed otherwise."""
+    a = random_pattern(6, 40, 0.1, 1)
+    a[2] = 1
+    cheap = sparsejac.color(a, "auto", reverse_cost=0.2)
+    dear = sparsejac.color(a, "auto", reverse_cost=50.0)
+    assert cheap.partition == "row"
+    assert dear.n_reverse <= 1
+    assert dear.partition in ("column", "bidirectional")
+
+
+@pytest.mark.parametrize("order", sorted(set(sparsejac.coloring.BIDIRECTIONAL_ORDERS)))
+def test_bidirectional_named_orders(order):
+    """Every bidirectional order gives a valid colouring named after it."""
+    r = sparsejac.color(arrowhead(9), "bidirectional", order=order, check=True)
+    assert r.order == order
+    assert r.partition == "bidirectional"
+    assert sparsejac.color(arrowhead(9), "auto", order=order, check=True).n_colors <= 9
+
+
+def test_bidirectional_callable_order():
+    """A callable orders the n + m vertices of H; a non-permutation is rejected."""
+
+    def rows_first(pattern, partition, rng):
+        m, n = pattern.shape
+        return np.concatenate((np.arange(n, n + m), np.arange(n)))
+
+    r = sparsejac.color(arrowhead(6), "bidirectional", order=rows_first)
+    assert (r.order, r.n_forward) == ("rows_first", 0)  # implicit covering: rows cover all
+
+    def short(pattern, partition, rng):
+        return np.arange(3)
+
+    with pytest.raises(ValueError, match=r"`order` must return a permutation of range\(12\)"):
+        sparsejac.color(arrowhead(6), "bidirectional", order=short)
+
+
+def test_dense_orders_only_for_bidirectional():
+    """The dense-first orders are refused for one-sided partitions, listing the names."""
+    with pytest.raises(ValueError, match=r"Unknown `order` 'dense_rows_first'"):
+        sparsejac.color(np.eye(3), "column", order="dense_rows_first")
+
+
+def test_bidirectional_seeded_and_reproducible():
+    """The same seed gives the same bicolouring."""
+    a = random_pattern(30, 25, 0.12, 9)
+    a[3] = 1
+    r1 = sparsejac.color(a, "bidirectional", seed=5)
+    r2 = sparsejac.color(a, "bidirectional", seed=5)
+    assert np.array_equal(r1.column_groups, r2.column_groups)
+    assert np.array_equal(r1.row_groups, r2.row_groups)

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sparsejac
-from sparsejac.coloring import ORDERS, PARTITIONS, ColoringResult, check_result
+from sparsejac.coloring import BIDIRECTIONAL_ORDERS, ORDERS, ColoringResult, check_result
+from sparsejac.coloring.graph import ONE_SIDED
 from sparsejac.pattern import as_pattern
 
 from .helpers import patterns, small_matrices
@@ -46,14 +47,14 @@ def _round_trip(a: np.ndarray, partition: str, order: str, rng: np.random.Genera
     assert r.compressed_shape == (J @ S if partition == "column" else W @ J).shape
 
 
-@given(a=patterns(), partition=st.sampled_from(PARTITIONS), order=st.sampled_from(ALL_ORDERS))
+@given(a=patterns(), partition=st.sampled_from(ONE_SIDED), order=st.sampled_from(ALL_ORDERS))
 def test_round_trip_hypothesis(a, partition, order):
     """Decompressing the compressed J gives J exactly, for any pattern, partition and order."""
     _round_trip(a, partition, order, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("order", ALL_ORDERS)
-@pytest.mark.parametrize("partition", PARTITIONS)
+@pytest.mark.parametrize("partition", ONE_SIDED)
 @pytest.mark.parametrize("name", sorted(small_matrices()))
 def test_round_trip_small(name, partition, order, rng):
     """Round trip on every small named matrix × partition × order."""
@@ -81,7 +82,7 @@ def test_compress_matches_seed_product(rng):
         rc.compress(np.ones((3, 3)))
 
 
-@pytest.mark.parametrize("partition", PARTITIONS)
+@pytest.mark.parametrize("partition", ONE_SIDED)
 def test_decompress_data_layouts_and_out(partition, rng):
     """decompress_data: C- and F-ordered and strided inputs agree; `out` is filled in place."""
     a = small_matrices()["random_tall"]
@@ -208,3 +209,183 @@ def test_stats_and_repr():
     assert s["compression"] == 25 / 5
     assert s["gap"] == 0
     assert repr(r).startswith("ColoringResult(partition='column', order='best:")
+
+
+# -- bidirectional results -----------------------------------------------------------------
+
+BI_ORDERS = [*sorted(BIDIRECTIONAL_ORDERS), "best"]
+
+
+def _bi_round_trip(a: np.ndarray, order: str, rng: np.random.Generator, part: str) -> None:
+    r = sparsejac.color(a, part, order=order, seed=1, time_budget=0.05)
+    check_result(r)
+    J = _values(a, rng)
+    S, W = r.seed_matrices()
+    if r.partition != "bidirectional":
+        return  # auto chose a one-sided colouring: covered by the one-sided tests
+    m, n = a.shape
+    assert S.shape == (n, r.n_forward)
+    assert W.shape == (r.n_reverse, m)
+    assert r.n_colors == r.n_forward + r.n_reverse
+    assert r.compressed_shapes == ((m, r.n_forward), (r.n_reverse, n))
+    back = r.decompress(B=J @ S, C=W @ J)
+    assert isinstance(back, sp.csr_array)
+    np.testing.assert_array_equal(back.toarray(), J)
+    np.testing.assert_array_equal(back.indices, r.pattern.indices)
+    B, C = r.compress(J)
+    np.testing.assert_array_equal(r.decompress(*r.compress(J)).toarray(), J)
+    np.testing.assert_allclose(B, J @ S)
+    np.testing.assert_allclose(C, W @ J)
+
+
+@given(
+    a=patterns(),
+    order=st.sampled_from(BI_ORDERS),
+    part=st.sampled_from(["bidirectional", "auto"]),
+)
+def test_bidirectional_round_trip_hypothesis(a, order, part):
+    """Bidirectional (and auto) colourings of any pattern decompress J exactly."""
+    _bi_round_trip(a, order, np.random.default_rng(0), part)
+
+
+@pytest.mark.parametrize("order", BI_ORDERS)
+@pytest.mark.parametrize("name", sorted(small_matrices()))
+def test_bidirectional_round_trip_small(name, order, rng):
+    """Round trip on every small named matrix × bidirectional order."""
+    _bi_round_trip(small_matrices()[name], order, rng, "bidirectional")
+
+
+def _mixed() -> tuple[np.ndarray, sparsejac.ColoringResult]:
+    a = small_matrices()["arrowhead"]
+    r = sparsejac.color(a, "bidirectional")
+    assert (r.n_forward, r.n_reverse) == (2, 1)
+    return a, r
+
+
+def test_bidirectional_layouts_and_out(rng):
+    """C- and F-ordered, strided and float32 B and C give the same values; `out` is filled."""
+    a, r = _mixed()
+    J = _values(a, rng)
+    B, C = r.compress(J)
+    expected = J[r.pattern.rows, r.pattern.indices]
+    variants = [
+        lambda x: x,
+        np.asfortranarray,
+        lambda x: np.repeat(x, 2, axis=1)[:, ::2],
+        lambda x: x.astype(np.float32),
+    ]
+    for fb in variants:
+        for fc in variants:
+            np.testing.assert_allclose(r.decompress_data(B=fb(B), C=fc(C)), expected, rtol=1e-6)
+    out = np.empty(r.pattern.nnz)
+    assert r.decompress_data(B=B, C=C, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(ValueError, match=r"`out` must be a float64 array of shape"):
+        r.decompress_data(B=B, C=C, out=np.empty(3))
+
+
+def test_bidirectional_each_nonzero_reads_one_entry():
+    """The gather reads each nonzero from B or from C: B alone or C alone misses the rest."""
+    a, r = _mixed()
+    J = _values(a, np.random.default_rng(1))
+    B, C = r.compress(J)
+    from_b = r.decompress_data(B=B, C=np.zeros_like(C))
+    from_c = r.decompress_data(B=np.zeros_like(B), C=C)
+    expected = J[r.pattern.rows, r.pattern.indices]
+    np.testing.assert_array_equal(from_b + from_c, expected)
+    assert ((from_b == 0) | (from_c == 0)).all()
+    assert (from_b != 0).any()
+    assert (from_c != 0).any()
+
+
+def test_bidirectional_one_side_empty():
+    """p == 0 or q == 0: None or a zero-width array is accepted for the empty side."""
+    a = np.eye(4)
+    p = as_pattern(a)
+    fwd = ColoringResult(p, "bidirectional", "x", 1, np.zeros(4), np.full(4, -1), 1)
+    rev = ColoringResult(p, "bidirectional", "x", 1, np.full(4, -1), np.zeros(4), 1)
+    assert (fwd.n_forward, fwd.n_reverse, rev.n_forward, rev.n_reverse) == (1, 0, 0, 1)
+    for r in (fwd, rev):
+        S, W = r.seed_matrices()
+        B, C = a @ S, W @ a
+        assert r.compressed_shapes == (B.shape, C.shape)
+        np.testing.assert_array_equal(r.decompress(B=B, C=C).toarray(), a)
+    np.testing.assert_array_equal(fwd.decompress(B=a @ fwd.seed_matrices()[0]).toarray(), a)
+    np.testing.assert_array_equal(rev.decompress(C=rev.seed_matrices()[1] @ a).toarray(), a)
+    empty = ColoringResult(
+        as_pattern(np.zeros((2, 3))), "bidirectional", "x", 0, np.full(3, -1), np.full(2, -1), 0
+    )
+    assert empty.decompress().nnz == 0
+    assert empty.stats()["compression"] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"C": np.zeros((1, 5))},
+            r"this bidirectional colouring has 2 forward colours, so it needs `B` = J @ S of "
+            r"shape \(5, 2\); got None",
+        ),
+        (
+            {"B": np.zeros((5, 2))},
+            r"has 1 reverse colours, so it needs `C` = W @ J of shape \(1, 5\); got None",
+        ),
+        (
+            {"B": np.zeros((5, 3)), "C": np.zeros((1, 5))},
+            r"`B` has shape \(5, 3\) but this bidirectional colouring of a \(5, 5\) pattern "
+            r"with 2 forward colours expects \(5, 2\)",
+        ),
+        (
+            {"B": np.zeros((5, 2)), "C": np.zeros(5)},
+            r"`C` has shape \(5,\) but this bidirectional colouring of a \(5, 5\) pattern with "
+            r"1 reverse colours expects \(1, 5\)",
+        ),
+    ],
+)
+def test_bidirectional_decompress_errors(kwargs, message):
+    """Missing or wrongly shaped B/C raise, naming it, the shape received and expected."""
+    a = np.eye(5)
+    a[0, :] = a[:, 0] = 1
+    r = sparsejac.color(a, "bidirectional")
+    assert (r.n_forward, r.n_reverse) == (2, 1)
+    with pytest.raises(ValueError, match=message):
+        r.decompress(**kwargs)
+    with pytest.raises(ValueError, match=message):
+        r.decompress_data(**kwargs)
+    with pytest.raises(ValueError, match=r"has two compressed matrices; use `compressed_shapes`"):
+        _ = r.compressed_shape
+    with pytest.raises(ValueError, match=r"no single `groups` array"):
+        _ = r.groups
+
+
+def test_bidirectional_constructor_validates():
+    """Both groups arrays are required, counts must add up, every nonzero must be read."""
+    p = as_pattern(np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"a bidirectional colouring needs `row_groups`; got None"):
+        ColoringResult(p, "bidirectional", "x", 2, np.arange(2), None, 2)
+    with pytest.raises(ValueError, match=r"`n_colors` is 3 but the groups use 2 forward and 0"):
+        ColoringResult(p, "bidirectional", "x", 3, np.arange(2), np.full(2, -1), 2)
+    with pytest.raises(ValueError, match=r"`column_groups` values must lie in -1..1"):
+        ColoringResult(p, "bidirectional", "x", 2, np.array([-2, 1]), np.full(2, -1), 2)
+    with pytest.raises(ValueError, match=r"do not recover J\[0, 0\] \(nor 3 other nonzeros\)"):
+        ColoringResult(p, "bidirectional", "x", 1, np.zeros(2), np.full(2, -1), 2)
+    r = ColoringResult(p, "bidirectional", "x", 2, np.arange(2), np.full(2, -1), 2)
+    with pytest.raises(ValueError, match="read-only"):
+        r.row_groups[0] = 1  # type: ignore[index]
+
+
+def test_bidirectional_stats():
+    """stats() reports forward and reverse passes; compression is min(m, n) per pass."""
+    a, r = _mixed()
+    s = r.stats()
+    assert (s["partition"], s["n_colors"], s["n_forward"], s["n_reverse"]) == (
+        "bidirectional",
+        3,
+        2,
+        1,
+    )
+    assert s["compression"] == 8 / 3
+    assert s["lower_bound"] == 2
+    one = sparsejac.color(a, "row").stats()
+    assert (one["n_forward"], one["n_reverse"]) == (0, 8)

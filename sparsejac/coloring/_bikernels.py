@@ -1,0 +1,222 @@
+"""Compiled kernels of the bidirectional colouring: star bicolouring, recoverability, gather.
+
+The *augmented graph* ``H = [[0, Jᵀ], [J, 0]]`` of an m×n pattern is bipartite: its vertices
+are the n columns (numbered ``0..n-1``) and the m rows (numbered ``n..n+m-1``), and its
+edges are the structural nonzeros. The kernels read it from three ``int64`` arrays:
+
+* ``ptr, adj`` -- for each vertex, its neighbours (rows of a column from the CSC arrays,
+  shifted by n; columns of a row from the CSR arrays);
+* ``eid`` -- beside each neighbour, the CSR position of the nonzero that joins them (the
+  *edge id*), and ``rows``, ``cols`` -- the two ends of every edge id.
+
+Colours are numbered separately on each side (forward colours for columns, reverse colours
+for rows), from 0; -1 is the *neutral* colour (the vertex is in no seed). A forward colour
+and a reverse colour never conflict, so two adjacent vertices are always distinct.
+
+Recovery (Gebremedhin, Manne and Pothen 2005, section 5): the nonzero ``(i, j)`` is read
+from ``B = J @ S`` at ``B[i, colour(j)]`` when column j is coloured and no other column of
+row i has its colour, or from ``C = W @ J`` at ``C[colour(i), j]`` when row i is coloured
+and no other row of column j has its colour. A bicolouring is valid when every nonzero is
+readable from B or from C. All kernels are ``numba.njit(cache=True)`` on ``int64`` arrays.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__: list[str] = []
+
+_njit = numba.njit(cache=True, nogil=True)
+
+
+# -- star bicolouring -------------------------------------------------------------------
+
+
+@_njit
+def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, limit):  # type: ignore[no-untyped-def]
+    """Greedy star colouring of the augmented graph in ``order``; colours numbered per side.
+
+    Follows Gebremedhin, Manne, Tarafdar and Pothen (2007), Algorithm 4.1 (star colouring
+    with 2-coloured stars kept in a ``star``/``hub`` structure, as SMC's ``star_coloring``),
+    on the bipartite graph H, where a path on four vertices alternates sides, so every
+    colour a vertex must avoid is a colour of its own side.
+
+    With ``implicit`` (ColPack's implicit covering), a vertex whose edges all have a
+    coloured end when its turn comes is skipped and stays neutral (-1); then an uncoloured
+    neighbour ``w`` of the vertex being coloured may end neutral, so the vertex also avoids
+    every colour among ``w``'s coloured neighbours (they are read through ``w``'s line).
+
+    Instead of walking the neighbours of a neighbour, each vertex keeps the distinct colours
+    of its coloured neighbours in *slots* (colour, first edge to that colour, count), so a
+    step costs the number of distinct colours around a neighbour, not its degree: an
+    arrowhead costs ``O(nnz * colours)`` rather than ``O(n**2)``.
+
+    With ``shared``, columns and rows draw their colours from one sequence, as in a
+    symmetric star colouring of H (SMC's ``star_coloring``): a vertex then also avoids its
+    neighbours' colours, and may open a colour that only the other side used so far. The
+    caller renumbers each side; separate sequences (the default) never use more colours.
+
+    Returns ``(color, n_side)``: colours (-1 for neutral) and the colour count per side
+    ``[columns, rows]`` (with ``shared``, ``n_side[0]`` counts both); ``n_side[0] +
+    n_side[1] > limit`` means the pass stopped early (more than ``limit`` colours) and
+    ``color`` is incomplete.
+    """
+    nv = ptr.size - 1
+    color = np.full(nv, -1, dtype=np.int64)
+    width = limit + 2
+    forb = np.full((2, width), -1, dtype=np.int64)  # forb[side, c] == v: v must avoid c
+    first_v = np.full((2, width), -1, dtype=np.int64)  # first_v[side, c] == v: v has ...
+    first_w = np.full((2, width), -1, dtype=np.int64)  # ... neighbour first_w of colour c
+    first_e = np.full((2, width), -1, dtype=np.int64)  # through edge first_e
+    treated = np.full(nv, -1, dtype=np.int64)
+    n_slot = np.zeros(nv, dtype=np.int64)
+    s_col = np.empty(adj.size, dtype=np.int64)
+    s_edge = np.empty(adj.size, dtype=np.int64)
+    s_cnt = np.empty(adj.size, dtype=np.int64)
+    star = np.full(rows.size, -1, dtype=np.int64)
+    hub = np.empty(rows.size, dtype=np.int64)
+    n_stars = 0
+    n_side = np.zeros(2, dtype=np.int64)
+    for t in range(order.size):
+        v = order[t]
+        a0 = ptr[v]
+        a1 = ptr[v + 1]
+        if a0 == a1:
+            continue  # an empty row or column: neutral
+        sv = 0 if (shared or v < n_cols) else 1
+        so = 0 if shared else 1 - sv
+        if implicit:
+            uncovered = False
+            for a in range(a0, a1):
+                if color[adj[a]] < 0:
+                    uncovered = True
+                    break
+            if not uncovered:
+                continue
+        for a in range(a0, a1):
+            w = adj[a]
+            cw = color[w]
+            if cw < 0:
+                if implicit:
+                    for s in range(ptr[w], ptr[w] + n_slot[w]):
+                        forb[sv, s_col[s]] = v
+                continue
+            if shared:
+                forb[sv, cw] = v
+            if first_v[so, cw] == v:
+                # v has two neighbours, q and w, of colour cw: v will be the hub of a star
+                # with spokes q and w, so no other neighbour of q or w may share v's colour.
+                q = first_w[so, cw]
+                if treated[q] != v:
+                    for s in range(ptr[q], ptr[q] + n_slot[q]):
+                        forb[sv, s_col[s]] = v
+                    treated[q] = v
+                for s in range(ptr[w], ptr[w] + n_slot[w]):
+                    forb[sv, s_col[s]] = v
+                treated[w] = v
+            else:
+                first_v[so, cw] = v
+                first_w[so, cw] = w
+                first_e[so, cw] = eid[a]
+                # w is a spoke of stars whose hubs are its unique neighbours of a colour:
+                # v must avoid those hubs' colours.
+                for s in range(ptr[w], ptr[w] + n_slot[w]):
+                    if s_cnt[s] == 1:
+                        e = s_edge[s]
+                        x = rows[e] + n_cols if w < n_cols else cols[e]
+                        if hub[star[e]] == x:
+                            forb[sv, s_col[s]] = v
+        c = 0
+        while forb[sv, c] == v:
+            c += 1
+        color[v] = c
+        if c + 1 > n_side[sv]:
+            n_side[sv] = c + 1
+            if n_side[0] + n_side[1] > limit:
+                return color, n_side
+        # Grow the stars around v, and record v's colour in each neighbour's slots.
+        for a in range(a0, a1):
+            w = adj[a]
+            cw = color[w]
+            e = eid[a]
+            found = -1
+            for s in range(ptr[w], ptr[w] + n_slot[w]):
+                if s_col[s] == c:
+                    found = s
+                    break
+            if cw >= 0:
+                if found >= 0:  # w already has a neighbour of colour c: w is a hub
+                    st = star[s_edge[found]]
+                    hub[st] = w
+                    star[e] = st
+                elif first_v[so, cw] == v and first_w[so, cw] != w:  # v is a hub
+                    st = star[first_e[so, cw]]
+                    hub[st] = v
+                    star[e] = st
+                else:  # a new star of one edge, hub not decided
+                    star[e] = n_stars
+                    hub[n_stars] = -1
+                    n_stars += 1
+            if found >= 0:
+                s_cnt[found] += 1
+            else:
+                s = ptr[w] + n_slot[w]
+                n_slot[w] += 1
+                s_col[s] = c
+                s_edge[s] = e
+                s_cnt[s] = 1
+    return color, n_side
+
+
+# -- recoverability ---------------------------------------------------------------------
+
+
+@_njit
+def recoverable(indptr, indices, col_indptr, col_indices, csc_to_csr, cg, rg, p, q):  # type: ignore[no-untyped-def]
+    """``(from_b, from_c)``: per nonzero (CSR order), whether B or C holds it alone."""
+    m = indptr.size - 1
+    n = col_indptr.size - 1
+    nnz = indices.size
+    from_b = np.zeros(nnz, dtype=np.bool_)
+    from_c = np.zeros(nnz, dtype=np.bool_)
+    cnt = np.zeros(max(p, q) + 1, dtype=np.int64)
+    for i in range(m):
+        for k in range(indptr[i], indptr[i + 1]):
+            c = cg[indices[k]]
+            if c >= 0:
+                cnt[c] += 1
+        for k in range(indptr[i], indptr[i + 1]):
+            c = cg[indices[k]]
+            if c >= 0:
+                from_b[k] = cnt[c] == 1
+        for k in range(indptr[i], indptr[i + 1]):
+            c = cg[indices[k]]
+            if c >= 0:
+                cnt[c] = 0
+    for j in range(n):
+        for t in range(col_indptr[j], col_indptr[j + 1]):
+            c = rg[col_indices[t]]
+            if c >= 0:
+                cnt[c] += 1
+        for t in range(col_indptr[j], col_indptr[j + 1]):
+            c = rg[col_indices[t]]
+            if c >= 0:
+                from_c[csc_to_csr[t]] = cnt[c] == 1
+        for t in range(col_indptr[j], col_indptr[j + 1]):
+            c = rg[col_indices[t]]
+            if c >= 0:
+                cnt[c] = 0
+    return from_b, from_c
+
+
+# -- decompression ----------------------------------------------------------------------
+
+
+@_njit
+def gather2(b, c, index, out):  # type: ignore[no-untyped-def]
+    """``out[k] = b[index[k]]`` where ``index[k] >= 0``, else ``c[~index[k]]``."""
+    for k in range(index.size):
+        t = index[k]
+        out[k] = b[t] if t >= 0 else c[~t]
+    return out
