@@ -252,7 +252,7 @@ def test_auto_with_calibration_never_times_a_hopeless_mode():
     """Calibration skips a mode that needs far more products (the dense row in forward mode)."""
     x0 = np.linspace(0.5, 1.5, 200)
     jac = sparsejac.SparseJacobian(_dense_row, x0)
-    assert jac.mode == "reverse"
+    assert jac.mode in ("reverse", "mixed")  # both need 2 products; timing decides
     assert "forward not timed (200 products)" in jac.reason
     assert_jacobian(jac(x0), np.vstack([np.diag(2 * x0), np.ones((1, 200))]))
 
