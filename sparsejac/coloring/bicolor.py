@@ -534,7 +534,7 @@ class BiSearch:
     def offer(self, name: str, kind: str, cg: np.ndarray, rg: np.ndarray, seconds: float) -> None:
         """Record a candidate; keep it if it has fewer passes (or equal passes, lower cost)."""
         p, q = passes(cg), passes(rg)
-        self.candidates.append(Candidate(name, p + q, seconds))
+        self.candidates.append(Candidate(name, p + q, seconds, p, q))
         self.durations[kind] = max(self.durations.get(kind, 0.0), seconds)
         if p + q < self.kept.get(kind, (1 << 62,))[0]:
             self.kept[kind] = (p + q, cg, rg)
@@ -608,6 +608,7 @@ def best_bicoloring(
     reverse_cost: float = 1.5,
     column: np.ndarray | None = None,
     row: np.ndarray | None = None,
+    seconds: tuple[float, float] = (0.0, 0.0),
 ) -> BiSearch:
     """Run the bidirectional ``best`` search (see the module docstring).
 
@@ -623,6 +624,8 @@ def best_bicoloring(
         Breaks ties between bicolourings with equal passes: lower ``p + reverse_cost * q``.
     column, row : ndarray of int64, optional
         Results of the one-sided ``best`` searches, if the caller has them.
+    seconds : tuple of float, optional
+        Their times, for the candidate list.
 
     Returns
     -------
@@ -643,15 +646,15 @@ def best_bicoloring(
     m, n = pattern.shape
     s = BiSearch(pattern, time_budget, reverse_cost, bidirectional_lower_bound(pattern))
     none_c, none_r = np.full(n, -1, dtype=np.int64), np.full(m, -1, dtype=np.int64)
-    seconds = 0.0
+    t_col, t_row = seconds
     if column is None:
-        column, seconds = _one_sided(pattern, "column", rng, time_budget)
-    s.offer("column", "column", np.asarray(column, dtype=np.int64), none_r, seconds)
+        column, t_col = _one_sided(pattern, "column", rng, time_budget)
+    s.offer("column", "column", np.asarray(column, dtype=np.int64), none_r, t_col)
     if s.done:
         return s
     if row is None:
-        row, seconds = _one_sided(pattern, "row", rng, time_budget)
-    s.offer("row", "row", none_c, np.asarray(row, dtype=np.int64), seconds)
+        row, t_row = _one_sided(pattern, "row", rng, time_budget)
+    s.offer("row", "row", none_c, np.asarray(row, dtype=np.int64), t_row)
     s.start = time.perf_counter()
     if s.done:
         return s

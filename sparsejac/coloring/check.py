@@ -178,38 +178,36 @@ is neutral
     check_groups(row_groups, m, name="row_groups", neutral=True)
     cg = [int(x) for x in np.asarray(column_groups)]
     rg = [int(x) for x in np.asarray(row_groups)]
-    row_cols = {
-        i: [int(j) for j in pat.indices[pat.indptr[i] : pat.indptr[i + 1]]] for i in range(m)
-    }
-    col_rows: dict[int, list[int]] = {j: [] for j in range(n)}
-    for i, cols in row_cols.items():
-        for j in cols:
-            col_rows[j].append(i)
-    for i in range(m):
-        for j in row_cols[i]:
-            if cg[j] >= 0:
-                clash_b = [o for o in row_cols[i] if o != j and cg[o] == cg[j]]
-                if not clash_b:
-                    continue
-                why_b = (
-                    f"column {j} shares row {i} with column {clash_b[0]}, both in forward "
-                    f"colour {cg[j]}"
-                )
-            else:
-                why_b = f"column {j} is neutral"
-            if rg[i] >= 0:
-                clash_c = [o for o in col_rows[j] if o != i and rg[o] == rg[i]]
-                if not clash_c:
-                    continue
-                why_c = (
-                    f"row {i} shares column {j} with row {clash_c[0]}, both in reverse "
-                    f"colour {rg[i]}"
-                )
-            else:
-                why_c = f"row {i} is neutral"
-            raise AssertionError(
-                f"nonzero ({i}, {j}) is in neither B nor C alone: {why_b}; {why_c}"
+    # (row, forward colour) -> the coloured columns of that row with that colour, and
+    # (column, reverse colour) -> the coloured rows of that column with that colour.
+    in_row: dict[tuple[int, int], list[int]] = {}
+    in_col: dict[tuple[int, int], list[int]] = {}
+    entries = [(int(i), int(j)) for i, j in zip(pat.rows, pat.indices, strict=True)]
+    for i, j in entries:
+        if cg[j] >= 0:
+            in_row.setdefault((i, cg[j]), []).append(j)
+        if rg[i] >= 0:
+            in_col.setdefault((j, rg[i]), []).append(i)
+    for i, j in entries:
+        if cg[j] >= 0:
+            others = [o for o in in_row[(i, cg[j])] if o != j]
+            if not others:
+                continue  # B[i, colour of j] is J[i, j] alone
+            why_b = (
+                f"column {j} shares row {i} with column {others[0]}, both in forward colour {cg[j]}"
             )
+        else:
+            why_b = f"column {j} is neutral"
+        if rg[i] >= 0:
+            others = [o for o in in_col[(j, rg[i])] if o != i]
+            if not others:
+                continue  # C[colour of i, j] is J[i, j] alone
+            why_c = (
+                f"row {i} shares column {j} with row {others[0]}, both in reverse colour {rg[i]}"
+            )
+        else:
+            why_c = f"row {i} is neutral"
+        raise AssertionError(f"nonzero ({i}, {j}) is in neither B nor C alone: {why_b}; {why_c}")
 
 
 def check_result(result: Any, *, J: Any = None) -> None:

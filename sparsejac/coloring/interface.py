@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,18 @@ def partition_cost(result: ColoringResult, reverse_cost: float = DEFAULT_REVERSE
     return result.n_forward + reverse_cost * result.n_reverse
 
 
+def _generators(seed: int | np.random.Generator | None) -> Callable[[], np.random.Generator]:
+    """A source of generators, one per search.
+
+    Each is fresh from ``seed`` (so the column search inside ``"auto"`` or
+    ``"bidirectional"`` equals ``partition="column"`` with the same seed), or, for a
+    Generator, the Generator itself, drawn on in sequence.
+    """
+    if isinstance(seed, np.random.Generator):
+        return lambda: seed
+    return lambda: np.random.default_rng(seed)
+
+
 def _one_sided(
     pattern: SparsityPattern,
     part: str,
@@ -142,7 +155,7 @@ def _one_sided(
 def _bidirectional(
     pattern: SparsityPattern,
     order: Any,
-    rng: np.random.Generator,
+    rngs: Callable[[], np.random.Generator],
     budget: float,
     reverse_cost: float,
     sides: tuple[ColoringResult, ColoringResult] | None = None,
@@ -151,11 +164,19 @@ def _bidirectional(
     graph = BipartiteGraph(pattern, "bidirectional")
     candidates: tuple[Candidate, ...] = ()
     if isinstance(order, str) and order == "best":
-        column = row = None
-        if sides is not None:
-            column, row = sides[0].groups, sides[1].groups
+        if sides is None:
+            sides = (
+                _one_sided(pattern, "column", "best", rngs(), budget),
+                _one_sided(pattern, "row", "best", rngs(), budget),
+            )
         search = best_bicoloring(
-            pattern, rng, budget, reverse_cost=reverse_cost, column=column, row=row
+            pattern,
+            rngs(),
+            budget,
+            reverse_cost=reverse_cost,
+            column=sides[0].groups,
+            row=sides[1].groups,
+            seconds=(sides[0].seconds, sides[1].seconds),
         )
         assert search.column_groups is not None
         assert search.row_groups is not None
@@ -163,7 +184,7 @@ def _bidirectional(
         candidates = tuple(search.candidates)
     else:
         order_name, order_fn = resolve_order(order, "bidirectional")
-        perm = order_fn(pattern, "bidirectional", rng)
+        perm = order_fn(pattern, "bidirectional", rngs())
         perm = check_permutation(perm, graph.n_vertices, name="order")
         found = star_bicoloring(pattern, perm)
         assert found is not None  # no limit: never stops early
@@ -318,15 +339,15 @@ def color(
     best = isinstance(order, str) and order == "best"
     if not best:
         resolve_order(order, "bidirectional" if part in ("bidirectional", "auto") else part)
-    rng = np.random.default_rng(seed)
+    rngs = _generators(seed)
     if best:
         _warm_once()
     if part in ("column", "row"):
-        result = _one_sided(pattern, part, order, rng, budget)
+        result = _one_sided(pattern, part, order, rngs(), budget)
     elif part == "bidirectional":
-        result = _bidirectional(pattern, order, rng, budget, cost)
+        result = _bidirectional(pattern, order, rngs, budget, cost)
     else:
-        result = _auto(pattern, order, rng, budget, cost)
+        result = _auto(pattern, order, rngs, budget, cost)
     if check:
         check_result(result)
     return result
@@ -335,18 +356,21 @@ def color(
 def _auto(
     pattern: SparsityPattern,
     order: Any,
-    rng: np.random.Generator,
+    rngs: Callable[[], np.random.Generator],
     budget: float,
     reverse_cost: float,
 ) -> ColoringResult:
     """The column, row and bidirectional colourings; the cheapest, ties to fewer passes."""
     t0 = time.perf_counter()
-    column = _one_sided(pattern, "column", order, rng, budget, names_of="bidirectional")
-    row = _one_sided(pattern, "row", order, rng, budget, names_of="bidirectional")
-    both = _bidirectional(pattern, order, rng, budget, reverse_cost, sides=(column, row))
+    column = _one_sided(pattern, "column", order, rngs(), budget, names_of="bidirectional")
+    row = _one_sided(pattern, "row", order, rngs(), budget, names_of="bidirectional")
+    both = _bidirectional(pattern, order, rngs, budget, reverse_cost, sides=(column, row))
     results = (column, row, both)
     chosen = min(results, key=lambda r: (partition_cost(r, reverse_cost), r.n_colors))
-    summary = tuple(Candidate(f"{r.partition}:{r.order}", r.n_colors, r.seconds) for r in results)
+    summary = tuple(
+        Candidate(f"{r.partition}:{r.order}", r.n_colors, r.seconds, r.n_forward, r.n_reverse)
+        for r in results
+    )
     return ColoringResult(
         pattern=pattern,
         partition=chosen.partition,

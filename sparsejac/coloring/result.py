@@ -38,11 +38,16 @@ class Candidate:
     ----------
     name : str
         What produced it, e.g. ``"dsatur"``, ``"random#1"``, ``"incidence_degree@2"``
-        (a restart with random tie-breaking) or ``"recolor"``.
+        (a restart with random tie-breaking) or ``"recolor"``; for a bidirectional search
+        e.g. ``"largest_first"`` (a star bicolouring), ``"split:rows@1"`` or
+        ``"star+recolorB"``; for ``partition="auto"``, the partition and its ``order``.
     n_colors : int
-        Its number of colours.
+        Its number of colours (passes), or -1 for a pass stopped early.
     seconds : float
         Time it took.
+    n_forward, n_reverse : int or None
+        Its forward and reverse passes, where both kinds are possible (bidirectional and
+        auto candidates); else None.
 
     Examples
     --------
@@ -55,6 +60,8 @@ class Candidate:
     name: str
     n_colors: int
     seconds: float
+    n_forward: int | None = None
+    n_reverse: int | None = None
 
 
 def _frozen_groups(groups: Any, length: int, n_colors: int, name: str) -> np.ndarray:
