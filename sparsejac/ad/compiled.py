@@ -40,6 +40,10 @@ from sparsejac.tracing import Node, Program
 
 __all__ = ["PreparedProgram"]
 
+#: An intermediate becomes a dense tangent block when its entries outnumber this fraction of
+#: the block (size × width).
+_DENSE_FACTOR = 1.0
+
 
 # ---------------------------------------------------------------------------------------
 # kernels
@@ -70,10 +74,12 @@ def _spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  
 
 
 @numba.njit(cache=True)
-def _contribute(acc, target, r, r_idx, j, j_idx, n):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _contribute(acc, target, r, r_idx, j, j_idx, n, assign, scale):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``acc[target[k]] += r[r_idx[k]] * j[j_idx[k]]`` for k < n, fused (no temporaries).
 
     An empty index array means the identity; an ``r`` or ``j`` of size 1 is a scalar.
+    ``assign`` writes instead of adding (the first contribution, covering every position).
+    A zero factor gives zero even against inf or nan (see ``mul0``).
     """
     has_t = target.size > 0
     has_ri = r_idx.size > 0
@@ -93,10 +99,13 @@ def _contribute(acc, target, r, r_idx, j, j_idx, n):  # type: ignore[no-untyped-
             jv = j[j_idx[k]]
         else:
             jv = j[k]
+        v = 0.0 if (rv == 0.0 or jv == 0.0) else rv * jv * scale
         if has_t:
-            acc[target[k]] += rv * jv
+            acc[target[k]] += v
+        elif assign:
+            acc[k] = v
         else:
-            acc[k] += rv * jv
+            acc[k] += v
 
 
 @numba.njit(cache=True)
@@ -278,6 +287,7 @@ class _Contribution:
     j_idx: np.ndarray | None
     target: np.ndarray | None
     target_unique: bool
+    scale: float = 1.0  # a constant factor of j (from a virtual slot)
 
 
 @dataclass
@@ -289,6 +299,9 @@ class _ValueStep:
     slot: int  # slot of the node's dynamic entry values
     size: int  # number of dynamic entries
     contributions: list[_Contribution]
+    #: reused between calls (no allocation, no page faults); a prepared program is therefore
+    #: not safe to call from two threads at once
+    buffer: np.ndarray | None = None
 
 
 @dataclass
@@ -358,6 +371,7 @@ class PreparedProgram:
         self.n_slots = 0
         self._seed_cache: dict[Any, Any] = {}
         self._slot_sizes: dict[int, int] = {}
+        self._virtual: dict[int, tuple[int, np.ndarray | None, float]] = {}
         self._build()
 
     # -- preparation ------------------------------------------------------------------------
@@ -391,7 +405,7 @@ class PreparedProgram:
             else:
                 e_out = self._chain(node, ljs, ent, steps)
                 ent[node.out.id] = e_out
-                if e_out.nnz > node.out.size * self.width and node.out.id != prog.out.id:
+                if e_out.nnz > node.out.size * self.width * _DENSE_FACTOR and node.out.id != prog.out.id:
                     src = self._new_source(node.out.size, node.out.shape, e_out)
                     steps.append(("materialize", src))
                     ent[node.out.id] = _Entries.identity(node.out.size, src.index)
@@ -470,14 +484,19 @@ class PreparedProgram:
             else:  # dynamic local Jacobian times the constant part of J
                 nzj = np.flatnonzero(jconst != 0)
                 if nzj.size:
-                    terms.append((None, r_slot, owner[nzj], jconst[nzj], None, None, out_pos[nzj]))
+                    terms.append((None, r_slot, owner[nzj], jconst[nzj], None, None,
+                                  out_pos[nzj], 1.0))
             if jk.slot is not None:  # anything times the dynamic part of J
                 didx = jk.dyn_index()[pos]
                 sel = np.flatnonzero(didx >= 0)
                 if sel.size:
+                    # read through virtual slots: a gather or a scaling of another slot
+                    j_slot, j_idx, scale = self._resolve(jk.slot, didx[sel])
                     rc = r_c if (r_c is None or np.ndim(r_c) == 0) else r_c[sel]
+                    if rc is not None:
+                        rc, scale = rc * scale, 1.0
                     terms.append((rc, r_slot, owner[sel] if r_slot is not None else None,
-                                  None, jk.slot, didx[sel], out_pos[sel]))
+                                  None, j_slot, j_idx, out_pos[sel], scale))
         if not terms:
             return _Entries(size, rows, srcs, cols, base)
         dyn_pos = np.flatnonzero(np.bincount(np.concatenate([t[6] for t in terms]),
@@ -485,23 +504,53 @@ class PreparedProgram:
         where = np.full(n_out, -1, dtype=np.int64)
         where[dyn_pos] = np.arange(dyn_pos.size, dtype=np.int64)
         contributions = []
-        for r_const, r_slot, r_idx, j_const, j_slot, j_idx, out_pos in terms:
+        for r_const, r_slot, r_idx, j_const, j_slot, j_idx, out_pos, scale in terms:
             target = where[out_pos]
             unique = bool(np.bincount(target, minlength=dyn_pos.size).max() <= 1)
             r_size = None if r_slot is None else self._slot_sizes.get(r_slot)
             j_size = None if j_slot is None else self._slot_sizes.get(j_slot)
             contributions.append(_Contribution(
                 r_const=r_const, r_slot=r_slot,
-                r_idx=None if r_size is not None and _is_arange(r_idx, r_size) else r_idx,
+                r_idx=None if r_size is not None and _is_arange(r_idx, r_size) else _compact(r_idx),
                 j_const=j_const, j_slot=j_slot,
-                j_idx=None if j_size is not None and _is_arange(j_idx, j_size) else j_idx,
-                target=None if (unique and _is_arange(target, dyn_pos.size)) else target,
+                j_idx=None if j_size is not None and _is_arange(j_idx, j_size) else _compact(j_idx),
+                target=None if (unique and _is_arange(target, dyn_pos.size)) else _compact(target),
                 target_unique=unique,
+                scale=scale,
             ))
         slot = self._new_slot()
         self._slot_sizes[slot] = int(dyn_pos.size)
-        steps.append(_ValueStep(node, local_slots, slot, int(dyn_pos.size), contributions))
+        c0 = contributions[0]
+        if (len(contributions) == 1 and c0.r_slot is None and np.ndim(c0.r_const) == 0
+                and c0.target is None and c0.j_slot is not None):
+            # a gather and/or a constant scaling of another slot (reshape, slicing, x - const,
+            # -x, x / 2): nothing to compute; consumers read through it (see _resolve)
+            self._virtual[slot] = (c0.j_slot, c0.j_idx, float(c0.r_const))
+        else:
+            steps.append(_ValueStep(node, local_slots, slot, int(dyn_pos.size), contributions))
         return _Entries(size, rows, srcs, cols, base, slot, dyn_pos)
+
+    def _resolve(self, slot: int, idx: np.ndarray | None) -> tuple[int, np.ndarray | None,
+                                                                   float]:
+        """A computed slot, an index into it and a scale equal to ``slot[idx]``."""
+        scale = 1.0
+        while slot in self._virtual:
+            base, vidx, vscale = self._virtual[slot]
+            if vidx is not None:
+                idx = vidx if idx is None else vidx[idx]
+            scale *= vscale
+            slot = base
+        if idx is not None and _is_arange(idx, self._slot_sizes.get(slot, -1)):
+            idx = None
+        return slot, idx, scale
+
+    def _slot_value(self, slots: list[Any], slot: int) -> np.ndarray:
+        """Values of a slot, computed or virtual."""
+        if slot not in self._virtual:
+            return slots[slot]  # type: ignore[no-any-return]
+        base, idx, scale = self._resolve(slot, None)
+        v = slots[base] if idx is None else slots[base][idx]
+        return v * scale if scale != 1.0 else v
 
     # -- evaluation -----------------------------------------------------------------------
 
@@ -530,7 +579,7 @@ class PreparedProgram:
         if e.slot is None:
             return e.const
         v = e.const.copy()
-        v[e.dyn_pos] += slots[e.slot]
+        v[e.dyn_pos] += self._slot_value(slots, e.slot)
         return v
 
     def _const_block(self, e: _Entries, groups: np.ndarray, p: int, transpose: bool
@@ -558,7 +607,7 @@ class PreparedProgram:
         plan = e.spread
         if plan.dyn0 is not None:
             rows, cols, idx = plan.dyn0
-            _spread_onehot(rows, cols, slots[e.slot][idx], groups, out)
+            _spread_onehot(rows, cols, self._slot_value(slots, e.slot)[idx], groups, out)
         if plan.others:
             full = self._entry_values(e, slots)
             for s, rows, cols, pos in plan.others:
@@ -630,7 +679,7 @@ class PreparedProgram:
         plan = e.spread
         if plan.dyn0 is not None:
             rows, cols, idx = plan.dyn0
-            _spread_onehot(cols, rows, slots[e.slot][idx], groups, cts[0])
+            _spread_onehot(cols, rows, self._slot_value(slots, e.slot)[idx], groups, cts[0])
         if plan.others:
             full = self._entry_values(e, slots)
             for s, rows, cols, pos in plan.others:
@@ -701,14 +750,15 @@ def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int,
 
 
 def _apply_contributions(step: _ValueStep, slots: list[Any]) -> np.ndarray:
-    if len(step.contributions) == 1:  # pass-through (a sum with a constant, a reshape): no work
-        c = step.contributions[0]
-        if (c.j_slot is not None and c.j_idx is None and c.target is None and c.r_slot is None
-                and np.ndim(c.r_const) == 0 and c.r_const == 1.0):
-            return slots[c.j_slot]  # type: ignore[no-any-return]
-    acc = np.zeros(step.size)
-    for c in step.contributions:
-        if _fused(c, slots, acc):
+    acc = step.buffer
+    if acc is None:
+        acc = step.buffer = np.empty(step.size)
+    for i, c in enumerate(step.contributions):
+        # the first contribution writes when it covers every position in order, else zero first
+        assign = i == 0 and c.target is None
+        if i == 0 and not assign:
+            acc.fill(0.0)
+        if _fused(c, slots, acc, assign):
             continue
         if c.r_slot is not None:
             r = slots[c.r_slot]
@@ -720,7 +770,11 @@ def _apply_contributions(step: _ValueStep, slots: list[Any]) -> np.ndarray:
         if c.j_slot is not None and c.j_idx is not None:
             j = j[c.j_idx]
         term = mul0(r, j)
-        if c.target is None:
+        if c.scale != 1.0:
+            term = term * c.scale
+        if assign:
+            acc[...] = term
+        elif c.target is None:
             acc += term
         elif c.target_unique:
             acc[c.target] += term
@@ -733,7 +787,8 @@ def _apply_contributions(step: _ValueStep, slots: list[Any]) -> np.ndarray:
 #: Contributions with at least this many pairs go through the fused kernel (below it, numpy's
 #: per-call overhead is smaller than numba's dispatch).
 _FUSE_MIN = 2048
-_NO_INDEX = np.empty(0, dtype=np.int64)
+_INDEX_DTYPE = np.dtype(np.int32)
+_NO_INDEX = np.empty(0, dtype=_INDEX_DTYPE)
 
 
 def _flat_f64(a: Any) -> np.ndarray | None:
@@ -750,12 +805,21 @@ def _flat_f64(a: Any) -> np.ndarray | None:
 def _index(idx: np.ndarray | None, n: int) -> np.ndarray | None:
     if idx is None:
         return _NO_INDEX
-    if idx.dtype != np.int64 or idx.ndim != 1 or idx.size != n:
+    if idx.dtype != _INDEX_DTYPE or idx.ndim != 1 or idx.size != n:
         return None
     return idx
 
 
-def _fused(c: _Contribution, slots: list[Any], acc: np.ndarray) -> bool:
+def _compact(idx: np.ndarray | None) -> np.ndarray | None:
+    """Index arrays of the evaluation kernels as int32: half the memory traffic."""
+    if idx is None:
+        return None
+    if idx.size and int(idx.max()) >= np.iinfo(np.int32).max:  # pragma: no cover - > 2**31
+        raise ValueError("prepared programs support fewer than 2**31 entries per variable")
+    return np.ascontiguousarray(idx, dtype=_INDEX_DTYPE)
+
+
+def _fused(c: _Contribution, slots: list[Any], acc: np.ndarray, assign: bool) -> bool:
     """Apply contribution ``c`` with :func:`_contribute` when its operands allow; else False."""
     # as in the numpy path: index arrays apply to slot values only (constants are per pair)
     r_raw = slots[c.r_slot] if c.r_slot is not None else c.r_const
@@ -786,5 +850,5 @@ def _fused(c: _Contribution, slots: list[Any], acc: np.ndarray) -> bool:
     if (r.size > 1 and r_idx.size == 0 and r.size != n) or (
             j.size > 1 and j_idx.size == 0 and j.size != n):
         return False
-    _contribute(acc, target, r, r_idx, j, j_idx, n)
+    _contribute(acc, target, r, r_idx, j, j_idx, n, assign, c.scale)
     return True
