@@ -24,7 +24,8 @@ import scipy.sparse as sp
 from sparsejac import fd as _fd
 from sparsejac.ad import program_jvp, program_vjp
 from sparsejac.ad.compiled import PreparedProgram
-from sparsejac.coloring import PARTITIONS, ColoringResult, color
+from sparsejac.coloring import ColoringResult, color
+from sparsejac.coloring.interface import DEFAULT_REVERSE_COST, partition_cost
 from sparsejac.detection import program_sparsity
 from sparsejac.errors import ConcretizationError
 from sparsejac.pattern import SparsityPattern, as_pattern
@@ -45,10 +46,6 @@ __all__ = [
 Mode = Literal["auto", "forward", "reverse", "mixed", "fd"]
 #: The evaluation modes, in the order ``auto`` considers them.
 MODES: tuple[str, ...] = ("auto", "forward", "reverse", "mixed", "fd")
-#: Cost of one reverse product relative to one forward product, used by ``mode="auto"`` when
-#: ``calibrate=False``: the ratio measured on the benchmark problems with prepared programs
-#: (reverse sweeps also transpose their blocks; see docs/benchmarks.md).
-DEFAULT_REVERSE_COST = 1.5
 #: Repeats of each candidate evaluation when ``calibrate=True`` (the minimum is kept).
 CALIBRATION_REPEATS = 3
 #: ``auto`` times only the modes whose product count is within this factor of the fewest.
@@ -61,10 +58,6 @@ def _check_mode(mode: Any) -> str:
     if mode not in MODES:
         raise ValueError(f"Unknown `mode` {mode!r}; expected one of {list(MODES)}.")
     return str(mode)
-
-
-def _has_bidirectional() -> bool:
-    return "bidirectional" in PARTITIONS
 
 
 def _check_subset(detected: sp.csr_array, user: SparsityPattern) -> None:
@@ -86,6 +79,10 @@ def _check_subset(detected: sp.csr_array, user: SparsityPattern) -> None:
 
 def _fmt(n: int) -> str:
     return f"{n:,}"
+
+
+def _count(k: int, what: str) -> str:
+    return f"{k:,} {what}" + ("" if k == 1 else "s")
 
 
 class SparseJacobian:
@@ -267,18 +264,8 @@ class SparseJacobian:
     def _candidate_modes(self, mode: str) -> list[str]:
         match mode:
             case "auto":
-                cands = ["forward", "reverse"]
-                if _has_bidirectional():
-                    cands.append("mixed")
-                return cands
-            case "mixed":
-                if not _has_bidirectional():
-                    raise NotImplementedError(
-                        "mode='mixed' needs the bidirectional colouring, which this version of "
-                        "sparsejac does not have yet; use 'forward', 'reverse' or 'auto'"
-                    )
-                return ["mixed"]
-            case "forward" | "reverse" | "fd":
+                return ["forward", "reverse", "mixed"]
+            case "forward" | "reverse" | "mixed" | "fd":
                 return [mode]
             case _ as unreachable:  # pragma: no cover - _check_mode rejected it
                 raise AssertionError(unreachable)
@@ -294,12 +281,7 @@ class SparseJacobian:
 
     def _static_cost(self, mode: str, c: ColoringResult) -> float:
         """Forward products + ``reverse_cost`` × reverse products."""
-        if mode in ("forward", "fd"):
-            return float(c.n_colors)
-        if mode == "reverse":
-            return self._reverse_cost * c.n_colors
-        fwd = int(np.max(c.column_groups) + 1) if c.column_groups is not None else 0
-        return fwd + self._reverse_cost * (c.n_colors - fwd)
+        return partition_cost(c, self._reverse_cost)
 
     def _fits(self, c: ColoringResult) -> bool:
         _, p, _, q = self._groups(c)
@@ -355,13 +337,13 @@ class SparseJacobian:
             )
         return arr
 
-    def _groups(self, c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
+    @staticmethod
+    def _groups(c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
+        """Column groups, forward products, row groups, reverse products (-1: not seeded)."""
         m, n = c.pattern.shape
         cg = c.column_groups if c.column_groups is not None else np.full(n, -1)
         rg = c.row_groups if c.row_groups is not None else np.full(m, -1)
-        p = int(cg.max()) + 1 if cg.size and cg.max() >= 0 else 0
-        q = int(rg.max()) + 1 if rg.size and rg.max() >= 0 else 0
-        return cg, p, rg, q
+        return cg, c.n_forward, rg, c.n_reverse
 
     def _evaluate_mode(self, mode: str, c: ColoringResult, x: np.ndarray,
                        params: Sequence[Any], out: np.ndarray | None = None) -> np.ndarray:
@@ -480,12 +462,20 @@ class SparseJacobian:
 
     def __repr__(self) -> str:
         m, n = self._pattern.shape
-        unit = {"forward": "JVPs", "reverse": "VJPs", "mixed": "JVPs+VJPs",
-                "fd": "f evaluations"}[self.mode]
-        full = n if self.mode in ("forward", "fd") else (m if self.mode == "reverse"
-                                                        else min(m, n))
+        c = self.coloring
+        match self.mode:
+            case "forward":
+                work = _count(c.n_forward, "JVP")
+            case "reverse":
+                work = _count(c.n_reverse, "VJP")
+            case "mixed":
+                work = f"{_count(c.n_forward, 'JVP')} + {_count(c.n_reverse, 'VJP')}"
+            case _:
+                work = _count(c.n_colors, "f evaluation")
+        full = m if self.mode == "reverse" else (min(m, n) if self.mode == "mixed" else n)
+        note = ", approximate" if self.mode == "fd" else ""
         return (f"SparseJacobian({self._name}, shape=({m}, {n}), nnz={_fmt(self._pattern.nnz)}, "
-                f"mode={self.mode!r}: {_fmt(self.n_products)} {unit} instead of {_fmt(full)})")
+                f"mode={self.mode!r}: {work} instead of {_fmt(full)}{note})")
 
 
 def _decompress(c: ColoringResult, b: np.ndarray | None, cmat: np.ndarray | None,
@@ -610,17 +600,9 @@ def jacobian(
         case "reverse":
             c = color(pattern, "row", order=order)
         case "mixed":
-            if not _has_bidirectional():
-                raise NotImplementedError(
-                    "mode='mixed' needs the bidirectional colouring, which this version of "
-                    "sparsejac does not have yet; use 'forward', 'reverse' or 'auto'"
-                )
             c = color(pattern, "bidirectional", order=order)
         case "auto":
-            cands = [color(pattern, "column", order=order), color(pattern, "row", order=order)]
-            if _has_bidirectional():
-                cands.append(color(pattern, "bidirectional", order=order))
-            c = min(cands, key=lambda r: _static_cost(r))
+            c = color(pattern, "auto", order=order)
         case "fd":  # pragma: no cover - handled above
             raise AssertionError
         case _ as unreachable:
@@ -629,15 +611,6 @@ def jacobian(
     out = sp.csr_array((data, pattern.indices, pattern.indptr), shape=pattern.shape)
     out.has_sorted_indices = True
     return out
-
-
-def _static_cost(c: ColoringResult) -> float:
-    if c.partition == "column":
-        return float(c.n_colors)
-    if c.partition == "row":
-        return DEFAULT_REVERSE_COST * c.n_colors
-    fwd = int(np.max(c.column_groups) + 1) if c.column_groups is not None else 0
-    return fwd + DEFAULT_REVERSE_COST * (c.n_colors - fwd)
 
 
 # ---------------------------------------------------------------------------------------

@@ -161,7 +161,7 @@ def test_calls_share_the_pattern_index_arrays(mode, rng):
 @pytest.mark.parametrize(("mode", "text"), [
     ("forward", "mode='forward': 2 JVPs instead of 9)"),
     ("reverse", "mode='reverse': 2 VJPs instead of 8)"),
-    ("fd", "mode='fd': 2 f evaluations instead of 9)"),
+    ("fd", "mode='fd': 2 f evaluations instead of 9, approximate)"),
 ])
 def test_repr_counts_products(mode, text):
     """The repr states the products per Jacobian against the uncompressed count."""
