@@ -1,4 +1,4 @@
-"""Colouring benchmark: sparsejac's orders and `best` against ColPack and scipy, one table.
+"""Colouring benchmark: sparsejac's orders and `best` against ColPack and scipy; bicolouring.
 
 For every matrix of ../shared/data/matrices (column and row colouring) and for synthetic
 5-point (2D) and 7-point (3D) Laplacians up to 10**6 columns (column colouring; they are
@@ -17,8 +17,25 @@ symmetric), the table lists:
 Times are the minimum over repeats, after one untimed warm-up call. Rows use the
 transposed matrix for scipy.
 
+A second table compares bidirectional colouring (mixed mode) with ColPack's implicit-covering
+star bicolouring (`star_bicoloring_implicit` in colpack_reference.csv, forward plus reverse
+passes, the neutral colour excluded), on every shared matrix, on an arrowhead with
+n = 46,500 and on a tridiagonal matrix with n = 16,000 plus one dense row and one dense
+column:
+
+    col, row  passes of the one-sided `best` colourings
+    star      fewest passes of a star bicolouring (implicit covering; "/full": full covering)
+    split     fewest passes of a split construction (dense rows in reverse, rest forward, or
+              the transpose), coloured by DSATUR
+    recolor   fewest passes after re-colouring a candidate with the one-sided search
+    bidi      passes of order="best" for partition="bidirectional" (forward+reverse), and
+              `bidi s` its time (it includes both one-sided searches; minimum of repeats)
+    ColPack   ColPack's best star bicolouring over its orders, and the order
+    auto      what partition="auto" picks (default reverse cost 1.5) and its passes
+
     .venv/bin/python benchmarks/coloring.py            # everything (several minutes)
     .venv/bin/python benchmarks/coloring.py --quick    # skip the inputs above 10**5 columns
+    .venv/bin/python benchmarks/coloring.py --bidirectional-only
 """
 
 from __future__ import annotations
@@ -42,6 +59,7 @@ from scipy.optimize._numdiff import group_columns
 import sparsejac
 from sparsejac.coloring import ORDERS, BipartiteGraph, warm_up
 from sparsejac.coloring.greedy import greedy_color
+from sparsejac.pattern import SparsityPattern
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data" / "matrices"
@@ -83,6 +101,130 @@ def colpack_best() -> dict[tuple[str, str], int]:
                 key = (row["matrix"], problem)
                 best[key] = min(best.get(key, 1 << 62), int(row["colors"]))
     return best
+
+
+def colpack_bicoloring() -> dict[str, tuple[int, str]]:
+    """ColPack's fewest star-bicolouring passes per matrix, and the order that gave them."""
+    best: dict[str, tuple[int, str]] = {}
+    path = SHARED / "colpack_reference.csv"
+    if not path.is_file():
+        return best
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["problem"] == "star_bicoloring_implicit":
+                got = (int(row["colors"]), row["ordering"])
+                best[row["matrix"]] = min(best.get(row["matrix"], got), got)
+    return best
+
+
+def arrowhead(n: int) -> SparsityPattern:
+    """Dense first row and first column plus the diagonal."""
+    i = np.arange(n)
+    zeros = np.zeros(n, dtype=np.int64)
+    return SparsityPattern((n, n), np.concatenate((zeros, i, i)), np.concatenate((i, zeros, i)))
+
+
+def banded_dense(n: int) -> SparsityPattern:
+    """Tridiagonal plus one dense row (n // 2) and one dense column (n // 3)."""
+    i = np.arange(n)
+    rows = np.concatenate((i, i[1:], i[:-1], np.full(n, n // 2), i))
+    cols = np.concatenate((i, i[:-1], i[1:], i, np.full(n, n // 3)))
+    return SparsityPattern((n, n), rows, cols)
+
+
+def bench_bidirectional(
+    name: str, pattern: SparsityPattern, reference: tuple[int, str] | None, repeats: int
+) -> tuple[list[str], int]:
+    times = []
+    r = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        r = sparsejac.color(pattern, "bidirectional")
+        times.append(time.perf_counter() - t0)
+    assert r is not None
+    sparsejac.coloring.check_bicoloring(pattern, r.column_groups, r.row_groups)
+    best: dict[str, tuple[int, str]] = {}
+    for c in r.candidates:
+        if c.n_colors < 0:
+            continue
+        kind = (
+            "col"
+            if c.name == "column"
+            else "row"
+            if c.name == "row"
+            else "split"
+            if c.name.startswith("split")
+            else "recolor"
+            if "recolor" in c.name
+            else "star"
+        )
+        best[kind] = min(best.get(kind, (c.n_colors, c.name)), (c.n_colors, c.name))
+    auto = sparsejac.color(pattern, "auto")
+    m, n = pattern.shape
+
+    def cell(kind: str) -> str:
+        if kind not in best:
+            return "-"
+        k, label = best[kind]
+        suffix = "/full" if label.endswith("/full") else ""
+        return f"{k}{suffix}"
+
+    row = [
+        name,
+        f"{m}×{n}",
+        str(pattern.nnz),
+        cell("col"),
+        cell("row"),
+        cell("star"),
+        cell("split"),
+        cell("recolor"),
+        f"**{r.n_colors}** ({r.n_forward}+{r.n_reverse})",
+        f"{min(times):.2f}",
+        "-" if reference is None else f"{reference[0]} ({reference[1]})",
+        f"{auto.partition} {auto.n_forward}+{auto.n_reverse}",
+    ]
+    return row, r.n_colors
+
+
+def bidirectional_table(args: argparse.Namespace) -> int:
+    reference = colpack_bicoloring()
+    cases: list[tuple[str, SparsityPattern]] = []
+    for path in sorted(SHARED.glob("*.mtx")) if SHARED.is_dir() else []:
+        cases.append((path.stem, sparsejac.as_pattern(path)))
+    cases.append(("arrowhead 46500", arrowhead(46_500)))
+    cases.append(("tridiag+dense 16000", banded_dense(16_000)))
+    header = [
+        "matrix",
+        "m×n",
+        "nnz",
+        "col",
+        "row",
+        "star",
+        "split",
+        "recolor",
+        "bidi (fwd+rev)",
+        "bidi s",
+        "ColPack bicolour",
+        "auto",
+    ]
+    print()
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    fewer = equal = worse = 0
+    for name, pattern in cases:
+        ref = reference.get(name)
+        row, got = bench_bidirectional(name, pattern, ref, max(1, min(args.repeats, 3)))
+        print("| " + " | ".join(row) + " |", flush=True)
+        if ref is not None:
+            fewer += got < ref[0]
+            equal += got == ref[0]
+            worse += got > ref[0]
+    print()
+    print(
+        f"# bidirectional best vs ColPack's best star bicolouring: fewer passes on {fewer}, "
+        f"equal on {equal}, more on {worse} (of {fewer + equal + worse} matrices)"
+    )
+    return 1 if worse else 0
 
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[object, float]:
@@ -156,8 +298,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip inputs above 1e5 columns")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats (min is kept)")
+    parser.add_argument(
+        "--bidirectional-only", action="store_true", help="only the bidirectional table"
+    )
     args = parser.parse_args(argv)
     warm_up()
+    if args.bidirectional_only:
+        print(f"# sparsejac bicolouring benchmark, {datetime.date.today().isoformat()}")
+        print(f"# command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+        print(f"# machine: {machine()}")
+        return bidirectional_table(args)
     reference = colpack_best()
     cases: list[tuple[str, sp.sparray, str, int | None]] = []
     for path in sorted(SHARED.glob("*.mtx")) if SHARED.is_dir() else []:
@@ -205,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         f"# best vs ColPack's best: fewer colours on {fewer}, equal on {equal}, more on {worse} "
         f"(of {fewer + equal + worse} matrix/partition pairs)"
     )
-    return 1 if worse else 0
+    worse_bi = bidirectional_table(args)
+    return 1 if worse or worse_bi else 0
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ This module owns the constructions and the ``order="best"`` search for
 3. the split constructions for the ``k`` densest rows (or columns), ``k`` growing while
    a split can still win, coloured by DSATUR;
 4. :data:`N_RANDOM` star bicolourings in seeded random orders;
-5. the best candidates of each kind re-coloured by :func:`color_assignment`, with the
+5. the best candidate of each kind (star, split) re-coloured by :func:`color_assignment`
+   (the nonzeros readable from both sides read from B, then from C), then the best
+   bicolouring so far, alternately, until :data:`MAX_STALE` rounds bring nothing, with the
    time that is left.
 
 Each step starts only if its predicted duration fits in ``time_budget`` (the one-sided
@@ -70,6 +72,8 @@ from sparsejac.pattern import SparsityPattern
 
 __all__ = [
     "MAX_NET_ENTRIES",
+    "MAX_ROUNDS",
+    "MAX_STALE",
     "N_RANDOM",
     "STAR_ORDERS",
     "BiSearch",
@@ -94,6 +98,10 @@ STAR_ORDERS = (
 )
 #: Seeded random orders tried by ``best`` (step 4).
 N_RANDOM = 2
+#: Rounds of step 5 that re-colour the best bicolouring so far, at most.
+MAX_ROUNDS = 8
+#: Step 5 stops after this many rounds in a row without fewer passes.
+MAX_STALE = 3
 #: Entries of the conflict nets :func:`color_assignment` builds exactly; beyond, a row whose
 #: nonzeros are read partly from B and partly from C becomes one net (more conflicts).
 MAX_NET_ENTRIES = 20_000_000
@@ -135,10 +143,14 @@ def compact(groups: np.ndarray) -> np.ndarray:
     return out
 
 
-def augmented_arrays(pattern: SparsityPattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def augmented_arrays(
+    pattern: SparsityPattern, graph: BipartiteGraph | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ptr, adj, eid)``: neighbours of every vertex of H and the nonzero joining them.
 
     Vertices ``0..n-1`` are the columns, ``n..n+m-1`` the rows; ``eid`` holds CSR positions.
+    ``ptr`` and ``eid`` are the ``vptr`` and ``vidx`` of the bidirectional
+    :class:`~sparsejac.coloring.graph.BipartiteGraph`, shared when ``graph`` is given.
 
     Examples
     --------
@@ -150,11 +162,10 @@ def augmented_arrays(pattern: SparsityPattern) -> tuple[np.ndarray, np.ndarray, 
     ([0, 1, 3, 5, 6], [2, 2, 3, 0, 1, 1], [0, 1, 2, 0, 1, 2])
     """
     n = pattern.shape[1]
-    nnz = pattern.nnz
-    ptr = np.concatenate((pattern.col_indptr, pattern.indptr[1:] + nnz))
+    if graph is None:
+        graph = BipartiteGraph(pattern, "bidirectional")
     adj = np.concatenate((pattern.col_indices + n, pattern.indices))
-    eid = np.concatenate((pattern.csc_to_csr, np.arange(nnz, dtype=np.int64)))
-    return kernel_array(ptr), kernel_array(adj), kernel_array(eid)
+    return kernel_array(graph.vptr), kernel_array(adj), kernel_array(graph.vidx)
 
 
 # -- star bicolouring ---------------------------------------------------------------------
@@ -659,15 +670,19 @@ def best_bicoloring(
     if s.done:
         return s
     graph = BipartiteGraph(pattern, "bidirectional")
-    arrays = augmented_arrays(pattern)
+    arrays = augmented_arrays(pattern, graph)
     for name in STAR_ORDERS:
-        if s.done or not s.fits("star"):
+        # A step is one order and its two star passes; predicted by the slowest step so far.
+        if s.done or not s.fits("star-step"):
             break
+        t0 = time.perf_counter()
         order = BIDIRECTIONAL_ORDERS[name](graph, "bidirectional", rng)  # type: ignore[arg-type]
         for covering in ("implicit", "full"):
-            if s.done or not s.fits("star"):
+            if s.done:
                 break
             _star(s, name, order, covering, arrays)
+        step = time.perf_counter() - t0
+        s.durations["star-step"] = max(s.durations.get("star-step", 0.0), step)
     _splits(s, rng)
     for i in range(N_RANDOM):
         if s.done or not s.fits("star"):
@@ -678,22 +693,41 @@ def best_bicoloring(
 
 
 def _refine(s: BiSearch, rng: np.random.Generator) -> None:
-    """Step 5: re-colour the best candidate of each kind with the one-sided search."""
-    plan = []
-    for kind in ("star", "split"):
-        if kind in s.kept:
-            _, cg, rg = s.kept[kind]
-            for prefer_c in (False, True):
-                plan.append((kind, cg, rg, prefer_c))
-    for t, (kind, cg, rg, prefer_c) in enumerate(plan):
-        if s.done:
+    """Step 5: re-colour the best candidate of each kind, then the best so far, in turn.
+
+    Each round reads the nonzeros where the colouring to improve reads them (those readable
+    from both sides: from B, or from C, alternately) and colours both sides again with the
+    one-sided search, with a share of the time left. It stops after :data:`MAX_STALE`
+    rounds in a row without fewer passes, or :data:`MAX_ROUNDS` rounds from the best.
+    """
+    plan = [
+        (kind, prefer_c)
+        for kind in ("star", "split")
+        if kind in s.kept
+        for prefer_c in (False, True)
+    ]
+    stale = 0
+    for t in range(len(plan) + MAX_ROUNDS):
+        if s.done or stale >= MAX_STALE:
             return
         left = s.deadline - time.perf_counter()
         if left <= s.durations.get("refine", 0.0):
             return
-        budget = left / (2 * (len(plan) - t))  # two one-sided searches each
+        if t < len(plan):
+            kind, prefer_c = plan[t]
+            _, cg, rg = s.kept[kind]
+        else:
+            kind, prefer_c = "best", (t - len(plan)) % 2 == 1
+            assert s.column_groups is not None
+            assert s.row_groups is not None
+            cg, rg = s.column_groups, s.row_groups
+        budget = left / (2 * max(len(plan) - t, 2))  # two one-sided searches per round
+        before = s.n_passes
         t0 = time.perf_counter()
-        to_c = _assignment(s.pattern, cg, rg, prefer_c)
-        ncg, nrg = color_assignment(s.pattern, to_c, rng, budget)
+        ncg, nrg = color_assignment(
+            s.pattern, _assignment(s.pattern, cg, rg, prefer_c), rng, budget
+        )
         side = "C" if prefer_c else "B"
         s.offer(f"{kind}+recolor{side}", "refine", ncg, nrg, time.perf_counter() - t0)
+        if t >= len(plan):
+            stale = stale + 1 if s.n_passes >= before else 0
