@@ -700,7 +700,7 @@ def _refine(s: BiSearch, rng: np.random.Generator) -> None:
     one-sided search, with a share of the time left. It stops after :data:`MAX_STALE`
     rounds in a row without fewer passes, or :data:`MAX_ROUNDS` rounds from the best.
     """
-    plan = [
+    plan: list[tuple[str, bool]] = [
         (kind, prefer_c)
         for kind in ("star", "split")
         if kind in s.kept
