@@ -32,6 +32,7 @@ from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.tracing import Program, as_float_input, trace
 
 __all__ = [
+    "COLORING_TIME_BUDGET",
     "DEFAULT_REVERSE_COST",
     "MODES",
     "OdeJacobian",
@@ -46,8 +47,15 @@ __all__ = [
 Mode = Literal["auto", "forward", "reverse", "mixed", "fd"]
 #: The evaluation modes, in the order ``auto`` considers them.
 MODES: tuple[str, ...] = ("auto", "forward", "reverse", "mixed", "fd")
+#: Seconds the colouring search of a prepared Jacobian may spend per candidate mode, beyond
+#: its two mandatory passes (a quarter of :func:`sparsejac.color`'s default: preparation
+#: should take seconds at most, and the search rarely finds more than one colour fewer later).
+COLORING_TIME_BUDGET = 0.5
 #: Repeats of each candidate evaluation when ``calibrate=True`` (the minimum is kept).
 CALIBRATION_REPEATS = 3
+#: ``auto`` prefers forward, then reverse, then mixed, unless a later mode is faster by more
+#: than this fraction when timed.
+CALIBRATION_MARGIN = 0.1
 #: ``auto`` times only the modes whose product count is within this factor of the fewest.
 CALIBRATION_WINDOW = 4.0
 #: Largest compressed matrix (``m × p`` or ``q × n`` entries) a mode may allocate (800 MB).
@@ -109,6 +117,10 @@ class SparseJacobian:
         by measured time (``calibrate=True``) or by colour counts.
     order : str or callable
         Vertex order for :func:`sparsejac.color` (default ``"best"``).
+    time_budget : float
+        Seconds the ``"best"`` colouring search may spend per candidate mode (default
+        :data:`COLORING_TIME_BUDGET`; its two mandatory passes always run). Raise it for a
+        problem solved many times, where one colour fewer pays off.
     args, kwargs : optional
         Further arguments of ``f``, constants of the preparation. Calls may pass the same
         objects again (as scipy's solvers do); other objects trigger a new preparation.
@@ -167,6 +179,7 @@ class SparseJacobian:
         sparsity: Any = None,
         mode: Mode = "auto",
         order: Any = "best",
+        time_budget: float | None = None,
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
         fd_method: str = "2-point",
@@ -184,6 +197,7 @@ class SparseJacobian:
         self._f = f
         self._name = _name
         self._order = order
+        self._time_budget = COLORING_TIME_BUDGET if time_budget is None else time_budget
         self._fd_method = fd_method
         self._calibrate = bool(calibrate)
         self._reverse_cost = float(reverse_cost)
@@ -273,7 +287,7 @@ class SparseJacobian:
     def _color_for(self, mode: str, pattern: SparsityPattern) -> ColoringResult:
         partition = {"forward": "column", "fd": "column", "reverse": "row",
                      "mixed": "bidirectional"}[mode]
-        return color(pattern, partition, order=self._order)
+        return color(pattern, partition, order=self._order, time_budget=self._time_budget)
 
     @staticmethod
     def _products(mode: str, c: ColoringResult) -> int:
@@ -292,6 +306,14 @@ class SparseJacobian:
                 ) -> tuple[str, str, dict[str, float]]:
         if len(wanted) == 1:
             return wanted[0], f"mode={wanted[0]!r} was requested", {}
+        note = ""
+        if "mixed" in wanted:  # a one-sided bicolouring is forward or reverse mode itself
+            bi = colorings["mixed"]
+            for side, same in (("forward", bi.n_reverse == 0), ("reverse", bi.n_forward == 0)):
+                if same and side in colorings and colorings[side].n_colors <= bi.n_colors:
+                    wanted = [m for m in wanted if m != "mixed"]
+                    note = f"; the mixed colouring is one-sided ({side} mode)"
+                    break
         static = {m: self._static_cost(m, colorings[m]) for m in wanted}
         if self._calibrate and (self._prepared is not None or self._retrace):
             # time only the candidates that could win: a mode needing many times more
@@ -307,15 +329,20 @@ class SparseJacobian:
                     self._evaluate_mode(m, colorings[m], self._x0, self._params0)
                     best = min(best, time.perf_counter() - t0)
                 costs[m] = best
-            chosen = min(timed, key=lambda m: (costs[m], wanted.index(m)))
+            # the earliest of forward, reverse, mixed unless a later one is clearly faster
+            # (timings of near-equal modes flip with the machine's load)
+            chosen = timed[0]
+            for m in timed[1:]:
+                if costs[m] < costs[chosen] / (1.0 + CALIBRATION_MARGIN):
+                    chosen = m
             detail = ", ".join(f"{m} {costs[m] * 1e3:.3g} ms" if m in costs else
                                f"{m} not timed ({colorings[m].n_colors} products)"
                                for m in wanted)
-            return chosen, f"fastest when timed at x0 ({detail})", costs
+            return chosen, f"fastest when timed at x0 ({detail}){note}", costs
         chosen = min(wanted, key=lambda m: (static[m], wanted.index(m)))
         detail = ", ".join(f"{m} {static[m]:.3g}" for m in wanted)
         return chosen, (f"lowest cost = forward products + {self._reverse_cost:g} x reverse "
-                        f"products ({detail})"), static
+                        f"products ({detail}){note}"), static
 
     # -- evaluation ----------------------------------------------------------------------
 
