@@ -37,7 +37,14 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from sparsejac.coloring import BIDIRECTIONAL_ORDERS, ORDERS, PARTITIONS, color, warm_up
+from sparsejac.coloring import (
+    BIDIRECTIONAL_ORDERS,
+    ORDERS,
+    PARTITIONS,
+    color,
+    color_partitions,
+    warm_up,
+)
 from sparsejac.coloring.graph import bidirectional_lower_bound
 from sparsejac.coloring.interface import DEFAULT_TIME_BUDGET
 from sparsejac.pattern import PatternFileError, SparsityPattern, read_pattern_file
@@ -45,6 +52,7 @@ from sparsejac.pattern import PatternFileError, SparsityPattern, read_pattern_fi
 __all__ = ["build_parser", "load_function", "main", "report"]
 
 PROG = "sparsejac"
+TWO_SIDED = ("bidirectional", "auto")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,14 +170,23 @@ def report(
     row_counts, col_counts = pattern.row_counts, pattern.col_counts
     max_row = int(row_counts.max()) if m else 0
     max_col = int(col_counts.max()) if n else 0
+    found: dict[tuple[str, str], Any] = {}
+    for order in orders:
+        # bidirectional and auto share the one-sided searches: colour them together
+        parts = [
+            p
+            for p in partitions
+            if order == "best" or order in (BIDIRECTIONAL_ORDERS if p in TWO_SIDED else ORDERS)
+        ]
+        if parts:
+            got = color_partitions(pattern, parts, order, seed=seed, time_budget=time_budget)
+            found.update(((p, order), r) for p, r in got.items())
     results = []
     for partition in partitions:
-        two_sided = partition in ("bidirectional", "auto")
-        names = BIDIRECTIONAL_ORDERS if two_sided else ORDERS
         for order in orders:
-            if order != "best" and order not in names:
+            if (partition, order) not in found:
                 continue  # dense_rows_first and dense_columns_first: bidirectional only
-            r = color(pattern, partition, order, seed=seed, time_budget=time_budget)
+            r = found[(partition, order)]
             s = r.stats()
             results.append(
                 {

@@ -42,6 +42,7 @@ from sparsejac.coloring.interface import (
     DEFAULT_REVERSE_COST,
     DEFAULT_TIME_BUDGET,
     color,
+    color_partitions,
     partition_cost,
     warm_up,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "check_result",
     "check_structurally_orthogonal",
     "color",
+    "color_partitions",
     "partition_cost",
     "warm_up",
 ]

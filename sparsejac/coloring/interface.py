@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ __all__ = [
     "RECOLOR_SHARE",
     "RESTART_SHARE",
     "color",
+    "color_partitions",
     "partition_cost",
     "warm_up",
 ]
@@ -158,17 +159,19 @@ def _bidirectional(
     rngs: Callable[[], np.random.Generator],
     budget: float,
     reverse_cost: float,
-    sides: tuple[ColoringResult, ColoringResult] | None = None,
+    sides: tuple[ColoringResult, ColoringResult] | None,
 ) -> ColoringResult:
+    """One star bicolouring for a named order; for ``"best"`` the search.
+
+    The search starts from ``sides`` (the best column and row colourings), and its time
+    includes theirs.
+    """
     t0 = time.perf_counter()
     graph = BipartiteGraph(pattern, "bidirectional")
     candidates: tuple[Candidate, ...] = ()
     if isinstance(order, str) and order == "best":
-        if sides is None:
-            sides = (
-                _one_sided(pattern, "column", "best", rngs(), budget),
-                _one_sided(pattern, "row", "best", rngs(), budget),
-            )
+        assert sides is not None
+        t0 -= sides[0].seconds + sides[1].seconds
         search = best_bicoloring(
             pattern,
             rngs(),
@@ -332,54 +335,129 @@ def color(
     ValueError: Unknown `partition` 'diagonal'; expected one of ['column', 'row', \
 'bidirectional', 'auto'].
     """
+    return color_partitions(
+        sparsity,
+        (partition,),
+        order,
+        check=check,
+        seed=seed,
+        time_budget=time_budget,
+        reverse_cost=reverse_cost,
+    )[partition]
+
+
+def color_partitions(
+    sparsity: Any,
+    partitions: Sequence[str] = ("column", "row", "bidirectional", "auto"),
+    order: Any = "best",
+    *,
+    check: bool = False,
+    seed: int | np.random.Generator | None = 0,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    reverse_cost: float = DEFAULT_REVERSE_COST,
+) -> dict[str, ColoringResult]:
+    """Colour several partitions of one pattern, sharing the work they have in common.
+
+    The bidirectional search starts from the best column and row colourings, and
+    ``"auto"`` compares all three: asked together, each is computed once. With an integer
+    seed (or None) every search starts from a fresh generator, so each result equals what
+    :func:`color` returns for that partition alone (up to what the time budget cuts).
+
+    Parameters
+    ----------
+    sparsity : SparsityPattern, scipy sparse matrix or array, array_like, str or path
+        The m×n pattern (see :func:`color`).
+    partitions : sequence of str, default all four
+        Any of ``"column"``, ``"row"``, ``"bidirectional"`` and ``"auto"``.
+    order, check, seed, time_budget, reverse_cost
+        As for :func:`color`.
+
+    Returns
+    -------
+    dict
+        One :class:`ColoringResult` per partition asked for, keyed by it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :func:`color` (a partition, the order for a partition, the budget, the cost).
+
+    See Also
+    --------
+    color : one partition.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.coloring import color_partitions
+    >>> A = np.eye(6)
+    >>> A[0, :] = A[:, 0] = 1  # arrowhead
+    >>> found = color_partitions(A)
+    >>> {k: (r.partition, r.n_forward, r.n_reverse) for k, r in found.items()}
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'column': ('column', 6, 0), 'row': ('row', 0, 6),
+     'bidirectional': ('bidirectional', 2, 1), 'auto': ('bidirectional', 2, 1)}
+    """
     pattern = as_pattern(sparsity, name="sparsity")
-    part = check_partition(partition, allow_auto=True)
+    parts = [check_partition(p, allow_auto=True) for p in partitions]
     budget = check_budget(time_budget)
     cost = _check_reverse_cost(reverse_cost)
     best = isinstance(order, str) and order == "best"
     if not best:
-        resolve_order(order, "bidirectional" if part in ("bidirectional", "auto") else part)
+        for part in parts:  # a one-sided partition refuses the bidirectional-only orders
+            resolve_order(order, "bidirectional" if part in ("bidirectional", "auto") else part)
     rngs = _generators(seed)
     if best:
         _warm_once()
-    if part in ("column", "row"):
-        result = _one_sided(pattern, part, order, rngs(), budget)
-    elif part == "bidirectional":
-        result = _bidirectional(pattern, order, rngs, budget, cost)
-    else:
-        result = _auto(pattern, order, rngs, budget, cost)
+    done: dict[str, ColoringResult] = {}
+
+    def get(part: str) -> ColoringResult:
+        if part not in done:
+            if part in ("column", "row"):
+                # auto also looks names up among the bidirectional orders: the dense-first
+                # ones then order one side by decreasing nonzero count
+                done[part] = _one_sided(
+                    pattern, part, order, rngs(), budget, names_of="bidirectional"
+                )
+            elif part == "bidirectional":
+                sides = (get("column"), get("row")) if best else None
+                done[part] = _bidirectional(pattern, order, rngs, budget, cost, sides)
+            else:
+                done[part] = _auto(get("column"), get("row"), get("bidirectional"), cost, best)
+        return done[part]
+
+    out = {part: get(part) for part in parts}
     if check:
-        check_result(result)
-    return result
+        for result in out.values():
+            check_result(result)
+    return out
 
 
 def _auto(
-    pattern: SparsityPattern,
-    order: Any,
-    rngs: Callable[[], np.random.Generator],
-    budget: float,
+    column: ColoringResult,
+    row: ColoringResult,
+    both: ColoringResult,
     reverse_cost: float,
+    shared: bool,
 ) -> ColoringResult:
-    """The column, row and bidirectional colourings; the cheapest, ties to fewer passes."""
-    t0 = time.perf_counter()
-    column = _one_sided(pattern, "column", order, rngs(), budget, names_of="bidirectional")
-    row = _one_sided(pattern, "row", order, rngs(), budget, names_of="bidirectional")
-    both = _bidirectional(pattern, order, rngs, budget, reverse_cost, sides=(column, row))
+    """The cheapest of the three colourings (ties: fewer passes, then column, row, both)."""
     results = (column, row, both)
     chosen = min(results, key=lambda r: (partition_cost(r, reverse_cost), r.n_colors))
     summary = tuple(
         Candidate(f"{r.partition}:{r.order}", r.n_colors, r.seconds, r.n_forward, r.n_reverse)
         for r in results
     )
+    # `both` already counts the one-sided searches it started from (order="best")
+    seconds = both.seconds + (0.0 if shared else column.seconds + row.seconds)
     return ColoringResult(
-        pattern=pattern,
+        pattern=chosen.pattern,
         partition=chosen.partition,
         order=f"auto:{chosen.partition}:{chosen.order}",
         n_colors=chosen.n_colors,
         column_groups=chosen.column_groups,
         row_groups=chosen.row_groups,
         lower_bound=chosen.lower_bound,
-        seconds=time.perf_counter() - t0,
+        seconds=seconds,
         candidates=summary,
     )
 
