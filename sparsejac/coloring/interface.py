@@ -242,7 +242,9 @@ def color(
     check : bool, default False
         Verify the result with the slow checkers of :mod:`sparsejac.coloring.check`.
     seed : int, numpy.random.Generator or None, default 0
-        Seeds the random orders and the ``best`` search.
+        Seeds the random orders and the ``best`` searches. With an int (or None), each
+        search (column, row, bidirectional) starts from a fresh generator of the seed, so
+        the column colouring inside ``"auto"`` is ``partition="column"``'s.
     time_budget : float, default 2.0
         Seconds ``order="best"`` may spend on each search (the column, the row and the
         bidirectional one: a bidirectional or auto colouring runs all three, so it takes
@@ -399,6 +401,11 @@ def color_partitions(
      'bidirectional': ('bidirectional', 2, 1), 'auto': ('bidirectional', 2, 1)}
     """
     pattern = as_pattern(sparsity, name="sparsity")
+    if isinstance(partitions, str):
+        raise TypeError(
+            f"`partitions` must be a sequence of partition names; got the string {partitions!r} "
+            f"(use color() for one partition, or ({partitions!r},))"
+        )
     parts = [check_partition(p, allow_auto=True) for p in partitions]
     budget = check_budget(time_budget)
     cost = _check_reverse_cost(reverse_cost)

@@ -312,3 +312,36 @@ def test_bidirectional_seeded_and_reproducible():
     r2 = sparsejac.color(a, "bidirectional", seed=5)
     assert np.array_equal(r1.column_groups, r2.column_groups)
     assert np.array_equal(r1.row_groups, r2.row_groups)
+
+
+def test_color_partitions_shares_and_matches_color():
+    """color_partitions equals separate color() calls and runs each search once."""
+    from sparsejac.coloring import color_partitions
+
+    a = small_matrices()["dense_row"]
+    together = color_partitions(a, seed=3)
+    assert list(together) == ["column", "row", "bidirectional", "auto"]
+    for part, r in together.items():
+        alone = sparsejac.color(a, part, seed=3)
+        assert r.partition == alone.partition
+        assert r.order == alone.order
+        for name in ("column_groups", "row_groups"):
+            x, y = getattr(r, name), getattr(alone, name)
+            assert (x is None and y is None) or np.array_equal(x, y)
+    both = together["bidirectional"]
+    assert both.seconds >= together["column"].seconds + together["row"].seconds
+    assert together["auto"].seconds == both.seconds
+
+
+def test_color_partitions_bad_input():
+    """A string instead of a sequence, or an unknown partition, is refused by name."""
+    from sparsejac.coloring import color_partitions
+
+    with pytest.raises(TypeError, match=r"`partitions` must be a sequence .* got the string"):
+        color_partitions(np.eye(3), "column")
+    with pytest.raises(ValueError, match=r"Unknown `partition` 'both'"):
+        color_partitions(np.eye(3), ["column", "both"])
+    with pytest.raises(ValueError, match=r"Unknown `order` 'dense_rows_first'"):
+        color_partitions(np.eye(3), ["bidirectional", "column"], order="dense_rows_first")
+    found = color_partitions(arrowhead(20), ["auto"], order="dense_rows_first", check=True)
+    assert found["auto"].n_colors == 3
