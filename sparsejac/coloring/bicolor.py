@@ -39,7 +39,7 @@ This module owns the constructions and the ``order="best"`` search for
    early once it needs more than ``2 * best + 8`` colours before post-processing (a dense
    row makes a bad order cost ``O(n)`` colours and ``O(nnz * n)`` time);
 3. the split constructions for the ``k`` densest rows (or columns), ``k`` growing while
-   a split can still win, coloured by DSATUR;
+   a split can still win (fewer passes, or as many at a lower cost), coloured by DSATUR;
 4. :data:`N_RANDOM` star bicolourings in seeded random orders;
 5. the best candidate of each kind (star, split) re-coloured by :func:`color_assignment`
    (the nonzeros readable from both sides read from B, then from C), then the best
@@ -583,7 +583,11 @@ def _splits(s: BiSearch, rng: np.random.Generator) -> None:
         for k in _split_sizes(counts):
             if s.done or not s.fits("split"):
                 return
-            if int(ranked[k]) + 1 >= s.n_passes:  # the rest alone needs ranked[k] colours
+            # The rest alone needs ranked[k] colours, the dense lines at least one: stop
+            # once that cannot beat the best (fewer passes, or as many at a lower cost).
+            rest = int(ranked[k])
+            cost = rest + s.reverse_cost if side == "rows" else 1 + s.reverse_cost * rest
+            if (rest + 1, cost) >= (s.n_passes, s.cost):
                 break
             dense = np.zeros(counts.size, dtype=bool)
             dense[by_count[:k]] = True
