@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from sparsejac import fd as _fd
 from sparsejac.ad import program_jvp, program_vjp
 from sparsejac.ad.compiled import PreparedProgram
-from sparsejac.coloring import ColoringResult, color
+from sparsejac.coloring import ColoringResult, color, color_partitions
 from sparsejac.coloring.interface import DEFAULT_REVERSE_COST, partition_cost
 from sparsejac.detection import program_sparsity
 from sparsejac.errors import ConcretizationError
@@ -60,6 +60,10 @@ CALIBRATION_MARGIN = 0.1
 CALIBRATION_WINDOW = 4.0
 #: Largest compressed matrix (``m × p`` or ``q × n`` entries) a mode may allocate (800 MB).
 MAX_COMPRESSED_ENTRIES = 100_000_000
+
+
+#: The colouring each mode decompresses with.
+_PARTITION = {"forward": "column", "fd": "column", "reverse": "row", "mixed": "bidirectional"}
 
 
 def _check_mode(mode: Any) -> str:
@@ -253,9 +257,10 @@ class SparseJacobian:
         # colourings of every candidate mode
         t0 = time.perf_counter()
         wanted = self._candidate_modes(mode)
-        colorings: dict[str, ColoringResult] = {}
-        for m in wanted:
-            colorings[m] = self._color_for(m, pattern)
+        partitions = {m: _PARTITION[m] for m in wanted}
+        by_partition = color_partitions(pattern, sorted(set(partitions.values())),
+                                        order=self._order, time_budget=self._time_budget)
+        colorings = {m: by_partition[part] for m, part in partitions.items()}
         timings["coloring"] = time.perf_counter() - t0
         self._colorings = colorings
 
@@ -283,11 +288,6 @@ class SparseJacobian:
                 return [mode]
             case _ as unreachable:  # pragma: no cover - _check_mode rejected it
                 raise AssertionError(unreachable)
-
-    def _color_for(self, mode: str, pattern: SparsityPattern) -> ColoringResult:
-        partition = {"forward": "column", "fd": "column", "reverse": "row",
-                     "mixed": "bidirectional"}[mode]
-        return color(pattern, partition, order=self._order, time_budget=self._time_budget)
 
     @staticmethod
     def _products(mode: str, c: ColoringResult) -> int:
