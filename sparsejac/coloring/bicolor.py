@@ -63,7 +63,11 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_bipartite_matching
 
 from sparsejac.coloring import _bikernels
-from sparsejac.coloring.graph import BipartiteGraph, bidirectional_lower_bound
+from sparsejac.coloring.graph import (
+    DEFAULT_REVERSE_COST,
+    BipartiteGraph,
+    bidirectional_lower_bound,
+)
 from sparsejac.coloring.greedy import dsatur_color, kernel_array
 from sparsejac.coloring.orders import BIDIRECTIONAL_ORDERS
 from sparsejac.coloring.result import Candidate
@@ -620,7 +624,7 @@ def best_bicoloring(
     rng: np.random.Generator,
     time_budget: float,
     *,
-    reverse_cost: float = 1.5,
+    reverse_cost: float = DEFAULT_REVERSE_COST,
     column: np.ndarray | None = None,
     row: np.ndarray | None = None,
     seconds: tuple[float, float] = (0.0, 0.0),

@@ -27,7 +27,7 @@ import numpy as np
 
 from sparsejac.coloring.bicolor import best_bicoloring, passes, star_bicoloring
 from sparsejac.coloring.check import check_result
-from sparsejac.coloring.graph import BipartiteGraph, check_partition
+from sparsejac.coloring.graph import DEFAULT_REVERSE_COST, BipartiteGraph, check_partition
 from sparsejac.coloring.greedy import dsatur_color, greedy_color
 from sparsejac.coloring.orders import ORDERS, check_permutation, resolve_order
 from sparsejac.coloring.result import Candidate, ColoringResult
@@ -57,9 +57,6 @@ __all__ = [
     "warm_up",
 ]
 
-#: Cost of a reverse product relative to a forward one, used by ``partition="auto"``. A
-#: default until measured with the prepared AD engine (sparsejac.api uses the same figure).
-DEFAULT_REVERSE_COST = 1.5
 
 
 def _check_reverse_cost(reverse_cost: Any) -> float:
@@ -251,7 +248,7 @@ def color(
         up to about three budgets); the first passes of each always run. Ignored by the
         other orders. See :mod:`sparsejac.coloring.search` and
         :mod:`sparsejac.coloring.bicolor`.
-    reverse_cost : float, default :data:`DEFAULT_REVERSE_COST` (1.5)
+    reverse_cost : float, default :data:`DEFAULT_REVERSE_COST` (1.0)
         Cost of a reverse product relative to a forward one; ``"auto"`` minimises forward
         passes + ``reverse_cost`` × reverse passes, and the bidirectional search uses it to
         break ties between equal pass counts. Checked for every partition.

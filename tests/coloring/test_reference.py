@@ -25,7 +25,13 @@ import pytest
 import scipy.sparse as sp
 
 import sparsejac
-from sparsejac.coloring import BIDIRECTIONAL_ORDERS, ORDERS, check_result, partition_cost
+from sparsejac.coloring import (
+    BIDIRECTIONAL_ORDERS,
+    DEFAULT_REVERSE_COST,
+    ORDERS,
+    check_result,
+    partition_cost,
+)
 
 from ..conftest import SHARED_MATRICES, requires_shared, shared_matrix_files
 from .helpers import laplacian_2d, small_matrices
@@ -136,12 +142,12 @@ def test_bidirectional_shared_round_trip(path):
 def test_auto_is_cheapest_on_shared(path):
     """auto picks the cheapest of its column, row and bidirectional colourings."""
     r = _auto(path)
-    costs = [c.n_forward + 1.5 * c.n_reverse for c in r.candidates]
+    costs = [c.n_forward + DEFAULT_REVERSE_COST * c.n_reverse for c in r.candidates]
     assert [c.name.split(":")[0] for c in r.candidates] == ["column", "row", "bidirectional"]
     assert partition_cost(r) == min(costs)
     assert (r.n_forward, r.n_reverse) == min(
         ((c.n_forward, c.n_reverse) for c in r.candidates),
-        key=lambda fr: (fr[0] + 1.5 * fr[1], sum(fr)),
+        key=lambda fr: (fr[0] + DEFAULT_REVERSE_COST * fr[1], sum(fr)),
     )
 
 
