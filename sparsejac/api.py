@@ -657,6 +657,21 @@ class OdeJacobian:
         The pattern, for ``solve_ivp(..., jac_sparsity=...)`` if you compare.
     prepared : SparseJacobian
         The underlying prepared Jacobian (``stats()``, ``mode``, ``n_products``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def rhs(t, y):
+    ...     return -y + np.cos(t) * np.roll(y, 1)
+    >>> jac = sparsejac.ode_jacobian(rhs, 0.0, np.ones(4), mode="forward")
+    >>> jac
+    OdeJacobian(SparseJacobian(rhs, shape=(4, 4), nnz=8, mode='forward': 2 JVPs instead of 4))
+    >>> jac(np.pi, np.ones(4)).toarray()        # t is traced: cos(pi) = -1 here
+    array([[-1.,  0.,  0., -1.],
+           [-1., -1.,  0.,  0.],
+           [ 0., -1., -1.,  0.],
+           [ 0.,  0., -1., -1.]])
     """
 
     def __init__(self, fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, ...] = (),
@@ -780,6 +795,20 @@ class RootJacobian:
     prepared : SparseJacobian
         The underlying prepared Jacobian (``stats()``, ``mode``, ``n_products``); call it for
         the sparse matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def fun(x):
+    ...     return x ** 2 - np.roll(x, 1)
+    >>> jac = sparsejac.root_jacobian(fun, np.ones(3))
+    >>> jac(np.arange(3.0))                       # dense, as MINPACK needs
+    array([[ 0.,  0., -1.],
+           [-1.,  2.,  0.],
+           [ 0., -1.,  4.]])
+    >>> jac.prepared(np.arange(3.0)).nnz          # the sparse matrix
+    6
     """
 
     def __init__(self, prepared: SparseJacobian) -> None:

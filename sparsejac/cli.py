@@ -411,7 +411,7 @@ def _load_x0(args: argparse.Namespace) -> np.ndarray:
             raise ValueError(f"`--x0`: cannot read {args.x0!r} as a .npy file ({exc})") from exc
     if args.size < 1:
         raise ValueError(f"`--size` must be a positive integer; got {args.size}")
-    return np.random.default_rng(0).uniform(0.5, 1.5, args.size)
+    return np.asarray(np.random.default_rng(0).uniform(0.5, 1.5, args.size))
 
 
 def _main_function(args: argparse.Namespace) -> int:

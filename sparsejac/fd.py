@@ -28,7 +28,33 @@ _EPS = np.finfo(np.float64).eps
 
 
 def check_method(method: Any) -> str:
-    """Validate a finite-difference method name."""
+    """Validate a finite-difference method name.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`METHODS`.
+
+    Returns
+    -------
+    str
+        ``method``.
+
+    Raises
+    ------
+    ValueError
+        Any other value (the message lists the allowed ones).
+
+    Examples
+    --------
+    >>> from sparsejac.fd import check_method
+    >>> check_method("3-point")
+    '3-point'
+    >>> check_method("5-point")
+    Traceback (most recent call last):
+        ...
+    ValueError: Unknown `fd_method` '5-point'; expected one of ['2-point', '3-point', 'cs'].
+    """
     if method not in METHODS:
         raise ValueError(f"Unknown `fd_method` {method!r}; expected one of {list(METHODS)}.")
     return str(method)
@@ -49,7 +75,7 @@ def fd_steps(x: np.ndarray, method: str) -> np.ndarray:
     h = rel * sign * np.maximum(1.0, np.abs(x))
     if method != "cs":
         h = (x + h) - x
-    return h
+    return np.asarray(h)
 
 
 def _evaluate(fun: Callable[[np.ndarray], Any], x: np.ndarray, n_out: int,

@@ -32,6 +32,15 @@ class PatternFileError(ValueError):
     """A matrix file could not be read as a sparsity pattern.
 
     The message names the file and says what is wrong with it.
+
+    Examples
+    --------
+    >>> from sparsejac.pattern import PatternFileError, read_pattern_file
+    >>> try:
+    ...     read_pattern_file("no_such_file.mtx")
+    ... except PatternFileError as exc:
+    ...     print(exc)
+    no_such_file.mtx: no such file
     """
 
 
@@ -96,7 +105,7 @@ class SparsityPattern:
     rows: IndexArray
     csc_to_csr: IndexArray
 
-    def __init__(self, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray) -> None:
+    def __init__(self, shape: tuple[int, int], rows: Any, cols: Any) -> None:
         """Build from coordinate arrays; duplicates are merged.
 
         Parameters
@@ -146,7 +155,7 @@ class SparsityPattern:
     # -- derived views ------------------------------------------------------------------
 
     @property
-    def T(self) -> SparsityPattern:  # noqa: N802 - numpy's name for the transpose
+    def T(self) -> SparsityPattern:
         """The transposed pattern (n×m)."""
         return SparsityPattern((self.shape[1], self.shape[0]), self.indices, self.rows)
 
@@ -193,7 +202,7 @@ class SparsityPattern:
 def _from_scipy(a: Any) -> SparsityPattern:
     coo = sp.coo_array(a)
     keep = coo.data != 0
-    return SparsityPattern(coo.shape, coo.row[keep], coo.col[keep])  # type: ignore[arg-type]
+    return SparsityPattern(coo.shape, coo.row[keep], coo.col[keep])
 
 
 def read_pattern_file(path: str | os.PathLike[str]) -> SparsityPattern:
@@ -318,7 +327,7 @@ def as_pattern(obj: Any, *, name: str = "sparsity") -> SparsityPattern:
         if a.ndim != 2:
             raise ValueError(f"`{name}` must be 2-D; got an array of shape {a.shape}")
         r, c = np.nonzero(a)
-        pattern = SparsityPattern(a.shape, r, c)  # type: ignore[arg-type]
+        pattern = SparsityPattern(a.shape, r, c)
     m, n = pattern.shape
     if m == 0 or n == 0:
         raise ValueError(

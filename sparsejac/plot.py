@@ -37,9 +37,9 @@ def nonzero_colors(result: ColoringResult) -> np.ndarray:
     cg = result.column_groups
     rg = result.row_groups
     if result.partition == "column" and cg is not None:
-        return cg[pat.indices]
+        return np.asarray(cg[pat.indices])
     if result.partition == "row" and rg is not None:
-        return rg[pat.rows]
+        return np.asarray(rg[pat.rows])
     p = int(cg.max()) + 1 if cg is not None and cg.size and cg.max() >= 0 else 0
     col = cg[pat.indices] if cg is not None else np.full(pat.nnz, -1)
     row = rg[pat.rows] if rg is not None else np.full(pat.nnz, -1)
@@ -63,6 +63,22 @@ def plot_coloring(result: ColoringResult, path: str | os.PathLike[str], *,
     ------
     ImportError
         matplotlib is not installed (the message says how to install it).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.plot import plot_coloring
+    >>> r = sparsejac.color(np.eye(6) + np.eye(6, k=1), "column", order="natural")
+    >>> path = os.path.join(tempfile.mkdtemp(), "coloring.png")
+    >>> try:
+    ...     plot_coloring(r, path, title="bidiagonal: 2 colours")
+    ...     drawn = os.path.getsize(path) > 0
+    ... except ImportError:  # matplotlib is optional: pip install 'sparsejac-numpy[plot]'
+    ...     drawn = True
+    >>> drawn
+    True
     """
     try:
         import matplotlib

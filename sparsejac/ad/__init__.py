@@ -38,7 +38,7 @@ def _seed(s: Any, name: str, length: int, axis: int, what: str) -> tuple[np.ndar
     return arr2.astype(np.float64), vec
 
 
-def jvp(f: Callable[..., Any], x: Any, S: Any, *, args: tuple[Any, ...] = ()) -> np.ndarray:  # noqa: N803
+def jvp(f: Callable[..., Any], x: Any, S: Any, *, args: tuple[Any, ...] = ()) -> np.ndarray:
     """Forward mode: the product ``J(x) @ S`` of the Jacobian of ``f`` with a seed matrix.
 
     Parameters
@@ -79,7 +79,7 @@ def jvp(f: Callable[..., Any], x: Any, S: Any, *, args: tuple[Any, ...] = ()) ->
     return res[:, 0] if vec else res
 
 
-def vjp(f: Callable[..., Any], x: Any, W: Any, *, args: tuple[Any, ...] = ()) -> np.ndarray:  # noqa: N803
+def vjp(f: Callable[..., Any], x: Any, W: Any, *, args: tuple[Any, ...] = ()) -> np.ndarray:
     """Reverse mode: the product ``W @ J(x)`` of a seed matrix with the Jacobian of ``f``.
 
     Parameters

@@ -405,7 +405,8 @@ class PreparedProgram:
             else:
                 e_out = self._chain(node, ljs, ent, steps)
                 ent[node.out.id] = e_out
-                if e_out.nnz > node.out.size * self.width * _DENSE_FACTOR and node.out.id != prog.out.id:
+                dense = e_out.nnz > node.out.size * self.width * _DENSE_FACTOR
+                if dense and node.out.id != prog.out.id:
                     src = self._new_source(node.out.size, node.out.shape, e_out)
                     steps.append(("materialize", src))
                     ent[node.out.id] = _Entries.identity(node.out.size, src.index)
@@ -468,9 +469,9 @@ class PreparedProgram:
         cols = rem - srcs * colspan
         n_out = int(uniq.size)
         base = np.zeros(n_out)
-        # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions)
-        terms = []
-        for (lj, jk, owner, pos, key, r_slot), out_pos in zip(parts, inverses, strict=True):
+        # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions, scale)
+        terms: list[tuple[Any, ...]] = []
+        for (lj, jk, owner, pos, _, r_slot), out_pos in zip(parts, inverses, strict=True):
             jconst = jk.const[pos]
             r_c = None if r_slot is not None else (
                 lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
@@ -547,14 +548,15 @@ class PreparedProgram:
     def _slot_value(self, slots: list[Any], slot: int) -> np.ndarray:
         """Values of a slot, computed or virtual."""
         if slot not in self._virtual:
-            return slots[slot]  # type: ignore[no-any-return]
+            return np.asarray(slots[slot])
         base, idx, scale = self._resolve(slot, None)
         v = slots[base] if idx is None else slots[base][idx]
-        return v * scale if scale != 1.0 else v
+        return np.asarray(v * scale if scale != 1.0 else v)
 
     # -- evaluation -----------------------------------------------------------------------
 
-    def _values(self, x: np.ndarray, params: Sequence[Any] | None) -> tuple[dict[int, Any], list[Any]]:
+    def _values(self, x: np.ndarray, params: Sequence[Any] | None
+                ) -> tuple[dict[int, Any], list[Any]]:
         """Primal replay plus every dynamic value slot."""
         prog = self.prog
         vals: dict[int, Any] = {prog.x.id: x}
@@ -563,7 +565,7 @@ class PreparedProgram:
             vals[var.id] = np.asarray(val)
         slots: list[Any] = [None] * self.n_slots
         for node in prog.nodes:
-            args = [vals[v.id] if v.id in vals else v.value for v in node.inputs]
+            args = [vals.get(v.id, v.value) for v in node.inputs]
             out = node.prim.impl(*args, **node.params)
             vals[node.out.id] = out
             for step in self._node_steps.get(id(node), ()):
@@ -571,7 +573,7 @@ class PreparedProgram:
                     for s, lj in step.local_slots:
                         assert lj.dyn is not None
                         slots[s] = lj.dyn(args, out)
-                    slots[step.slot] = _apply_contributions(step, slots)  # type: ignore[index]
+                    slots[step.slot] = _apply_contributions(step, slots)
         return vals, slots
 
     def _entry_values(self, e: _Entries, slots: list[Any]) -> np.ndarray:
@@ -606,6 +608,7 @@ class PreparedProgram:
         """``out += J_e @ S`` except the constant x-part (added by the caller)."""
         plan = e.spread
         if plan.dyn0 is not None:
+            assert e.slot is not None
             rows, cols, idx = plan.dyn0
             _spread_onehot(rows, cols, self._slot_value(slots, e.slot)[idx], groups, out)
         if plan.others:
@@ -654,13 +657,13 @@ class PreparedProgram:
                     blocks[src.index] = blk
                 else:  # opaque: the primitive's own jvp rule on dense blocks
                     nd = src.node
-                    args = [vals[v.id] if v.id in vals else v.value for v in nd.inputs]
+                    args = [vals.get(v.id, v.value) for v in nd.inputs]
                     ts = [None if s is None else _block_as_tangent(blocks, s, v.shape, p, groups)
                           for s, v in zip(src.inputs, nd.inputs, strict=True)]
                     t = nd.prim.jvp(nd, args, ts, vals[nd.out.id])
                     blocks[src.index] = (np.zeros((src.size, p)) if t is None
                                          else np.ascontiguousarray(t.reshape(p, -1).T))
-        out_val = vals[self.prog.out.id] if self.prog.out.id in vals else self.prog.out.value
+        out_val = vals.get(self.prog.out.id, self.prog.out.value)
         if self.out_entries is None:
             return out_val, np.zeros((m, p))
         b = self._const_block(self.out_entries, groups, p, False).copy()
@@ -671,13 +674,14 @@ class PreparedProgram:
                  ) -> tuple[Any, np.ndarray]:
         n = self.prog.n_in
         cts: list[np.ndarray | None] = [None] * len(self.sources)  # (size, q) blocks
-        out_val = vals[self.prog.out.id] if self.prog.out.id in vals else self.prog.out.value
+        out_val = vals.get(self.prog.out.id, self.prog.out.value)
         e = self.out_entries
         if e is None:
             return out_val, np.zeros((q, n))
         cts[0] = self._const_block(e, groups, q, True).copy()
         plan = e.spread
         if plan.dyn0 is not None:
+            assert e.slot is not None
             rows, cols, idx = plan.dyn0
             _spread_onehot(cols, rows, self._slot_value(slots, e.slot)[idx], groups, cts[0])
         if plan.others:
@@ -702,7 +706,7 @@ class PreparedProgram:
             else:
                 nd = src.node
                 assert nd is not None
-                args = [vals[vv.id] if vv.id in vals else vv.value for vv in nd.inputs]
+                args = [vals.get(vv.id, vv.value) for vv in nd.inputs]
                 g_out = np.ascontiguousarray(ct.T).reshape((q, *src.shape))
                 grads = nd.prim.vjp(nd, args, vals[nd.out.id], g_out)
                 for s_in, g in zip(src.inputs, grads, strict=True):
@@ -740,12 +744,12 @@ def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int,
                       groups: np.ndarray) -> np.ndarray:
     """Tangent block ``(p, *shape)`` of source ``s`` (the seed itself for x)."""
     if s == 0:
-        blk = np.zeros((groups.size, p))
+        seed = np.zeros((groups.size, p))
         ok = groups >= 0
-        blk[np.flatnonzero(ok), groups[ok]] = 1.0
-    else:
-        blk = blocks[s]
-        assert blk is not None
+        seed[np.flatnonzero(ok), groups[ok]] = 1.0
+        return np.ascontiguousarray(seed.T).reshape((p, *shape))
+    blk = blocks[s]
+    assert blk is not None
     return np.ascontiguousarray(blk.T).reshape((p, *shape))
 
 

@@ -33,7 +33,38 @@ def _check_replay(prog: Program) -> None:
 
 def evaluate(prog: Program, x: Any = None, params: Sequence[Any] | None = None
              ) -> dict[int, Any]:
-    """Primal values of every variable (by id): the trace-time ones, or a replay at ``x``."""
+    """Primal values of every variable (by id): the trace-time ones, or a replay at ``x``.
+
+    Parameters
+    ----------
+    prog : Program
+        From :func:`sparsejac.tracing.trace`.
+    x : array_like, optional
+        A new point (shape of the traced ``x``); default: the values recorded at the trace.
+    params : sequence, optional
+        New values of the program's parameters (an ODE's ``t``).
+
+    Returns
+    -------
+    dict
+        ``{var.id: value}`` for the input, the parameters and every node's output.
+
+    Raises
+    ------
+    ValueError
+        Replaying a program that read values while it was traced (local mode).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad import evaluate
+    >>> prog = trace(lambda x: x[1:] * x[:-1], np.array([1.0, 2.0, 3.0]))
+    >>> evaluate(prog)[prog.out.id]                          # the values at the trace point
+    array([2., 6.])
+    >>> evaluate(prog, x=np.array([1.0, 1.0, 2.0]))[prog.out.id]  # a replay at a new x
+    array([1., 2.])
+    """
     if x is None and params is None:
         vals: dict[int, Any] = {prog.x.id: prog.x.value}
         for p in prog.params:
@@ -47,21 +78,49 @@ def evaluate(prog: Program, x: Any = None, params: Sequence[Any] | None = None
                         [p.value for p in prog.params], strict=True):
         vals[var.id] = np.asarray(val)
     for node in prog.nodes:
-        args = [vals[v.id] if v.id in vals else v.value for v in node.inputs]
+        args = [vals.get(v.id, v.value) for v in node.inputs]
         vals[node.out.id] = node.prim.impl(*args, **node.params)
     return vals
 
 
 def _value(vals: dict[int, Any], var: Any) -> Any:
-    return vals[var.id] if var.id in vals else var.value
+    return vals.get(var.id, var.value)
 
 
 def program_jvp(
     prog: Program, tangent_x: np.ndarray, *, x: Any = None, params: Sequence[Any] | None = None
 ) -> tuple[Any, np.ndarray]:
-    """``(f(x), t_out)`` with ``t_out`` of shape ``(p, *out_shape)`` for ``tangent_x`` (p, *x_shape).
+    """``(f(x), t_out)``: ``t_out`` is ``(p, *out_shape)`` for ``tangent_x`` ``(p, *x_shape)``.
 
-    Without ``x``/``params`` the trace-time values are used (no recomputation).
+    Without ``x``/``params`` the trace-time values are used (no recomputation). This is the
+    forward interpreter behind :func:`sparsejac.ad.jvp`, for a program recorded once.
+
+    Parameters
+    ----------
+    prog : Program
+        From :func:`sparsejac.tracing.trace`.
+    tangent_x : ndarray, shape ``(p, *x_shape)``
+        ``p`` tangent directions, the seed axis first.
+    x : array_like, optional
+        Replay at this point instead (global-mode programs only).
+    params : sequence, optional
+        New parameter values for the replay.
+
+    Returns
+    -------
+    tuple
+        ``(f(x), t_out)``; ``t_out[k]`` is ``J(x) @ tangent_x[k]`` in the output's shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad import program_jvp
+    >>> prog = trace(lambda x: x[1:] * x[:-1], np.array([1.0, 2.0, 3.0]))
+    >>> out, t = program_jvp(prog, np.eye(3))   # three seeds: t[k] is column k of J
+    >>> out, t.T
+    (array([2., 6.]), array([[2., 1., 0.],
+           [0., 3., 2.]]))
     """
     replay = x is not None or params is not None
     if replay:
@@ -98,7 +157,37 @@ def program_jvp(
 def program_vjp(
     prog: Program, ct_out: np.ndarray, *, x: Any = None, params: Sequence[Any] | None = None
 ) -> tuple[Any, np.ndarray]:
-    """``(f(x), ct_x)`` with ``ct_x`` of shape ``(q, *x_shape)`` for ``ct_out`` (q, *out_shape)."""
+    """``(f(x), ct_x)``: ``ct_x`` is ``(q, *x_shape)`` for ``ct_out`` ``(q, *out_shape)``.
+
+    The reverse interpreter behind :func:`sparsejac.ad.vjp`: one pass over the primal values
+    (recorded, or replayed at ``x``), then the nodes backwards with all ``q`` cotangents.
+
+    Parameters
+    ----------
+    prog : Program
+        From :func:`sparsejac.tracing.trace`.
+    ct_out : ndarray, shape ``(q, *out_shape)``
+        ``q`` output cotangents, the seed axis first.
+    x : array_like, optional
+        Replay at this point instead (global-mode programs only).
+    params : sequence, optional
+        New parameter values for the replay.
+
+    Returns
+    -------
+    tuple
+        ``(f(x), ct_x)``; ``ct_x[k]`` is ``ct_out[k] @ J(x)`` in the input's shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad import program_vjp
+    >>> prog = trace(lambda x: x[1:] * x[:-1], np.array([1.0, 2.0, 3.0]))
+    >>> program_vjp(prog, np.eye(2))[1]          # two cotangent seeds: the rows of J
+    array([[2., 1., 0.],
+           [0., 3., 2.]])
+    """
     vals = evaluate(prog, x, params)
     q = ct_out.shape[0]
     cts: dict[int, np.ndarray] = {}

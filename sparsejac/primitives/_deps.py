@@ -14,6 +14,7 @@ All matrices are canonical (sorted indices, no duplicates) and hold only ``True`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import numba
 import numpy as np
@@ -29,7 +30,7 @@ __all__ = [
     "union",
 ]
 
-Deps = sp.csr_array
+Deps: TypeAlias = sp.csr_array
 
 
 def _csr(indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> Deps:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import scipy.sparse as sp
@@ -62,7 +62,7 @@ __all__ = [
     "register_ufunc",
 ]
 
-Deps = sp.csr_array
+Deps: TypeAlias = sp.csr_array
 
 
 @dataclass(frozen=True)

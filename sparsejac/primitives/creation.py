@@ -1,5 +1,7 @@
-"""Array creation and array queries: ``zeros_like`` and friends, ``np.zeros(shape, like=x)``,
-``np.array``/``np.asarray`` with ``like=``, ``np.shape``, ``np.ndim``, ``np.isclose`` ...
+"""Array creation and array queries.
+
+``zeros_like`` and friends, ``np.zeros(shape, like=x)``, ``np.array``/``np.asarray`` with
+``like=``, ``np.shape``, ``np.ndim``, ``np.isclose`` ...
 
 Arrays created from a traced array are *constant* Tracers: they depend on nothing, but unlike a
 plain numpy array they can receive traced values (``out = np.zeros_like(x); out[1:] = x[:-1]``).
@@ -69,6 +71,7 @@ for _f in (np.zeros, np.ones, np.empty, np.full, np.arange, np.identity, np.eye,
 
 def as_traced_array(obj: Any, dtype: Any = None) -> Any:
     """``np.array(obj)`` for an object that may hold Tracers (nested lists are stacked)."""
+    res: Any
     if isinstance(obj, Tracer):
         res = obj
     elif isinstance(obj, (list, tuple)):
@@ -106,7 +109,8 @@ def _asarray(obj: Any, dtype: Any = None, *args: Any, like: Any = None, **kwargs
 
 register_function(np.array, family="creation", via="stack | constant",
                   note="with `like=x`; plain np.array(traced) is refused")(_array)
-for _f in (np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray):
+_AS_ARRAY: tuple[Any, ...] = (np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
+for _f in _AS_ARRAY:
     register_function(_f, family="creation", via="identity",
                       note="with `like=x`; plain np.asarray(traced) is refused")(_asarray)
 

@@ -91,7 +91,7 @@ def _constant_partial_nonzero(part: Callable[..., Any], node: Node) -> np.ndarra
         return None
     vals = [v.value for v in node.inputs]
     with np.errstate(all="ignore"):
-        return np.asarray(part(*vals, node.out.value)) != 0
+        return np.asarray(np.asarray(part(*vals, node.out.value)) != 0)
 
 
 def mul0(a: Any, b: Any) -> Any:
@@ -202,16 +202,18 @@ class Elementwise(Primitive):
         out_shape = node.out.shape
         terms = []
         for k, (var, d) in enumerate(zip(node.inputs, deps, strict=True)):
-            if d is None or self.partials[k] is None:
+            part = self.partials[k]
+            if d is None or part is None:
                 continue
             rows = _deps.broadcast_rows(var.shape, out_shape)
             dk = d if rows is None else _deps.take_rows(d, rows)
-            nonzero = _constant_partial_nonzero(self.partials[k], node)
+            nonzero = _constant_partial_nonzero(part, node)
             if nonzero is not None:  # zeros of a constant partial are structural zeros
                 dk = _deps.keep_rows(dk, np.broadcast_to(nonzero, out_shape))
-            if local and self.select is not None and self.select[k] is not None:
+            sel = self.select[k] if self.select is not None else None
+            if local and sel is not None:
                 vals = [v.value for v in node.inputs]
-                chosen = np.broadcast_to(self.select[k](*vals, node.out.value), out_shape)
+                chosen = np.broadcast_to(sel(*vals, node.out.value), out_shape)
                 dk = _deps.keep_rows(dk, chosen)
             terms.append(dk)
         return _deps.union(terms)
@@ -226,10 +228,11 @@ class Elementwise(Primitive):
         acc = None
         p = 0
         for k, t in enumerate(tangents):
-            if t is None or self.partials[k] is None:
+            part = self.partials[k]
+            if t is None or part is None:
                 continue
             p = t.shape[0]
-            c = _eval_partial(self.partials[k], vals, out)
+            c = _eval_partial(part, vals, out)
             term = mul0(expand_tangent(t, node.inputs[k].shape, len(out_shape)), c)
             acc = term if acc is None else acc + term
         if acc is None:
@@ -242,10 +245,11 @@ class Elementwise(Primitive):
         """``unbroadcast(partial_k * ct)`` for each active operand."""
         res: list[np.ndarray | None] = []
         for k, var in enumerate(node.inputs):
-            if not var.active or self.partials[k] is None or self.zero_derivative:
+            part = self.partials[k]
+            if not var.active or part is None or self.zero_derivative:
                 res.append(None)
                 continue
-            c = _eval_partial(self.partials[k], vals, out)
+            c = _eval_partial(part, vals, out)
             res.append(unbroadcast(mul0(ct, c), var.shape))
         return res
 

@@ -1,5 +1,7 @@
-"""Contractions (``einsum``, ``matmul``/``@``, ``dot``, ``inner``, ``outer``, ``tensordot``,
-``kron``), products with constant ``scipy.sparse`` matrices, and ``np.linalg.norm``.
+"""Contractions, products with constant sparse matrices, and ``np.linalg.norm``.
+
+Contractions: ``einsum``, ``matmul``/``@``, ``dot``, ``inner``, ``outer``, ``tensordot``,
+``kron``; constant ``scipy.sparse`` matrices times traced arrays.
 
 Every dense contraction is normalised to one explicit einsum (:class:`Contraction`), whatever
 the numpy spelling, and any operand may be traced:
@@ -398,8 +400,8 @@ def _tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
         ax_b = list(range(int(axes)))
     else:
         ax_a, ax_b = axes
-        ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
-        ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+        ax_a = [int(ax_a)] if isinstance(ax_a, (int, np.integer)) else [int(a) for a in ax_a]
+        ax_b = [int(ax_b)] if isinstance(ax_b, (int, np.integer)) else [int(b) for b in ax_b]
     ax_a = [x % na for x in ax_a]
     ax_b = [x % nb for x in ax_b]
     la = list(_LETTERS[:na])
@@ -427,7 +429,7 @@ def _kron(a: Any, b: Any) -> Any:
 
 @register_function(np.linalg.norm, family="linalg", via="composite: abs, power, sum, max",
                    note="vector norms (any ord) and the Frobenius norm")
-def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     nd = len(_shape(x))
     if axis is None and nd == 2 and ord in (None, "fro"):
         return np.sqrt(np.sum(x * x, keepdims=keepdims))

@@ -134,7 +134,8 @@ class Gather(Primitive):
         if not live:
             return None
         n = live[0].shape[1]
-        blocks = [d if d is not None else _deps.empty(s, n) for d, s in zip(deps, plan.sizes)]
+        blocks = [d if d is not None else _deps.empty(s, n)
+                  for d, s in zip(deps, plan.sizes, strict=True)]
         stacked = blocks[0] if len(blocks) == 1 else _vstack(blocks)
         return _deps.take_rows(stacked, plan.index)
 
@@ -178,6 +179,8 @@ class Gather(Primitive):
             if op.injective:
                 g[:, op.src] = c2[:, op.sel]
             elif op.src.size:
+                assert op.order is not None
+                assert op.starts is not None
                 picked = c2[:, op.sel[op.order]]
                 g[:, op.uniq] = np.add.reduceat(picked, op.starts, axis=1)
             res.append(g.reshape((q, *var.shape)))
@@ -453,6 +456,7 @@ def _check_pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any
         raise UnsupportedPrimitiveError("numpy.pad", "a traced `constant_values=`")
 
 
+_f: Any
 for _f in (
     np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis, np.squeeze,
     np.expand_dims, np.broadcast_to, np.roll, np.flip, np.fliplr, np.flipud, np.rot90,
@@ -472,8 +476,11 @@ register_movement(np.pad, note=f"modes {', '.join(_PAD_MODES)}", check=_check_pa
 register_movement(np.compress, args_at(1), note="constant condition")
 register_movement(np.insert, args_at(0, 2))
 register_movement(np.append, args_at(0, 1))
-for _f in (np.concatenate, np.concat, np.stack, np.hstack, np.vstack, np.dstack,
-           np.column_stack, np.block):
-    register_movement(_f, sequence_arg)
-for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays, np.meshgrid):
-    register_movement(_f, all_args)
+_SEQUENCE_FUNCS: tuple[Any, ...] = (np.concatenate, np.concat, np.stack, np.hstack, np.vstack,
+                                    np.dstack, np.column_stack, np.block)
+_ALL_ARGS_FUNCS: tuple[Any, ...] = (np.atleast_1d, np.atleast_2d, np.atleast_3d,
+                                    np.broadcast_arrays, np.meshgrid)
+for _g in _SEQUENCE_FUNCS:
+    register_movement(_g, sequence_arg)
+for _g in _ALL_ARGS_FUNCS:
+    register_movement(_g, all_args)

@@ -1,5 +1,7 @@
-"""Reductions and scans: ``sum``, ``prod``, ``max``, ``min``, ``cumsum``, ``cumprod``, and the
-composites built on them (``mean``, ``var``, ``std``, ``average``, ``trace``, ``ptp``).
+"""Reductions and scans, and the composites built on them.
+
+``sum``, ``prod``, ``max``, ``min``, ``cumsum``, ``cumprod``; composites ``mean``, ``var``,
+``std``, ``average``, ``trace``, ``ptp``.
 
 Every reduction over ``axes`` groups the input elements by output element; the pattern rule is
 ``deps_out = R @ deps_in`` with the 0/1 group matrix ``R`` (:func:`group_matrix`), built from
@@ -36,7 +38,7 @@ from sparsejac.tracing.tracer import Tracer
 __all__ = ["CUMPROD", "CUMSUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_SUM",
            "group_matrix", "normalize_axes"]
 
-_NoValue = np._NoValue  # type: ignore[attr-defined]
+_NoValue = np._NoValue
 
 
 def normalize_axes(axis: Any, ndim: int, name: str) -> tuple[int, ...]:
@@ -155,7 +157,7 @@ class ReduceSum(_Reduction):
         if t is None:
             return None
         axes = tuple(a + 1 for a in node.params["axes"])
-        return np.sum(t, axis=axes, keepdims=node.params["keepdims"])
+        return np.asarray(np.sum(t, axis=axes, keepdims=node.params["keepdims"]))
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
             ) -> list[np.ndarray | None]:
@@ -184,7 +186,7 @@ class ReduceProd(_Reduction):
         if lanes.shape[1] > 1:
             left[:, 1:] = np.cumprod(lanes[:, :-1], axis=1)
             right[:, :-1] = np.cumprod(lanes[:, :0:-1], axis=1)[:, ::-1]
-        return left * right
+        return np.asarray(left * right)
 
     def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
             out: Any) -> np.ndarray | None:
@@ -195,7 +197,7 @@ class ReduceProd(_Reduction):
         axes = node.params["axes"]
         part = self._partials(vals[0], axes)
         res = np.einsum("pol,ol->po", _lanes(t, axes, lead=1), part)
-        return res.reshape((t.shape[0], *node.out.shape))
+        return np.asarray(res).reshape((t.shape[0], *node.out.shape))
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
             ) -> list[np.ndarray | None]:
@@ -231,7 +233,7 @@ class ReduceExtremum(_Reduction):
         lanes = _lanes(np.asarray(x), axes)
         arg = self.argfn(lanes, axis=1)
         pos = _lanes(np.arange(np.size(x), dtype=np.int64).reshape(np.shape(x)), axes)
-        return pos[np.arange(pos.shape[0]), arg]
+        return np.asarray(pos[np.arange(pos.shape[0]), arg])
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
         """The whole group (global) or the chosen element (local)."""
@@ -337,7 +339,7 @@ class CumProd(_Scan):
     def _lane_jacobian(x: np.ndarray, axis: int) -> np.ndarray:
         """``D[o, k, j] = d y_k / d x_j`` for each lane o (zero for j > k)."""
         lanes = _lanes(np.asarray(x, dtype=np.float64), (axis,))  # (M, L)
-        m, length = lanes.shape
+        length = lanes.shape[1]
         excl = np.ones_like(lanes)
         if length > 1:
             excl[:, 1:] = np.cumprod(lanes[:, :-1], axis=1)

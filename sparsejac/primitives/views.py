@@ -106,7 +106,7 @@ def _refresh(t: Tracer) -> None:
         if v is None:
             continue
         alive.append(ref)
-        index = v._base[1]()  # type: ignore[index]
+        index = v._base[1]()
         var = t._var
         value = np.asarray(var.value).reshape(-1)[index].reshape(v.shape)
         if var.is_const:

@@ -34,7 +34,9 @@ def as_float_input(x: Any, name: str = "x") -> np.ndarray:
     try:
         arr = np.array(x, copy=True)
     except Exception as exc:
-        raise TypeError(f"`{name}` must be an array of real numbers; got {type(x).__name__}") from exc
+        raise TypeError(
+            f"`{name}` must be an array of real numbers; got {type(x).__name__}"
+        ) from exc
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         kind = "complex numbers" if arr.dtype.kind == "c" else f"dtype {arr.dtype}"
         raise TypeError(f"`{name}` must be an array of real numbers; got an array of {kind}")

@@ -75,19 +75,19 @@ class Tracer:
         return self._var.size
 
     @property
-    def T(self) -> Tracer:  # noqa: N802 - numpy's name
+    def T(self) -> Tracer:
         """Transpose (reversed axes), as ``ndarray.T``."""
         return np.transpose(self)  # type: ignore[return-value]
 
     @property
-    def mT(self) -> Tracer:  # noqa: N802 - numpy's name
+    def mT(self) -> Tracer:
         """Transpose of the last two axes, as ``ndarray.mT``."""
         return np.swapaxes(self, -1, -2)  # type: ignore[return-value]
 
     @property
     def real(self) -> Tracer:
         """Real part (the array itself for real dtypes)."""
-        return np.real(self)  # type: ignore[return-value]
+        return np.real(self)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -165,7 +165,7 @@ class Tracer:
 
     def __index__(self) -> int:
         v = self._concrete_zero_derivative("use as an index (operator.index)")
-        return v.__index__()  # type: ignore[no-any-return]
+        return v.__index__()
 
     def __float__(self) -> float:
         return float(self._concrete_value("float()"))
@@ -319,7 +319,7 @@ class Tracer:
         """As :meth:`numpy.ndarray.dot`."""
         return np.dot(self, b, out=out)
 
-    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kw: Any) -> Any:  # noqa: A002
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kw: Any) -> Any:
         """As :meth:`numpy.ndarray.clip`."""
         return np.clip(self, min, max, out=out, **kw)
 
@@ -440,10 +440,10 @@ class Tracer:
     def __ge__(self, o: Any) -> Any:
         return np.greater_equal(self, o)
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         return np.equal(self, o)
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         return np.not_equal(self, o)
 
     def __divmod__(self, o: Any) -> Any:
