@@ -520,26 +520,16 @@ def _decompress(c: ColoringResult, b: np.ndarray | None, cmat: np.ndarray | None
 
 def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None) -> np.ndarray:
     """J's nonzeros at the trace point, by the eager interpreters and colouring ``c``."""
-    m, n = c.pattern.shape
+    s, w = c.seed_matrices()
     b = cmat = None
-    if c.column_groups is not None:
-        g = c.column_groups
-        p = int(g.max()) + 1 if g.size and g.max() >= 0 else 0
-        if p:
-            seeds = np.zeros((p, n))
-            ok = g >= 0
-            seeds[g[ok], np.flatnonzero(ok)] = 1.0
-            _, t = program_jvp(prog, seeds.reshape((p, *prog.x.shape)))
-            b = np.ascontiguousarray(t.reshape(p, -1).T)
-    if c.row_groups is not None:
-        g = c.row_groups
-        q = int(g.max()) + 1 if g.size and g.max() >= 0 else 0
-        if q:
-            seeds = np.zeros((q, m))
-            ok = g >= 0
-            seeds[g[ok], np.flatnonzero(ok)] = 1.0
-            _, ct = program_vjp(prog, seeds.reshape((q, *prog.out.shape)))
-            cmat = ct.reshape(q, -1)
+    if s is not None and s.shape[1]:
+        p = s.shape[1]
+        _, t = program_jvp(prog, np.ascontiguousarray(s.T).reshape((p, *prog.x.shape)))
+        b = np.ascontiguousarray(t.reshape(p, -1).T)
+    if w is not None and w.shape[0]:
+        q = w.shape[0]
+        _, ct = program_vjp(prog, w.reshape((q, *prog.out.shape)))
+        cmat = ct.reshape(q, -1)
     return _decompress(c, b, cmat, out)
 
 

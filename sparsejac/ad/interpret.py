@@ -72,11 +72,7 @@ def evaluate(prog: Program, x: Any = None, params: Sequence[Any] | None = None
         for node in prog.nodes:
             vals[node.out.id] = node.out.value
         return vals
-    _check_replay(prog)
-    vals = {prog.x.id: prog.x.value if x is None else np.asarray(x, dtype=np.float64)}
-    for var, val in zip(prog.params, params if params is not None else
-                        [p.value for p in prog.params], strict=True):
-        vals[var.id] = np.asarray(val)
+    vals = _replay_inputs(prog, x, params)
     for node in prog.nodes:
         args = [vals.get(v.id, v.value) for v in node.inputs]
         vals[node.out.id] = node.prim.impl(*args, **node.params)
@@ -85,6 +81,17 @@ def evaluate(prog: Program, x: Any = None, params: Sequence[Any] | None = None
 
 def _value(vals: dict[int, Any], var: Any) -> Any:
     return vals.get(var.id, var.value)
+
+
+def _replay_inputs(prog: Program, x: Any, params: Sequence[Any] | None) -> dict[int, Any]:
+    """Values of the input and the params for a replay (checked to be allowed)."""
+    _check_replay(prog)
+    vals: dict[int, Any] = {prog.x.id: prog.x.value if x is None
+                            else np.asarray(x, dtype=np.float64)}
+    new = params if params is not None else [p.value for p in prog.params]
+    for var, val in zip(prog.params, new, strict=True):
+        vals[var.id] = np.asarray(val)
+    return vals
 
 
 def program_jvp(
@@ -123,14 +130,8 @@ def program_jvp(
            [0., 3., 2.]]))
     """
     replay = x is not None or params is not None
-    if replay:
-        _check_replay(prog)
     p = tangent_x.shape[0]
-    vals: dict[int, Any] = {prog.x.id: prog.x.value if x is None else np.asarray(x, np.float64)}
-    if replay:
-        for var, val in zip(prog.params, params if params is not None else
-                            [q.value for q in prog.params], strict=True):
-            vals[var.id] = np.asarray(val)
+    vals = _replay_inputs(prog, x, params) if replay else {prog.x.id: prog.x.value}
     tangents: dict[int, np.ndarray] = {prog.x.id: tangent_x}
     for node in prog.nodes:
         args = [_value(vals, v) for v in node.inputs]

@@ -257,20 +257,15 @@ def dispatch_ufunc(
 def find_trace(args: Any) -> Trace:
     """The trace of the Tracers among ``args`` (searched one level into lists and tuples)."""
     found: Trace | None = None
-    stack = list(args) if isinstance(args, (list, tuple)) else [args]
-    for a in stack:
+    flat: list[Any] = []
+    for a in args if isinstance(args, (list, tuple)) else [args]:
+        flat.extend(a if isinstance(a, (list, tuple)) else [a])
+    for a in flat:
         if isinstance(a, Tracer):
             if found is None:
                 found = a._trace
             elif a._trace is not found:
                 raise ValueError("arrays from two different traces were combined")
-        elif isinstance(a, (list, tuple)):
-            for b in a:
-                if isinstance(b, Tracer):
-                    if found is None:
-                        found = b._trace
-                    elif b._trace is not found:
-                        raise ValueError("arrays from two different traces were combined")
     if found is None:
         found = current_trace()
     if found is None:  # pragma: no cover - handlers are only reached with a Tracer argument
