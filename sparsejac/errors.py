@@ -41,7 +41,7 @@ class UnsupportedPrimitiveError(NotImplementedError):
         msg += (
             f". The supported numpy functions are listed in {SupportedFunctionsDoc}; "
             "rewrite the call with supported ones, or pass `sparsity=` and use mode='fd' "
-            "for a black-box function."
+            "for a black-box function (to add a rule: docs/adding_a_primitive.md)."
         )
         super().__init__(msg)
 
@@ -74,4 +74,16 @@ class TracedConversionError(TypeError):
     That conversion would lose the dependence on ``x``, so it is refused in every mode. It
     happens with ``float(y)``, ``np.asarray(y)``, ``y.tolist()``, and when a traced value is
     assigned into an array made by ``np.zeros(shape)`` (numpy gives such arrays no hook).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> sparsejac.jacobian_sparsity(lambda x: float(x[0]) * x, np.ones(2))
+    Traceback (most recent call last):
+        ...
+    sparsejac.errors.TracedConversionError: float() of a traced array that depends on x would drop that dependence; ...
+    >>> sparsejac.jacobian_sparsity(lambda x: x[0] * x, np.ones(2)).toarray()  # stay in numpy
+    array([[ True, False],
+           [ True,  True]])
     """

@@ -40,6 +40,23 @@ def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_arra
     local : bool, optional
         Use the values at the trace point to keep only chosen operands (defaults to the
         mode the program was traced in).
+
+    Returns
+    -------
+    scipy.sparse.csr_array of bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.detection import program_sparsity
+    >>> prog = trace(lambda x: np.maximum(x[:2], x[2:]), np.array([1.0, 5.0, 3.0, 2.0]))
+    >>> program_sparsity(prog).toarray().astype(int)              # global: both operands
+    array([[1, 0, 1, 0],
+           [0, 1, 0, 1]])
+    >>> program_sparsity(prog, local=True).toarray().astype(int)  # the ones chosen at x
+    array([[0, 0, 1, 0],
+           [0, 1, 0, 0]])
     """
     local = prog.local if local is None else local
     n = prog.n_in
