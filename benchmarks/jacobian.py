@@ -26,7 +26,8 @@ Columns of the main table:
                  (groups + 1) x f, where that would take more than a minute
     FD/J         speedup of the exact prepared Jacobian over those finite differences
     asdex ms     asdex (JAX, XLA-compiled) one Jacobian, converted to scipy.sparse, if asdex
-                 and jax are importable (an optional extra: `pip install asdex jax`), else "-"
+                 and jax are importable (an optional extra: `pip install asdex jax`), else "-";
+                 also "-" where JAX cannot trace f (the dense-row problems write in place)
 
 The modes table times every mode's prepared Jacobian on the same problems (forward: column
 colouring, reverse: row colouring, mixed: bidirectional colouring; products in brackets;
@@ -260,7 +261,11 @@ def run(name: str, build: Callable[[], tuple[Callable[[np.ndarray], Any], np.nda
         "fd_scipy_estimated": scipy_estimated,
     }
     if use_asdex:
-        call = asdex_jacobian(with_jax_numpy(f), x0)
+        try:
+            call = asdex_jacobian(with_jax_numpy(f), x0)
+        except TypeError as exc:  # JAX arrays are immutable: f writes in place (y[1:] += ...)
+            print(f"  asdex skipped for {name}: {str(exc).splitlines()[0]}", file=sys.stderr)
+            call = None
         if call is not None:
             (row["asdex"],) = best_times([lambda: call(x)], repeats)
     return row
