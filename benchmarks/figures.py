@@ -91,8 +91,8 @@ def measure_coloring(repeats: int, quick: bool) -> dict[str, Any]:
             row[partition] = {"best": _int(cells[k + 5], "best"),
                               "colpack": _int(cells[k + 7], "ColPack"),
                               "lower_bound": _int(cells[4], "LB")}
-        cells, passes = coloring_bench.bench_bidirectional(
-            path.stem, pattern, bicolour.get(path.stem), repeats)
+        cells, passes = coloring_bench.bench_bidirectional(  # at most 3 runs, as coloring.py
+            path.stem, pattern, bicolour.get(path.stem), max(1, min(repeats, 3)))
         ref = bicolour.get(path.stem)
         row["bidirectional"] = {"best": passes, "colpack": None if ref is None else ref[0],
                                 "lower_bound": bidirectional_lower_bound(pattern),
@@ -150,17 +150,18 @@ def _pyplot() -> Any:
     return plt
 
 
-NICE_TICKS = [1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10**4, 10**5,
-              10**6, 10**7]
-
-
 def _plain_log_ticks(axis: Any, low: float, high: float) -> None:
-    """Readable ticks (1, 2, 5, 10, ...) on a log axis spanning [low, high]."""
-    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+    """Readable ticks on a log axis spanning [low, high]: at most about 7, plain numbers."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-    ticks = [t for t in NICE_TICKS if low <= t <= high] or [low, high]
-    axis.set_major_locator(FixedLocator(ticks))
-    axis.set_major_formatter(ScalarFormatter())
+    ticks: list[float] = []
+    for mantissas in ((1, 2, 3, 5), (1, 2, 5), (1, 3), (1,)):
+        ticks = [m * 10.0**e for e in range(-3, 9) for m in mantissas
+                 if low <= m * 10.0**e <= high]
+        if len(ticks) <= 7:
+            break
+    axis.set_major_locator(FixedLocator(ticks or [low, high]))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -189,8 +190,13 @@ def plot_coloring(data: dict[str, Any], path: Path) -> None:
                    label="ColPack (best of its orders)", zorder=3)
         ax.scatter(best, y, marker="x", s=40, color="tab:red", linewidths=1.8,
                    label='sparsejac order="best"', zorder=4)
+        one_sided = []
+        if part == "bidirectional":  # its lower bound is trivial (<= 2): show one-sided too
+            one_sided = [min(r["column"]["best"], r["row"]["best"]) for r in rows]
+            ax.scatter(one_sided, y, marker="|", s=120, color="0.3", linewidths=1.5,
+                       label="sparsejac's best one-sided colouring", zorder=2)
         ax.set_xscale("log")
-        values = [v for v in (*lb, *best, *(c for _, c in cp)) if v]
+        values = [v for v in (*lb, *best, *one_sided, *(c for _, c in cp)) if v]
         ax.set_xlim(min(values) / 1.4, max(values) * 1.4)
         _plain_log_ticks(ax.xaxis, min(values) / 1.4, max(values) * 1.4)
         ax.set_title(titles[part], fontsize=10)
@@ -198,13 +204,14 @@ def plot_coloring(data: dict[str, Any], path: Path) -> None:
         ax.grid(axis="x", which="both", alpha=0.3)
     axes[0].set_yticks(y, names, fontsize=8)
     axes[0].set_ylim(-0.7, len(rows) - 0.3)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8,
+    handles, labels = axes[2].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8,
                bbox_to_anchor=(0.5, 0.025))
     fig.suptitle(_title("Colours per matrix: sparsejac vs ColPack and the lower bound", data),
                  fontsize=9)
-    fig.text(0.5, 0.005, f"command: {data['command']}; bidirectional lower bound: "
-             "sparsejac.coloring.graph.bidirectional_lower_bound", ha="center", fontsize=7,
+    fig.text(0.5, 0.005, f"command: {data['command']}; lower bounds: largest row (column) count, "
+             "largest column (row) count, and 2 for bidirectional colouring (any pattern with "
+             "two nonzeros in some row and in some column)", ha="center", fontsize=7,
              color="0.4")
     fig.tight_layout(rect=(0, 0.07, 1, 0.95))
     fig.savefig(path, dpi=100)
