@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e '.[test,plot]'
 	touch $@
 
 ## demo: create .venv, install sparsejac, run it on the bundled example

@@ -18,7 +18,6 @@ import scipy.sparse as sp
 
 import sparsejac
 from sparsejac.api import DEFAULT_REVERSE_COST
-from sparsejac.coloring import PARTITIONS
 from sparsejac.errors import ConcretizationError, UnsupportedPrimitiveError
 from tests.scenarios import SCENARIOS, by_name, random_point, scenario_params
 
@@ -28,8 +27,7 @@ EXACT_TOL = 1e-12
 #: ~ sqrt(eps) |f''| plus rounding ~ sqrt(eps) |f|, relative to the largest entry.
 FD_TOL = 1e-6
 
-HAS_MIXED = "bidirectional" in PARTITIONS
-EXACT_MODES = ["forward", "reverse", "auto", *(["mixed"] if HAS_MIXED else [])]
+EXACT_MODES = ["forward", "reverse", "mixed", "auto"]
 MODES = [*EXACT_MODES, "fd"]
 
 
@@ -98,16 +96,6 @@ def test_jacobian_passes_args(rng):
 
     x = rng.uniform(0.5, 1.5, size=6)
     assert_jacobian(sparsejac.jacobian(f, x, args=(a, 3)), np.diag(3 * a * x**2))
-
-
-@pytest.mark.skipif(HAS_MIXED, reason="the bidirectional colouring exists")
-@pytest.mark.parametrize("entry", ["jacobian", "SparseJacobian"])
-def test_mixed_mode_not_implemented_yet(entry):
-    """Until the bidirectional colouring exists, ``mode='mixed'`` says so and points elsewhere."""
-    s = by_name("arrowhead")
-    make = sparsejac.jacobian if entry == "jacobian" else sparsejac.SparseJacobian
-    with pytest.raises(NotImplementedError, match=r"mode='mixed' needs the bidirectional"):
-        make(s.f, s.x0, mode="mixed")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Each ```text block whose first line is ``$ sparsejac ARGS`` is run as
 ``sparsejac.cli.main(ARGS)`` from the repository root (stdout and stderr together, 100
 columns) and compared with the rest of the block as a doctest would: ``...`` matches
 anything (timings), runs of whitespace are equal. Blocks listed in :data:`NOT_RUN` are
-documented outputs of slow commands; the test only checks that they are still there.
+documented outputs of slow commands: they are marked slow (``make test-slow`` runs them) and
+the default suite only checks that they are still on their page.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sparsejac.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = ("cli.md", "report.md")
-#: Commands whose output is shown but not re-run: (page, command) -> reason.
+#: Commands whose output is re-run only by ``make test-slow``: (page, command) -> why.
 NOT_RUN = {
     ("report.md", "sparsejac report examples/data/brusselator_2d_32.mtx"):
         "order 'best' spends its 2 s time budget on each of four partitions",
@@ -50,12 +51,12 @@ def test_pages_have_command_blocks() -> None:
 
 
 @pytest.mark.parametrize(("page", "command", "expected"),
-                         [pytest.param(p, c, e, id=f"{p}:{c}") for p, c, e in BLOCKS])
+                         [pytest.param(p, c, e, id=f"{p}:{c}",
+                                       marks=[pytest.mark.slow] if (p, c) in NOT_RUN else [])
+                          for p, c, e in BLOCKS])
 def test_command_block_is_real_output(page: str, command: str, expected: str,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Running the block's command prints what the block shows."""
-    if (page, command) in NOT_RUN:
-        pytest.skip(NOT_RUN[(page, command)])
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("COLUMNS", "100")
     out = io.StringIO()
