@@ -4,7 +4,7 @@ Exact modes agree with the hand-derived Jacobians of ``tests/scenarios.py`` to 1
 (relative to the largest entry), at the preparation point and at new points; ``mode="fd"``
 within :data:`FD_TOL`. Then the contract of the prepared object (``out=``, shared index
 arrays, ``repr``, ``stats()``, the ``auto`` cost rule, user patterns, ``args``/``kwargs``,
-value-dependent functions) and the bad-input errors of issue 5 (each names the argument).
+value-dependent functions) and the bad-input errors (each names the argument).
 """
 
 from __future__ import annotations
@@ -423,7 +423,7 @@ def test_value_dependent_local_pattern_outside_sparsity_is_refused(rng):
 
 
 # ---------------------------------------------------------------------------------------------
-# bad input: each a clear exception naming the argument (issue 5)
+# bad input: each a clear exception naming the argument
 # ---------------------------------------------------------------------------------------------
 
 

@@ -56,7 +56,7 @@ def test_transpose(rng):
     a = sp.random_array((6, 9), density=0.3, rng=rng)
     p = as_pattern(a)
     np.testing.assert_array_equal(_dense(p.T), _dense(p).T)
-    assert p.T.T == p
+    assert p == p.T.T
 
 
 def test_immutable():

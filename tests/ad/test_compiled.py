@@ -38,7 +38,8 @@ def _brusselator(n: int):
         uu, vv = u[..., 0], u[..., 1]
 
         def lap(z):
-            return np.roll(z, 1, 0) + np.roll(z, -1, 0) + np.roll(z, 1, 1) + np.roll(z, -1, 1) - 4 * z
+            return (np.roll(z, 1, 0) + np.roll(z, -1, 0) + np.roll(z, 1, 1) + np.roll(z, -1, 1)
+                    - 4 * z)
 
         du = 10 * lap(uu) + 1.0 + uu * uu * vv - 4.4 * uu
         dv = 10 * lap(vv) + 3.4 * uu - uu * uu * vv

@@ -117,7 +117,7 @@ def test_arrowhead_three_passes(n):
 
 
 def test_acceptance_sizes():
-    """Issue 3's cases: arrowhead n=46,500 in <= 3 passes, tridiagonal+dense n=16,000 in <= 6.
+    """Hard bicolouring cases: arrowhead n=46,500 in <= 3 passes, tridiag+dense n=16,000 in <= 6.
 
     (Their times, well under the 5 s asked, are measured in benchmarks/coloring.py.)
     """
