@@ -241,6 +241,10 @@ UNSUPPORTED = [
     pytest.param(lambda x: np.add(x, 1, where=x > 0), "numpy.add", "`where=`",
                  id="ufunc_where"),
     pytest.param(lambda x: special.erf(x), "scipy.special.erf", "", id="scipy_special_ufunc"),
+    pytest.param(lambda x: x.argsort(), "numpy.argsort", "", id="argsort_method"),
+    pytest.param(lambda x: x.sort(), "numpy.sort", "", id="sort_method"),
+    pytest.param(lambda x: x.nonzero(), "numpy.nonzero", "", id="nonzero_method"),
+    pytest.param(lambda x: x.resize(3), "numpy.ndarray.resize", "in place", id="resize_method"),
 ]
 
 
@@ -263,6 +267,20 @@ def test_unsupported_in_local_mode_too() -> None:
     """Local mode does not make an unknown function supported."""
     with pytest.raises(UnsupportedPrimitiveError, match=r"numpy\.sort"):
         sparsejac.jacobian_sparsity(np.sort, X, local=True)
+
+
+@pytest.mark.parametrize("name", ["flat", "strides", "view", "tobytes", "imag"])
+def test_unmodelled_ndarray_attribute_says_so(name: str) -> None:
+    """An ndarray attribute the tracer does not model is an AttributeError that says so."""
+    with pytest.raises(AttributeError, match=rf"ndarray\.{name} is not supported on a traced"):
+        sparsejac.jacobian_sparsity(lambda x: getattr(x, name) and x, X)
+
+
+def test_hasattr_on_a_traced_array_still_works() -> None:
+    """hasattr() sees False for an unmodelled attribute instead of an exception."""
+    seen = []
+    sparsejac.jacobian_sparsity(lambda x: seen.append(hasattr(x, "flat")) or x, X)
+    assert seen == [False]
 
 
 def test_supported_docs_path_exists() -> None:

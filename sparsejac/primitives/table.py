@@ -92,9 +92,11 @@ restrictions.
 strided, integer-array and constant boolean-mask indexing, `x[i, j]` pairs), `out[key] = v`
 on arrays made from `x`, `.T`, `.mT`, `.reshape`, `.ravel`, `.flatten`, `.transpose`,
 `.swapaxes`, `.squeeze`, `.repeat`, `.take`, `.diagonal`, `.sum`, `.prod`, `.mean`, `.max`,
-`.min`, `.cumsum`, `.cumprod`, `.all`, `.any`, `.argmax`, `.argmin`, `.dot`, `.clip`,
-`.round`, `.copy`, `.astype`, `.fill`, and `L @ u`, `L.dot(u)`, `u @ L` for a constant
-`scipy.sparse` matrix or array `L` (`L * u` too for the `spmatrix` classes).
+`.min`, `.std`, `.var`, `.trace`, `.cumsum`, `.cumprod`, `.all`, `.any`, `.argmax`,
+`.argmin`, `.dot`, `.clip`, `.round`, `.copy`, `.astype`, `.fill` (other ndarray methods
+forward to the numpy function of the same name, supported or not as it is), and `L @ u`,
+`L.dot(u)`, `u @ L` for a constant `scipy.sparse` matrix or array `L` (`L * u` too for the
+`spmatrix` classes).
 
 **Index arguments** (index arrays, masks, shifts, `np.add.at` indices, `bincount` bins) must
 be constants in global mode; local mode (`local=True`) reads them at `x`. See

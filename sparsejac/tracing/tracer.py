@@ -348,6 +348,81 @@ class Tracer:
         """As :meth:`numpy.ndarray.fill`: set every element."""
         self[...] = value
 
+    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **kw: Any) -> Any:
+        """As :meth:`numpy.ndarray.std`."""
+        return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kw)
+
+    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **kw: Any) -> Any:
+        """As :meth:`numpy.ndarray.var`."""
+        return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kw)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+              out: Any = None) -> Any:
+        """As :meth:`numpy.ndarray.trace`."""
+        return np.trace(self, offset, axis1, axis2, dtype, out)
+
+    # ndarray methods that forward to the numpy function of the same name, so that a method
+    # call is supported exactly when the function is, and otherwise fails with the
+    # function's UnsupportedPrimitiveError (never an AttributeError about a Tracer)
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        """As :meth:`numpy.ndarray.sort`: in place, through :func:`numpy.sort`."""
+        self[...] = np.sort(self, *args, **kwargs)
+
+    def argsort(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`numpy.ndarray.argsort` (forwards to :func:`numpy.argsort`)."""
+        return np.argsort(self, *args, **kwargs)
+
+    def partition(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`numpy.ndarray.partition` (forwards to :func:`numpy.partition`)."""
+        return np.partition(self, *args, **kwargs)
+
+    def argpartition(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`numpy.ndarray.argpartition` (forwards to :func:`numpy.argpartition`)."""
+        return np.argpartition(self, *args, **kwargs)
+
+    def nonzero(self) -> Any:
+        """As :meth:`numpy.ndarray.nonzero` (forwards to :func:`numpy.nonzero`)."""
+        return np.nonzero(self)
+
+    def searchsorted(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`numpy.ndarray.searchsorted` (forwards to :func:`numpy.searchsorted`)."""
+        return np.searchsorted(self, *args, **kwargs)
+
+    def compress(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`numpy.ndarray.compress` (forwards to :func:`numpy.compress`)."""
+        return np.compress(args[0], self, *args[1:], **kwargs)
+
+    def choose(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`numpy.ndarray.choose` (forwards to :func:`numpy.choose`)."""
+        return np.choose(self, *args, **kwargs)
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`numpy.ndarray.put` (forwards to :func:`numpy.put`)."""
+        return np.put(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def resize(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`numpy.ndarray.resize`: in place, which a traced array cannot do."""
+        from sparsejac.errors import UnsupportedPrimitiveError
+
+        raise UnsupportedPrimitiveError(
+            "numpy.ndarray.resize", "it resizes in place; use np.resize(x, shape) or "
+            "np.concatenate / np.pad to build a new array")
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when the attribute is not defined above: an ndarray attribute the
+        # tracer does not model (flat, strides, view, tobytes, ...) gets a message that says
+        # so, still as an AttributeError, so that hasattr() and getattr(..., default) work
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise AttributeError(
+                f"ndarray.{name} is not supported on a traced array (sparsejac follows the "
+                "numpy functions and ndarray methods listed in docs/supported.md); rewrite "
+                "the expression with supported ones, or pass `sparsity=` and use mode='fd' "
+                "for a black-box function", name=name, obj=self)
+        raise AttributeError(
+            f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+
     # -- operators -------------------------------------------------------------------------
 
     def __neg__(self) -> Any:

@@ -120,6 +120,8 @@ COMPOSITES = [
     pytest.param(lambda x: np.diff(x, prepend=1.0), id="diff_prepend_scalar"),
     pytest.param(lambda x: x.mean(axis=-1, keepdims=True) * x, id="mean_method"),
     pytest.param(lambda x: x.sum(0) + x.prod(0), id="methods"),
+    pytest.param(lambda x: x.std(axis=-1, ddof=1) + x.var(axis=-1), id="std_var_methods"),
+    pytest.param(lambda x: x[0].trace(1) * x, id="trace_method"),
 ]
 
 
