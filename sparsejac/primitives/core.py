@@ -45,7 +45,7 @@ import scipy.sparse as sp
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.tracing.program import Node, Trace, Var, current_trace
-from sparsejac.tracing.tracer import Tracer
+from sparsejac.tracing.tracer import Tracer, lift_objects
 
 __all__ = [
     "FUNCTIONS",
@@ -218,6 +218,7 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     entry = FUNCTIONS.get(func)
     if entry is None:
         raise UnsupportedPrimitiveError(public_name(func))
+    args = tuple(lift_objects(a) for a in args)
     return entry.handler(*args, **kwargs)
 
 
@@ -231,6 +232,7 @@ def dispatch_ufunc(
         suffix = "" if method == "__call__" else f".{method}"
         raise UnsupportedPrimitiveError(f"{_ufunc_name(ufunc)}{suffix}")
     out = kwargs.pop("out", None)
+    inputs = tuple(lift_objects(a) for a in inputs)
     if method == "at":
         return entry.handler(*inputs, **kwargs)
     result = entry.handler(*inputs, **kwargs)

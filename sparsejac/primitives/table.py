@@ -68,11 +68,12 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "ndimage functions convert their input with `np.asarray`",
      "`np.tanh`-style elementary functions, `np.convolve`, slicing, or a constant "
      "`scipy.sparse` matrix built outside `f`"),
-    ("`np.asarray(x)` / `np.array([...])` without `like=`, `float(y)`, `y.item()`, storing "
-     "into a plain `np.zeros(n)`", "numpy gives no hook: the value would lose its dependence "
-     "on x (`TracedConversionError`)",
+    ("`np.asarray(x)` of a traced array without `like=`, `np.array([...], dtype=float)`, "
+     "`float(y)`, `y.item()`, storing into a plain `np.zeros(n)`", "numpy gives no hook: the "
+     "value would lose its dependence on x (`TracedConversionError`); `np.array([a, b])` of "
+     "traced *scalars* does work",
      "drop `np.asarray`; create arrays with `np.zeros_like(x)`, `np.empty_like(x)` or "
-     "`np.zeros(shape, like=x)`; `np.array([...], like=x)`"),
+     "`np.zeros(shape, like=x)`; `np.stack([...])` or `np.array([...], like=x)`"),
 ]
 
 _HEADER = """\

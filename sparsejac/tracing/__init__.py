@@ -22,7 +22,7 @@ from sparsejac.tracing.program import (
     Var,
     recording,
 )
-from sparsejac.tracing.tracer import Tracer
+from sparsejac.tracing.tracer import Tracer, lift_objects
 
 __all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "trace"]
 
@@ -95,6 +95,7 @@ def _scipy_sparse_defers() -> Iterator[None]:
 def _output_var(trace: Trace, out: Any, name: str) -> Var:
     from sparsejac.primitives.creation import as_traced_array
 
+    out = lift_objects(out)  # np.array([...]) of traced scalars
     if isinstance(out, (list, tuple)):
         out = as_traced_array(out)
     if isinstance(out, Tracer):

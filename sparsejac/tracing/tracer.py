@@ -120,6 +120,23 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._var.is_const:
             return np.asarray(self._var.value, dtype=dtype)
+        if self._var.shape == () and dtype is None and copy is not False:
+            # np.array([a, b]) of traced scalars: numpy builds an object array holding the
+            # Tracers; numpy's object loops keep them traced, and the array is lifted back to
+            # a traced array where it meets a traced call or is returned (lift_objects)
+            box = np.empty((), dtype=object)
+            box[()] = self
+            return box
+        if self._var.shape == () and dtype is not None:
+            raise TracedConversionError(
+                f"a traced scalar was converted to a plain numpy array of dtype {dtype} (as "
+                "np.array([a, b], dtype=float) does, or a numpy function given a list of traced "
+                "values, or assignment into an array made by np.zeros(shape) / "
+                "np.empty(shape)). That would lose its dependence on x. Drop `dtype=` "
+                "(np.array([a, b]) of traced values is traced), pass np.stack([a, b]) instead "
+                "of a list, and create output arrays from x: out = np.zeros_like(x), "
+                "np.empty_like(x), or np.zeros(shape, like=x)."
+            )
         raise TracedConversionError(
             f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array "
             "(np.asarray / np.array, or assignment into an array made by np.zeros(shape) / "
@@ -190,6 +207,8 @@ class Tracer:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         from sparsejac.primitives.indexing import setitem
+
+        value = lift_objects(value)
 
         self._rebind(setitem(self, key, value))
 
@@ -552,6 +571,62 @@ class Tracer:
 
     def __imod__(self, o: Any) -> Tracer:
         return self._rebind(np.remainder(self, o))
+
+
+#: Unary ufuncs whose object-dtype loop calls a method of that name on each element
+#: (``np.sin(a)`` with ``a = np.array([y0, y1])`` of traced scalars calls ``y0.sin()``).
+OBJECT_LOOP_UFUNCS = (
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+    "arccosh", "arctanh", "exp", "expm1", "exp2", "log", "log2", "log10", "log1p", "sqrt",
+    "cbrt", "square", "reciprocal", "absolute", "fabs", "sign", "floor", "ceil", "rint",
+    "trunc", "negative", "positive", "deg2rad", "rad2deg", "degrees", "radians",
+)
+
+
+def _object_loop_method(name: str) -> Any:
+    ufunc = getattr(np, name)
+
+    def method(self: Tracer) -> Any:
+        return ufunc(self)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``numpy.{name}(self)``: what numpy's object-dtype loop calls."
+    return method
+
+
+for _name in OBJECT_LOOP_UFUNCS:
+    setattr(Tracer, _name, _object_loop_method(_name))
+
+
+def lift_objects(obj: Any) -> Any:
+    """A traced array for an object-dtype ndarray that holds Tracers; anything else as is.
+
+    ``np.array([a, b])`` of traced scalars is such an array (see ``Tracer.__array__``).
+    Lists and tuples are lifted element by element, one level deep, as numpy's functions
+    take sequences of arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def f(x):
+    ...     return np.array([x[0] * x[1], np.sin(x[2])])  # a list of traced scalars
+    >>> sparsejac.jacobian(f, np.array([2.0, 3.0, 0.0])).toarray()
+    array([[3., 2., 0.],
+           [0., 0., 1.]])
+    """
+    if isinstance(obj, np.ndarray) and obj.dtype == object:
+        items = obj.tolist()
+        if any(isinstance(v, Tracer) for v in obj.flat):
+            from sparsejac.primitives.creation import as_traced_array
+
+            return as_traced_array(items) if obj.ndim else items
+        return obj
+    if isinstance(obj, (list, tuple)) and any(
+        isinstance(v, np.ndarray) and v.dtype == object for v in obj
+    ):
+        return type(obj)(lift_objects(v) for v in obj)
+    return obj
 
 
 def is_tracer(obj: Any) -> bool:

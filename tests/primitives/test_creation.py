@@ -117,3 +117,51 @@ def test_allclose_is_a_value_read() -> None:
     with pytest.raises(sparsejac.ConcretizationError):
         sparsejac.jacobian_sparsity(f, X34)
     check_exact(f, X34, np.eye(12, dtype=bool), local=True)
+
+
+SCALAR_LISTS = [
+    pytest.param(lambda x: np.array([x[0] ** 2 - x[1], x[1] * x[2], np.sum(x)]), id="list"),
+    pytest.param(lambda x: np.array([x[0], 2.0, x[2] ** 2]), id="with_constant"),
+    pytest.param(lambda x: np.array([[x[0], x[1]], [x[2], 1.0]]), id="nested"),
+    pytest.param(lambda x: np.array([x[0], x[1]]) * 2.0 - 1.0, id="object_arithmetic"),
+    pytest.param(lambda x: np.sin(np.array([x[0], x[2]])) + np.exp(np.array([x[1], x[0]])),
+                 id="object_loop_ufuncs"),
+    pytest.param(lambda x: np.array([x[0], x[2]]) + x[:2], id="meets_traced_operand"),
+    pytest.param(lambda x: x[1:] * np.array([x[2], x[0]]), id="meets_traced_operand_left"),
+    pytest.param(lambda x: np.concatenate([np.array([x[0] * x[2]]), x]), id="into_function"),
+    pytest.param(lambda x: np.array([[1.0, 2.0], [3.0, 4.0]]) @ np.array([x[0], x[1]]),
+                 id="constant_matrix_times"),
+    pytest.param(lambda x: np.asarray(x[0]) * x, id="asarray_of_scalar"),
+]
+
+
+@pytest.mark.parametrize("f", SCALAR_LISTS)
+def test_np_array_of_traced_scalars(f: Callable[[Any], Any]) -> None:
+    """``np.array([a, b])`` of traced scalars (the usual way to write small residuals) is
+    traced: numpy builds an object array of Tracers, lifted back where it meets a traced call
+    or is returned. Pattern exact, Jacobians exact in every mode."""
+    x = rand((3,), 7)
+    check_exact(f, x)
+    want = sparsejac.jacobian(f, x, mode="fd", sparsity=sparsejac.jacobian_sparsity(f, x))
+    for mode in ("forward", "reverse", "mixed"):
+        got = sparsejac.jacobian(f, x, mode=mode).toarray()
+        np.testing.assert_allclose(got, want.toarray(), rtol=1e-6, atol=1e-8)
+    jac = sparsejac.SparseJacobian(f, x)
+    x2 = rand((3,), 8)
+    want2 = sparsejac.jacobian(f, x2, mode="fd", sparsity=jac.sparsity).toarray()
+    np.testing.assert_allclose(jac(x2).toarray(), want2, rtol=1e-6, atol=1e-8)
+
+
+def test_np_array_of_traced_scalars_hand_derived() -> None:
+    """The residuals of scipy's ``root`` tutorial, written with np.array, against their
+    hand-derived Jacobian."""
+    def f(x: Any) -> Any:
+        return np.array([x[0] + 0.5 * (x[0] - x[1]) ** 3 - 1.0,
+                         0.5 * (x[1] - x[0]) ** 3 + x[1]])
+
+    x = np.array([0.3, -0.4])
+    d = 1.5 * (x[0] - x[1]) ** 2
+    want = np.array([[1.0 + d, -d], [-d, 1.0 + d]])
+    for mode in ("forward", "reverse"):
+        np.testing.assert_allclose(sparsejac.jacobian(f, x, mode=mode).toarray(), want,
+                                   rtol=1e-14)
