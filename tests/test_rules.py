@@ -36,6 +36,7 @@ import scipy.sparse as sp
 import sparsejac
 from sparsejac.ad import jvp, vjp
 from sparsejac.primitives import supported_entries
+from sparsejac.primitives.core import public_name
 from sparsejac.primitives.elementwise import (
     BINARY_ROWS,
     ELEMENTWISE,
@@ -506,8 +507,8 @@ def test_zero_derivative_entry(case: Case, rng: np.random.Generator) -> None:
 
 def test_every_entry_is_covered() -> None:
     """Every registered entry is an elementwise row, a case, a zero case or a listed skip."""
-    rows = {f"numpy.{r.fn.__name__}" for r in UNARY_ROWS + BINARY_ROWS}
-    zero = {f"numpy.{u.__name__}" for u in ZERO_DERIVATIVE}
+    rows = {public_name(r.fn) for r in UNARY_ROWS + BINARY_ROWS}
+    zero = {public_name(u) for u in ZERO_DERIVATIVE}
     cases = {c.entry for c in CASES} | {c.entry for c in ZERO_CASES}
     covered = rows | zero | cases | SKIP
     missing = sorted(e.name for e in supported_entries() if e.name not in covered)

@@ -209,7 +209,7 @@ def register_ufunc(
 ) -> None:
     """Register ``handler`` for ``ufunc.method`` (``"__call__"``, ``"reduce"``, ``"at"``...)."""
     entry = UFUNCS.setdefault(ufunc, UfuncEntry(ufunc))
-    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    name = _ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
     entry.methods[method] = Entry(name, family, handler, via, note)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.special as sc
 
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import _deps
@@ -46,6 +47,7 @@ POSITIVE = (0.2, 3.0)
 UNIT = (-0.9, 0.9)
 ABOVE_ONE = (1.1, 3.0)
 NONZERO = (0.3, 3.0)  # sampled with random signs
+PROBABILITY = (0.05, 0.95)
 
 
 def reads(*which: int | str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -533,6 +535,92 @@ def _ldexp_a(a: Any, b: Any, out: Any) -> Any:
     return np.ldexp(1.0, b)
 
 
+# scipy.special (unary: (x, out); binary: (a, b, out))
+
+_TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
+_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+def _erf(x: Any, out: Any) -> Any:
+    return _TWO_OVER_SQRT_PI * np.exp(-x * x)
+
+
+def _erfc(x: Any, out: Any) -> Any:
+    return -_TWO_OVER_SQRT_PI * np.exp(-x * x)
+
+
+def _erfcx(x: Any, out: Any) -> Any:
+    return 2.0 * x * out - _TWO_OVER_SQRT_PI
+
+
+def _erfinv(x: Any, out: Any) -> Any:
+    return 0.5 * np.sqrt(np.pi) * np.exp(out * out)
+
+
+def _expit(x: Any, out: Any) -> Any:
+    return out * (1.0 - out)
+
+
+def _logit(x: Any, out: Any) -> Any:
+    return 1.0 / (x * (1.0 - x))
+
+
+def _log_expit(x: Any, out: Any) -> Any:
+    return sc.expit(-x)
+
+
+def _gammaln(x: Any, out: Any) -> Any:
+    return sc.digamma(x)
+
+
+def _gamma(x: Any, out: Any) -> Any:
+    return out * sc.digamma(x)
+
+
+def _digamma(x: Any, out: Any) -> Any:
+    return sc.polygamma(1, x)
+
+
+def _ndtr(x: Any, out: Any) -> Any:
+    return _INV_SQRT_2PI * np.exp(-0.5 * x * x)
+
+
+def _log_ndtr(x: Any, out: Any) -> Any:
+    return _INV_SQRT_2PI * np.exp(-0.5 * x * x - out)
+
+
+def _ndtri(x: Any, out: Any) -> Any:
+    return np.sqrt(2.0 * np.pi) * np.exp(0.5 * out * out)
+
+
+def _entr(x: Any, out: Any) -> Any:
+    return -np.log(x) - 1.0
+
+
+def _j0(x: Any, out: Any) -> Any:
+    return -sc.j1(x)
+
+
+def _i0(x: Any, out: Any) -> Any:
+    return sc.i1(x)
+
+
+def _xlogy_a(a: Any, b: Any, out: Any) -> Any:
+    return np.log(b)
+
+
+def _xlogy_b(a: Any, b: Any, out: Any) -> Any:
+    return a / b
+
+
+def _xlog1py_a(a: Any, b: Any, out: Any) -> Any:
+    return np.log1p(b)
+
+
+def _xlog1py_b(a: Any, b: Any, out: Any) -> Any:
+    return a / (1.0 + b)
+
+
 # where(cond, a, b)
 
 
@@ -601,6 +689,23 @@ UNARY_ROWS = [
     Row(np.deg2rad, (_deg2rad,)),
     Row(np.rad2deg, (_rad2deg,)),
     Row(np.conjugate, (_one,)),
+    # scipy.special: smooth functions that scientific residuals and right-hand sides use
+    Row(sc.erf, (_erf,)),
+    Row(sc.erfc, (_erfc,)),
+    Row(sc.erfcx, (_erfcx,)),
+    Row(sc.erfinv, (_erfinv,), UNIT),
+    Row(sc.expit, (_expit,)),
+    Row(sc.logit, (_logit,), PROBABILITY),
+    Row(sc.log_expit, (_log_expit,)),
+    Row(sc.gammaln, (_gammaln,), POSITIVE),
+    Row(sc.gamma, (_gamma,), POSITIVE),
+    Row(sc.digamma, (_digamma,), POSITIVE),
+    Row(sc.ndtr, (_ndtr,)),
+    Row(sc.log_ndtr, (_log_ndtr,)),
+    Row(sc.ndtri, (_ndtri,), PROBABILITY),
+    Row(sc.entr, (_entr,), POSITIVE),
+    Row(sc.j0, (_j0,)),
+    Row(sc.i0, (_i0,)),
 ]
 
 BINARY_ROWS = [
@@ -623,6 +728,8 @@ BINARY_ROWS = [
     Row(np.copysign, (_copysign_a, None), NONZERO),
     Row(np.ldexp, (_ldexp_a, None)),
     Row(np.nextafter, (_one, None)),  # one ulp away from x1: d/dx1 = 1 (not zero)
+    Row(sc.xlogy, (_xlogy_a, _xlogy_b), POSITIVE),
+    Row(sc.xlog1py, (_xlog1py_a, _xlog1py_b), POSITIVE),
 ]
 
 #: ufuncs whose derivative is identically zero (their results carry no dependencies).

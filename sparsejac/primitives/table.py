@@ -63,9 +63,9 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
     ("`np.vectorize`, `np.frompyfunc`, `np.apply_along_axis`, `np.piecewise` with "
      "non-elementwise functions", "Python callbacks per element",
      "write the body with array operations"),
-    ("`scipy.special` ufuncs (`erf`, `expit`, `gammaln`, ...), `scipy.signal`, "
-     "`scipy.ndimage`", "no rules yet for the ufuncs (the error names them); the signal and "
-     "ndimage functions convert their input with `np.asarray`",
+    ("`scipy.special` ufuncs other than those listed above (`dawsn`, `kv`, `hyp2f1`, ...), "
+     "`scipy.signal`, `scipy.ndimage`", "no rules yet for those ufuncs (the error names "
+     "them); the signal and ndimage functions convert their input with `np.asarray`",
      "`np.tanh`-style elementary functions, `np.convolve`, slicing, or a constant "
      "`scipy.sparse` matrix built outside `f`"),
     ("`np.asarray(x)` of a traced array without `like=`, `np.array([...], dtype=float)`, "
