@@ -34,6 +34,8 @@ from sparsejac.tracing import Program, as_float_input, trace
 __all__ = [
     "COLORING_TIME_BUDGET",
     "DEFAULT_REVERSE_COST",
+    "ONE_SHOT_TIME_BUDGET",
+    "SEARCH_PER_DETECTION",
     "MODES",
     "OdeJacobian",
     "RootJacobian",
@@ -51,6 +53,16 @@ MODES: tuple[str, ...] = ("auto", "forward", "reverse", "mixed", "fd")
 #: its two mandatory passes (a quarter of :func:`sparsejac.color`'s default: preparation
 #: should take seconds at most, and the search rarely finds more than one colour fewer later).
 COLORING_TIME_BUDGET = 0.5
+#: Without ``time_budget=``, a prepared Jacobian's colouring search gets at most this many
+#: times the detection time (a proxy for the cost of ``f`` and of its products), capped by
+#: :data:`COLORING_TIME_BUDGET`: a colour fewer saves one product per Jacobian, which repays
+#: a long search only where products are expensive.
+SEARCH_PER_DETECTION = 10.0
+#: Seconds the colouring search of a one-off :func:`jacobian` may spend per partition beyond
+#: its two mandatory passes (``natural`` and ``dsatur``): none. A colour saved by a longer
+#: search saves one product of one Jacobian, milliseconds, so a one-off Jacobian does not
+#: wait for it; prepare a :class:`SparseJacobian` (or pass ``time_budget=``) to search longer.
+ONE_SHOT_TIME_BUDGET = 0.0
 #: Repeats of each candidate evaluation when ``calibrate=True`` (the minimum is kept).
 CALIBRATION_REPEATS = 3
 #: ``auto`` prefers forward, then reverse, then mixed, unless a later mode is faster by more
@@ -121,10 +133,11 @@ class SparseJacobian:
         by measured time (``calibrate=True``) or by colour counts.
     order : str or callable
         Vertex order for :func:`sparsejac.color` (default ``"best"``).
-    time_budget : float
-        Seconds the ``"best"`` colouring search may spend per candidate mode (default
-        :data:`COLORING_TIME_BUDGET`; its two mandatory passes always run). Raise it for a
-        problem solved many times, where one colour fewer pays off.
+    time_budget : float, optional
+        Seconds the ``"best"`` colouring search may spend per candidate mode beyond its two
+        mandatory greedy passes. Default: :data:`SEARCH_PER_DETECTION` times the detection
+        time, at most :data:`COLORING_TIME_BUDGET`, so that preparing a cheap ``f`` stays
+        cheap. Raise it for a problem solved many times, where one colour fewer pays off.
     args, kwargs : optional
         Further arguments of ``f``, constants of the preparation. Calls may pass the same
         objects again (as scipy's solvers do); other objects trigger a new preparation.
@@ -201,7 +214,7 @@ class SparseJacobian:
         self._f = f
         self._name = _name
         self._order = order
-        self._time_budget = COLORING_TIME_BUDGET if time_budget is None else time_budget
+        self._time_budget_asked = time_budget
         self._fd_method = fd_method
         self._calibrate = bool(calibrate)
         self._reverse_cost = float(reverse_cost)
@@ -258,8 +271,12 @@ class SparseJacobian:
         t0 = time.perf_counter()
         wanted = self._candidate_modes(mode)
         partitions = {m: _PARTITION[m] for m in wanted}
+        budget = self._time_budget_asked
+        if budget is None:
+            budget = min(COLORING_TIME_BUDGET, SEARCH_PER_DETECTION * timings["detection"])
         by_partition = color_partitions(pattern, sorted(set(partitions.values())),
-                                        order=self._order, time_budget=self._time_budget)
+                                        order=self._order, time_budget=budget)
+        self._coloring_budget = float(budget)
         colorings = {m: by_partition[part] for m, part in partitions.items()}
         timings["coloring"] = time.perf_counter() - t0
         self._colorings = colorings
@@ -463,7 +480,8 @@ class SparseJacobian:
         -------
         dict
             JSON-ready: ``shape``, ``nnz``, ``mode``, ``reason``, ``n_products``, ``exact``,
-            ``colors`` (per candidate mode), ``lower_bound`` (column and row), ``seconds``
+            ``colors`` (per candidate mode), ``lower_bound`` (column and row),
+            ``coloring_budget`` (the search time allowed per candidate, seconds), ``seconds``
             (detection, coloring, preparation, calibration per mode) and ``engine``.
         """
         m, n = self._pattern.shape
@@ -482,6 +500,7 @@ class SparseJacobian:
                 "column": int(row_counts.max()) if row_counts.size else 0,
                 "row": int(col_counts.max()) if col_counts.size else 0,
             },
+            "coloring_budget": self._coloring_budget,
             "seconds": dict(self._timings),
             "engine": None if self._prepared is None else self._prepared.stats(),
             "preparations": self._n_prepared,
@@ -542,6 +561,7 @@ def jacobian(
     order: Any = "best",
     args: tuple[Any, ...] = (),
     fd_method: str = "2-point",
+    time_budget: float | None = None,
 ) -> sp.csr_array:
     """The sparse Jacobian of ``f`` at ``x``, exactly (or by finite differences if asked).
 
@@ -564,6 +584,10 @@ def jacobian(
         Further arguments of ``f``.
     fd_method : {"2-point", "3-point", "cs"}
         Finite-difference scheme for ``mode="fd"`` (approximate).
+    time_budget : float, optional
+        Seconds ``order="best"`` may search for fewer colours, per partition, beyond its two
+        mandatory greedy passes; default :data:`ONE_SHOT_TIME_BUDGET` (none: one Jacobian
+        does not repay a long search, a prepared :class:`SparseJacobian` does).
 
     Returns
     -------
@@ -593,9 +617,10 @@ def jacobian(
     """
     mode = _check_mode(mode)  # type: ignore[assignment]
     x = as_float_input(x, "x")  # errors name `x` (SparseJacobian would say `x0`)
+    budget = ONE_SHOT_TIME_BUDGET if time_budget is None else time_budget
     if mode == "fd":
         return SparseJacobian(f, x, sparsity=sparsity, mode="fd", order=order, args=args,
-                              fd_method=fd_method)(x)
+                              fd_method=fd_method, time_budget=budget)(x)
     _fd.check_method(fd_method)
     call = (lambda xt: f(xt, *args)) if args else f
     local = False
@@ -613,13 +638,13 @@ def jacobian(
         _check_subset(detected, pattern)
     match mode:
         case "forward":
-            c = color(pattern, "column", order=order)
+            c = color(pattern, "column", order=order, time_budget=budget)
         case "reverse":
-            c = color(pattern, "row", order=order)
+            c = color(pattern, "row", order=order, time_budget=budget)
         case "mixed":
-            c = color(pattern, "bidirectional", order=order)
+            c = color(pattern, "bidirectional", order=order, time_budget=budget)
         case "auto":
-            c = color(pattern, "auto", order=order)
+            c = color(pattern, "auto", order=order, time_budget=budget)
         case "fd":  # pragma: no cover - handled above
             raise AssertionError
         case _ as unreachable:

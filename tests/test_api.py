@@ -176,8 +176,8 @@ def test_stats_keys_and_values(mode):
     st = jac.stats()
     json.dumps(st)
     assert set(st) == {"shape", "nnz", "mode", "reason", "n_products", "exact",
-                       "retraced_each_call", "colors", "lower_bound", "seconds", "engine",
-                       "preparations"}
+                       "retraced_each_call", "colors", "lower_bound", "coloring_budget",
+                       "seconds", "engine", "preparations"}
     assert st["shape"] == [s.m, s.n]
     assert st["nnz"] == s.pattern.sum() == jac.sparsity.nnz
     assert st["mode"] == jac.mode
@@ -191,6 +191,10 @@ def test_stats_keys_and_values(mode):
     assert all(v >= 0 for k, v in st["seconds"].items() if k != "calibration")
     assert (st["engine"] is None) == (mode == "fd")
     assert st["preparations"] == 1
+    # the default search budget: SEARCH_PER_DETECTION x detection time, capped
+    assert st["coloring_budget"] == pytest.approx(min(
+        sparsejac.api.COLORING_TIME_BUDGET,
+        sparsejac.api.SEARCH_PER_DETECTION * st["seconds"]["detection"]))
     if mode == "auto":
         assert set(st["colors"]) >= {"forward", "reverse"}
         assert st["reason"].startswith("fastest when timed at x0")
@@ -684,3 +688,17 @@ def test_all_public_names_are_documented_with_examples():
 def test_catalogue_is_not_empty():
     """The scenario catalogue feeds these tests (guards against an accidental empty import)."""
     assert len(SCENARIOS) >= 15
+
+
+def test_time_budget_defaults_and_overrides(rng):
+    """A prepared Jacobian's search budget scales with detection time unless given; a one-off
+    jacobian() searches no longer than its two greedy passes (its result is still exact)."""
+    s = by_name("arrowhead")
+    given = sparsejac.SparseJacobian(s.f, s.x0, time_budget=0.25)
+    assert given.stats()["coloring_budget"] == 0.25
+    assert sparsejac.api.ONE_SHOT_TIME_BUDGET == 0.0
+    x = random_point(s, rng)
+    np.testing.assert_allclose(sparsejac.jacobian(s.f, x).toarray(), s.jacobian(x), rtol=1e-12,
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="time_budget"):
+        sparsejac.jacobian(s.f, x, time_budget=-1.0)
