@@ -34,9 +34,9 @@ from sparsejac.tracing import Program, as_float_input, trace
 __all__ = [
     "COLORING_TIME_BUDGET",
     "DEFAULT_REVERSE_COST",
+    "MODES",
     "ONE_SHOT_TIME_BUDGET",
     "SEARCH_PER_DETECTION",
-    "MODES",
     "OdeJacobian",
     "RootJacobian",
     "SparseJacobian",
