@@ -9,6 +9,7 @@ value-dependent functions) and the bad-input errors (each names the argument).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -702,3 +703,46 @@ def test_time_budget_defaults_and_overrides(rng):
                                atol=1e-12)
     with pytest.raises(ValueError, match="time_budget"):
         sparsejac.jacobian(s.f, x, time_budget=-1.0)
+
+
+def _tridiagonal_plus(x, dense_column):
+    """Tridiagonal + a dense last row (+ a dense column 0 if asked), as examples/mixed_mode.py."""
+    y = x**2 - 2.0 * x + (x[0] * np.sin(x) if dense_column else 0.0)
+    y[1:] += x[:-1]
+    y[:-1] += x[1:]
+    y[-1] = np.sum(x**2)
+    return y
+
+
+def _tridiagonal_plus_row(x, r, dense_column):
+    """Row ``r`` of the Jacobian of :func:`_tridiagonal_plus`, derived by hand."""
+    n = x.size
+    row = np.zeros(n)
+    if r == n - 1:  # the dense row: d sum(x**2)
+        return 2 * x
+    row[r] = 2 * x[r] - 2.0 + (x[0] * np.cos(x[r]) if dense_column else 0.0)
+    if r > 0:
+        row[r - 1] = 1.0
+    row[r + 1] = 1.0
+    if dense_column:
+        row[0] += np.sin(x[r])
+    return row
+
+
+@pytest.mark.parametrize(("dense_column", "modes", "most"),
+                         [pytest.param(False, {"reverse", "mixed"}, 4, id="dense_row"),
+                          pytest.param(True, {"mixed"}, 6, id="dense_row_and_column")])
+def test_auto_at_n_16000_with_default_settings(dense_column, modes, most, rng):
+    """Banded + dense row, n=16,000: auto picks reverse or mixed, <= 4 products; with a dense
+    column too: mixed, <= 6 products. Default settings (adaptive search budget, calibration);
+    the Jacobian is checked on a slice of rows against the hand-derived one."""
+    n = 16_000
+    f = functools.partial(_tridiagonal_plus, dense_column=dense_column)
+    jac = sparsejac.SparseJacobian(f, rng.uniform(0.5, 1.5, n))
+    assert jac.mode in modes
+    assert jac.n_products <= most
+    x = rng.uniform(0.5, 1.5, n)
+    got = jac(x)
+    rows = np.r_[0:3, n // 2 - 1:n // 2 + 2, n - 3:n]
+    want_rows = np.stack([_tridiagonal_plus_row(x, r, dense_column) for r in rows])
+    np.testing.assert_allclose(got[rows].toarray(), want_rows, rtol=1e-13, atol=1e-13)
