@@ -341,6 +341,42 @@ class _Source:
     inputs: list[int | None] = field(default_factory=list)  # sources of the opaque inputs
 
 
+class _KeyCodec:
+    """One int64 key per (row, source, column) entry, ordered as the triples are.
+
+    Bit fields (``row << (bs + bc) | source << bc | column``) when they fit in 62 bits, so
+    that decoding is shifts and masks; otherwise the mixed-radix number
+    ``(row * n_sources + source) * n_columns + column`` (the same order, decoded by division).
+    """
+
+    def __init__(self, n_rows: int, n_sources: int, n_columns: int) -> None:
+        self.bc = (max(n_columns, 1) - 1).bit_length()
+        self.bs = (max(n_sources, 1) - 1).bit_length()
+        br = (max(n_rows, 1) - 1).bit_length()
+        self.bits = br + self.bs + self.bc <= 62
+        self.n_sources, self.n_columns = n_sources, max(n_columns, 1)
+
+    def encode(self, rows: np.ndarray, srcs: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The keys of the triples ``(rows[i], srcs[i], cols[i])``."""
+        rows = rows.astype(np.int64, copy=False)
+        if self.bits:
+            return (np.left_shift(rows, self.bs + self.bc) | np.left_shift(srcs, self.bc)
+                    | cols)
+        return (rows * self.n_sources + srcs) * self.n_columns + cols
+
+    def decode(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, srcs, cols)`` of ``keys``."""
+        if self.bits:
+            return (np.right_shift(keys, self.bs + self.bc),
+                    np.right_shift(keys, self.bc) & ((1 << self.bs) - 1),
+                    keys & ((1 << self.bc) - 1))
+        span = self.n_sources * self.n_columns
+        rows = keys // span
+        rem = keys - rows * span
+        srcs = rem // self.n_columns
+        return rows, srcs, rem - srcs * self.n_columns
+
+
 class PreparedProgram:
     """A program prepared for repeated compressed Jacobian evaluation.
 
@@ -443,8 +479,7 @@ class PreparedProgram:
                steps: list[Any]) -> _Entries:
         """Symbolic ``J_out = sum_k R_k @ J_k``: structure, index maps, constant folding."""
         size = node.out.size
-        n_src = len(self.sources)
-        colspan = max(max(s.size for s in self.sources), 1)
+        codec = _KeyCodec(size, len(self.sources), max(max(s.size for s in self.sources), 1))
         parts = []
         local_slots: list[tuple[int, LocalJac]] = []
         for k, lj in enumerate(ljs):
@@ -457,16 +492,13 @@ class PreparedProgram:
                 r_slot = self._new_slot()
                 self._slot_sizes[r_slot] = lj.nnz
                 local_slots.append((r_slot, lj))
-            key = (lj.rows[owner] * n_src + jk.srcs[pos]) * colspan + jk.cols[pos]
+            key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
             parts.append((lj, jk, owner, pos, key, r_slot))
         if not parts:
             z = np.zeros(0, np.int64)
             return _Entries(size, z, z, z, np.zeros(0))
         uniq, inverses = _union_keys([p[4] for p in parts])
-        rows = uniq // (n_src * colspan)
-        rem = uniq - rows * (n_src * colspan)
-        srcs = rem // colspan
-        cols = rem - srcs * colspan
+        rows, srcs, cols = codec.decode(uniq)
         n_out = int(uniq.size)
         base = np.zeros(n_out)
         # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions, scale)
