@@ -359,10 +359,13 @@ class _KeyCodec:
     def encode(self, rows: np.ndarray, srcs: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The keys of the triples ``(rows[i], srcs[i], cols[i])``."""
         rows = rows.astype(np.int64, copy=False)
+        keys: np.ndarray
         if self.bits:
-            return (np.left_shift(rows, self.bs + self.bc) | np.left_shift(srcs, self.bc)
+            keys = (np.left_shift(rows, self.bs + self.bc) | np.left_shift(srcs, self.bc)
                     | cols)
-        return (rows * self.n_sources + srcs) * self.n_columns + cols
+        else:
+            keys = (rows * self.n_sources + srcs) * self.n_columns + cols
+        return keys
 
     def decode(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, srcs, cols)`` of ``keys``."""
