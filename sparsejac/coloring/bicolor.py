@@ -48,7 +48,10 @@ This module owns the constructions and the ``order="best"`` search for
 
 Each step starts only if its predicted duration fits in ``time_budget`` (the one-sided
 searches of step 1 have their own budget of ``time_budget`` each, unless the caller passes
-their results); the search stops at the lower bound.
+their results), except the first star order of step 2 and, where some row or column has
+more than :data:`~sparsejac.coloring.orders.DENSE_FACTOR` times the mean count, the two
+dense-first orders: these always run, so that even ``time_budget=0`` colours an arrowhead
+in 3 passes rather than n. The search stops at the lower bound.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ from sparsejac.coloring.graph import (
     bidirectional_lower_bound,
 )
 from sparsejac.coloring.greedy import dsatur_color, kernel_array
-from sparsejac.coloring.orders import BIDIRECTIONAL_ORDERS
+from sparsejac.coloring.orders import BIDIRECTIONAL_ORDERS, DENSE_FACTOR
 from sparsejac.coloring.result import Candidate
 from sparsejac.coloring.search import best_groups
 from sparsejac.pattern import SparsityPattern
@@ -679,10 +682,19 @@ def best_bicoloring(
         return s
     graph = BipartiteGraph(pattern, "bidirectional")
     arrays = augmented_arrays(pattern, graph)
-    for name in STAR_ORDERS:
+    rc, cc = pattern.row_counts, pattern.col_counts
+    has_dense = bool((rc.size and rc.max() > DENSE_FACTOR * rc.mean())
+                     or (cc.size and cc.max() > DENSE_FACTOR * cc.mean()))
+    for i, name in enumerate(STAR_ORDERS):
         # A step is one order and its two star passes; predicted by the slowest step so far.
-        if s.done or not s.fits("star-step"):
+        # Whatever the budget, the first step runs, and the dense-first orders where a row or
+        # column is dense (as the one-sided search always runs natural and dsatur): without
+        # them a dense row and column would leave only the one-sided colourings, n passes.
+        mandatory = i == 0 or (has_dense and name.startswith("dense_"))
+        if s.done:
             break
+        if not (mandatory or s.fits("star-step")):
+            continue  # once a step does not fit, no later one does, except mandatory ones
         t0 = time.perf_counter()
         order = BIDIRECTIONAL_ORDERS[name](graph, "bidirectional", rng)  # type: ignore[arg-type]
         for covering in ("implicit", "full"):

@@ -7,6 +7,7 @@ import itertools
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -338,3 +339,22 @@ def test_banded_matrix_bidirectional_matches_one_sided():
     """Without dense lines, a banded matrix keeps its one-sided optimum (l + u + 1)."""
     r = sparsejac.color(banded(30, 2, 1), "bidirectional")
     assert r.n_colors == 4
+
+
+@pytest.mark.parametrize("n", [1_000, 16_000])
+def test_zero_budget_still_bicolours_dense_rows_and_columns(n):
+    """time_budget=0 (a one-off jacobian) still runs the first and the dense-first star
+    orders: tridiagonal + dense row + dense column in 5 passes, arrowhead in 3, not n."""
+    B = sp.diags_array([np.ones(n - 1), np.ones(n), np.ones(n - 1)], offsets=[-1, 0, 1]).tolil()
+    B[-1, :] = 1
+    B[:, 0] = 1
+    check = n <= 1_000  # the slow checker; the large case checks the counts only
+    res = sparsejac.color(B, "auto", time_budget=0.0, check=check)
+    assert res.partition == "bidirectional"
+    assert res.n_colors <= 6
+    A = sp.lil_array((n, n))
+    A.setdiag(1)
+    A[0, :] = 1
+    A[:, 0] = 1
+    arrow = sparsejac.color(A, "bidirectional", time_budget=0.0, check=check)
+    assert arrow.n_colors == 3
