@@ -72,7 +72,7 @@ from sparsejac.coloring.graph import (
     bidirectional_lower_bound,
 )
 from sparsejac.coloring.greedy import dsatur_color, kernel_array
-from sparsejac.coloring.orders import BIDIRECTIONAL_ORDERS, DENSE_FACTOR
+from sparsejac.coloring.orders import BIDIRECTIONAL_ORDERS, dense_lines
 from sparsejac.coloring.result import Candidate
 from sparsejac.coloring.search import best_groups
 from sparsejac.pattern import SparsityPattern
@@ -682,9 +682,7 @@ def best_bicoloring(
         return s
     graph = BipartiteGraph(pattern, "bidirectional")
     arrays = augmented_arrays(pattern, graph)
-    rc, cc = pattern.row_counts, pattern.col_counts
-    has_dense = bool((rc.size and rc.max() > DENSE_FACTOR * rc.mean())
-                     or (cc.size and cc.max() > DENSE_FACTOR * cc.mean()))
+    has_dense = bool(dense_lines(pattern.row_counts).any() or dense_lines(pattern.col_counts).any())
     for i, name in enumerate(STAR_ORDERS):
         # A step is one order and its two star passes; predicted by the slowest step so far.
         # Whatever the budget, the first step runs, and the dense-first orders where a row or

@@ -69,6 +69,7 @@ __all__ = [
     "ORDERS",
     "OrderFunction",
     "dense_columns_first",
+    "dense_lines",
     "dense_rows_first",
     "dsatur",
     "dynamic_largest_first",
@@ -358,6 +359,21 @@ def dsatur(
     return out
 
 
+def dense_lines(counts: np.ndarray) -> np.ndarray:
+    """Which rows (or columns) are dense: more than :data:`DENSE_FACTOR` times the mean count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.coloring.orders import dense_lines
+    >>> dense_lines(np.array([1, 1, 1, 1, 1, 1, 1, 8])).tolist()
+    [False, False, False, False, False, False, False, True]
+    """
+    out: np.ndarray = counts > DENSE_FACTOR * counts.mean() if counts.size else \
+        np.zeros(0, dtype=bool)
+    return out
+
+
 def _dense_first(g: BipartiteGraph, rows_first: bool) -> np.ndarray:
     pat = g.pattern
     if g.partition != "bidirectional":
@@ -367,10 +383,10 @@ def _dense_first(g: BipartiteGraph, rows_first: bool) -> np.ndarray:
     rows = n + np.argsort(-rc, kind="stable")  # vertex numbers, densest first
     cols = np.argsort(-cc, kind="stable")
     if rows_first:
-        dense = rc[rows - n] > DENSE_FACTOR * rc.mean()
+        dense = dense_lines(rc)[rows - n]
         parts = (rows[dense], cols, rows[~dense])
     else:
-        dense = cc[cols] > DENSE_FACTOR * cc.mean()
+        dense = dense_lines(cc)[cols]
         parts = (cols[dense], rows, cols[~dense])
     return np.concatenate(parts).astype(np.int64)
 

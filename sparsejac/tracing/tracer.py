@@ -382,44 +382,15 @@ class Tracer:
         """As :meth:`numpy.ndarray.trace`."""
         return np.trace(self, offset, axis1, axis2, dtype, out)
 
-    # ndarray methods that forward to the numpy function of the same name, so that a method
-    # call is supported exactly when the function is, and otherwise fails with the
-    # function's UnsupportedPrimitiveError (never an AttributeError about a Tracer)
+    # the ndarray methods whose numpy function takes other arguments first, or works in
+    # place; the plain forwarders are generated below (FORWARDED_METHODS)
     def sort(self, *args: Any, **kwargs: Any) -> None:
         """As :meth:`numpy.ndarray.sort`: in place, through :func:`numpy.sort`."""
         self[...] = np.sort(self, *args, **kwargs)
 
-    def argsort(self, *args: Any, **kwargs: Any) -> Any:
-        """As :meth:`numpy.ndarray.argsort` (forwards to :func:`numpy.argsort`)."""
-        return np.argsort(self, *args, **kwargs)
-
-    def partition(self, *args: Any, **kwargs: Any) -> Any:
-        """As :meth:`numpy.ndarray.partition` (forwards to :func:`numpy.partition`)."""
-        return np.partition(self, *args, **kwargs)
-
-    def argpartition(self, *args: Any, **kwargs: Any) -> Any:
-        """As :meth:`numpy.ndarray.argpartition` (forwards to :func:`numpy.argpartition`)."""
-        return np.argpartition(self, *args, **kwargs)
-
-    def nonzero(self) -> Any:
-        """As :meth:`numpy.ndarray.nonzero` (forwards to :func:`numpy.nonzero`)."""
-        return np.nonzero(self)
-
-    def searchsorted(self, *args: Any, **kwargs: Any) -> Any:
-        """As :meth:`numpy.ndarray.searchsorted` (forwards to :func:`numpy.searchsorted`)."""
-        return np.searchsorted(self, *args, **kwargs)
-
-    def compress(self, *args: Any, **kwargs: Any) -> Any:
+    def compress(self, condition: Any, *args: Any, **kwargs: Any) -> Any:
         """As :meth:`numpy.ndarray.compress` (forwards to :func:`numpy.compress`)."""
-        return np.compress(args[0], self, *args[1:], **kwargs)
-
-    def choose(self, *args: Any, **kwargs: Any) -> Any:
-        """As :meth:`numpy.ndarray.choose` (forwards to :func:`numpy.choose`)."""
-        return np.choose(self, *args, **kwargs)
-
-    def put(self, *args: Any, **kwargs: Any) -> Any:
-        """As :meth:`numpy.ndarray.put` (forwards to :func:`numpy.put`)."""
-        return np.put(self, *args, **kwargs)  # type: ignore[arg-type]
+        return np.compress(condition, self, *args, **kwargs)
 
     def resize(self, *args: Any, **kwargs: Any) -> Any:
         """As :meth:`numpy.ndarray.resize`: in place, which a traced array cannot do."""
@@ -583,19 +554,30 @@ OBJECT_LOOP_UFUNCS = (
 )
 
 
-def _object_loop_method(name: str) -> Any:
-    ufunc = getattr(np, name)
+#: ndarray methods that forward to the numpy function of the same name (``x.argsort()`` is
+#: ``np.argsort(x)``), so that a method is supported exactly when its function is, and
+#: otherwise fails with that function's UnsupportedPrimitiveError.
+FORWARDED_METHODS = ("argsort", "partition", "argpartition", "nonzero", "searchsorted",
+                     "choose", "put")
 
-    def method(self: Tracer) -> Any:
-        return ufunc(self)
+
+def _forwarding_method(name: str, doc: str) -> Any:
+    func = getattr(np, name)
+
+    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        return func(self, *args, **kwargs)
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"``numpy.{name}(self)``: what numpy's object-dtype loop calls."
+    method.__doc__ = doc.format(name=name)
     return method
 
 
 for _name in OBJECT_LOOP_UFUNCS:
-    setattr(Tracer, _name, _object_loop_method(_name))
+    setattr(Tracer, _name, _forwarding_method(
+        _name, "``numpy.{name}(self)``: what numpy's object-dtype loop calls."))
+for _name in FORWARDED_METHODS:
+    setattr(Tracer, _name, _forwarding_method(
+        _name, "As :meth:`numpy.ndarray.{name}` (forwards to :func:`numpy.{name}`)."))
 
 
 def lift_objects(obj: Any) -> Any:
@@ -616,12 +598,13 @@ def lift_objects(obj: Any) -> Any:
            [0., 0., 1.]])
     """
     if isinstance(obj, np.ndarray) and obj.dtype == object:
-        items = obj.tolist()
-        if any(isinstance(v, Tracer) for v in obj.flat):
-            from sparsejac.primitives.creation import as_traced_array
+        if not any(isinstance(v, Tracer) for v in obj.flat):
+            return obj
+        if obj.ndim == 0:
+            return obj.item()
+        from sparsejac.primitives.creation import as_traced_array
 
-            return as_traced_array(items) if obj.ndim else items
-        return obj
+        return as_traced_array(obj.tolist())
     if isinstance(obj, (list, tuple)) and any(
         isinstance(v, np.ndarray) and v.dtype == object for v in obj
     ):
