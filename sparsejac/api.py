@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, assert_never
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -636,19 +636,8 @@ def jacobian(
     else:
         pattern = as_pattern(sparsity, name="sparsity")
         _check_subset(detected, pattern)
-    match mode:
-        case "forward":
-            c = color(pattern, "column", order=order, time_budget=budget)
-        case "reverse":
-            c = color(pattern, "row", order=order, time_budget=budget)
-        case "mixed":
-            c = color(pattern, "bidirectional", order=order, time_budget=budget)
-        case "auto":
-            c = color(pattern, "auto", order=order, time_budget=budget)
-        case "fd":  # pragma: no cover - handled above
-            raise AssertionError
-        case _ as unreachable:
-            assert_never(unreachable)
+    # mode is an exact mode here ("fd" returned above); auto colours every partition
+    c = color(pattern, _PARTITION.get(mode, "auto"), order=order, time_budget=budget)
     data = _eager_data(prog, c)
     out = sp.csr_array((data, pattern.indices, pattern.indptr), shape=pattern.shape)
     out.has_sorted_indices = True
