@@ -24,8 +24,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from jacobian import brusselator, bundle, burgers, dense_row  # noqa: E402
 
-from sparsejac.ad import program_jvp, program_vjp  # noqa: E402
-from sparsejac.ad.compiled import PreparedProgram  # noqa: E402
+from sparsejac.ad import (  # noqa: E402
+    PreparedProgram,
+    program_jvp,
+    program_vjp,
+)
 from sparsejac.coloring.interface import DEFAULT_REVERSE_COST  # noqa: E402
 from sparsejac.tracing import trace  # noqa: E402
 

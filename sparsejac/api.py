@@ -22,8 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac import fd as _fd
-from sparsejac.ad import program_jvp, program_vjp
-from sparsejac.ad.compiled import PreparedProgram
+from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
 from sparsejac.coloring import ColoringResult, color, color_partitions
 from sparsejac.coloring.interface import DEFAULT_REVERSE_COST, partition_cost
 from sparsejac.detection import program_sparsity

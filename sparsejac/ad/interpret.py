@@ -19,16 +19,9 @@ from typing import Any
 import numpy as np
 
 from sparsejac.tracing import Program
+from sparsejac.tracing.walk import Values, check_block, dead_after
 
 __all__ = ["evaluate", "program_jvp", "program_vjp"]
-
-
-def _check_replay(prog: Program) -> None:
-    if prog.value_dependent:
-        raise ValueError(
-            "this program read traced values while it was recorded (local mode), so it is valid "
-            "at its trace point only and cannot be replayed at another x; trace it again"
-        )
 
 
 def evaluate(prog: Program, x: Any = None, params: Sequence[Any] | None = None
@@ -65,33 +58,7 @@ def evaluate(prog: Program, x: Any = None, params: Sequence[Any] | None = None
     >>> evaluate(prog, x=np.array([1.0, 1.0, 2.0]))[prog.out.id]  # a replay at a new x
     array([1., 2.])
     """
-    if x is None and params is None:
-        vals: dict[int, Any] = {prog.x.id: prog.x.value}
-        for p in prog.params:
-            vals[p.id] = p.value
-        for node in prog.nodes:
-            vals[node.out.id] = node.out.value
-        return vals
-    vals = _replay_inputs(prog, x, params)
-    for node in prog.nodes:
-        args = [vals.get(v.id, v.value) for v in node.inputs]
-        vals[node.out.id] = node.prim.impl(*args, **node.params)
-    return vals
-
-
-def _value(vals: dict[int, Any], var: Any) -> Any:
-    return vals.get(var.id, var.value)
-
-
-def _replay_inputs(prog: Program, x: Any, params: Sequence[Any] | None) -> dict[int, Any]:
-    """Values of the input and the params for a replay (checked to be allowed)."""
-    _check_replay(prog)
-    vals: dict[int, Any] = {prog.x.id: prog.x.value if x is None
-                            else np.asarray(x, dtype=np.float64)}
-    new = params if params is not None else [p.value for p in prog.params]
-    for var, val in zip(prog.params, new, strict=True):
-        vals[var.id] = np.asarray(val)
-    return vals
+    return Values(prog, x, params).complete().vals
 
 
 def program_jvp(
@@ -129,30 +96,22 @@ def program_jvp(
     (array([2., 6.]), array([[2., 1., 0.],
            [0., 3., 2.]]))
     """
-    replay = x is not None or params is not None
     p = tangent_x.shape[0]
-    vals = _replay_inputs(prog, x, params) if replay else {prog.x.id: prog.x.value}
+    vals = Values(prog, x, params)
     tangents: dict[int, np.ndarray] = {prog.x.id: tangent_x}
-    for node in prog.nodes:
-        args = [_value(vals, v) for v in node.inputs]
-        out = node.prim.impl(*args, **node.params) if replay else node.out.value
-        vals[node.out.id] = out
-        if not node.out.active:
-            continue
-        ts = [tangents.get(v.id) if v.active else None for v in node.inputs]
-        t = node.prim.jvp(node, args, ts, out)
-        if t is not None:
-            if t.shape != (p, *node.out.shape):
-                raise AssertionError(
-                    f"jvp rule of {node.prim.name!r} returned shape {t.shape}, expected "
-                    f"{(p, *node.out.shape)}"
-                )
-            tangents[node.out.id] = t
-    out_val = _value(vals, prog.out)
+    for (node, args, out), dead in zip(vals.run(), dead_after(prog), strict=True):
+        if node.out.active:
+            ts = [tangents.get(v.id) if v.active else None for v in node.inputs]
+            t = node.prim.jvp(node, args, ts, out)
+            if t is not None:
+                check_block("jvp", node, t, (p, *node.out.shape))
+                tangents[node.out.id] = t
+        for vid in dead:  # free tangents nobody reads any more
+            tangents.pop(vid, None)
     t_out = tangents.get(prog.out.id) if prog.out.active else None
     if t_out is None:
         t_out = np.zeros((p, *prog.out.shape))
-    return out_val, t_out
+    return vals[prog.out], t_out
 
 
 def program_vjp(
@@ -189,7 +148,7 @@ def program_vjp(
     array([[2., 1., 0.],
            [0., 3., 2.]])
     """
-    vals = evaluate(prog, x, params)
+    vals = Values(prog, x, params).complete()
     q = ct_out.shape[0]
     cts: dict[int, np.ndarray] = {}
     if prog.out.active:
@@ -200,19 +159,14 @@ def program_vjp(
         ct = cts.pop(node.out.id, None)
         if ct is None:
             continue
-        args = [_value(vals, v) for v in node.inputs]
-        grads = node.prim.vjp(node, args, vals[node.out.id], ct)
+        grads = node.prim.vjp(node, vals.args(node), vals[node.out], ct)
         for var, g in zip(node.inputs, grads, strict=True):
             if g is None or not var.active:
                 continue
-            if g.shape != (q, *var.shape):
-                raise AssertionError(
-                    f"vjp rule of {node.prim.name!r} returned shape {g.shape} for an operand of "
-                    f"shape {var.shape}, expected {(q, *var.shape)}"
-                )
+            check_block("vjp", node, g, (q, *var.shape))
             prev = cts.get(var.id)
             cts[var.id] = g if prev is None else prev + g
     ct_x = cts.get(prog.x.id)
     if ct_x is None:
         ct_x = np.zeros((q, *prog.x.shape))
-    return _value(vals, prog.out), ct_x
+    return vals[prog.out], ct_x

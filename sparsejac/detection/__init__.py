@@ -16,18 +16,11 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from sparsejac.primitives import _deps
+from sparsejac.primitives import depsets
 from sparsejac.tracing import Program, trace
+from sparsejac.tracing.walk import check_block, dead_after
 
 __all__ = ["jacobian_sparsity", "program_sparsity"]
-
-
-def _last_uses(prog: Program) -> dict[int, int]:
-    last: dict[int, int] = {}
-    for i, node in enumerate(prog.nodes):
-        for v in node.inputs:
-            last[v.id] = i
-    return last
 
 
 def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_array:
@@ -60,26 +53,19 @@ def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_arra
     """
     local = prog.local if local is None else local
     n = prog.n_in
-    deps: dict[int, sp.csr_array] = {prog.x.id: _deps.identity(n)}
-    last = _last_uses(prog)
-    keep = prog.out.id
-    for i, node in enumerate(prog.nodes):
+    deps: dict[int, sp.csr_array] = {prog.x.id: depsets.identity(n)}
+    for node, dead in zip(prog.nodes, dead_after(prog), strict=True):
         if node.out.active:
             in_deps = [deps.get(v.id) if v.active else None for v in node.inputs]
             d = node.prim.pattern(node, in_deps, local)
             if d is not None:
-                if d.shape != (node.out.size, n):
-                    raise AssertionError(
-                        f"pattern rule of {node.prim.name!r} returned shape {d.shape}, "
-                        f"expected {(node.out.size, n)}"
-                    )
+                check_block("pattern", node, d, (node.out.size, n))
                 deps[node.out.id] = d
-        for v in node.inputs:  # free dependency sets nobody reads any more
-            if last.get(v.id) == i and v.id != keep and v.id in deps:
-                del deps[v.id]
+        for vid in dead:  # free dependency sets nobody reads any more
+            deps.pop(vid, None)
     out = deps.get(prog.out.id) if prog.out.active else None
     if out is None:
-        out = _deps.empty(prog.n_out, n)
+        out = depsets.empty(prog.n_out, n)
     res = sp.csr_array(out, dtype=bool)
     res.sort_indices()
     return res

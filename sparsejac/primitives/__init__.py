@@ -25,3 +25,23 @@ def supported_entries() -> list[Entry]:
         entries.extend(u.methods.values())
     unique = {e.name: e for e in entries}
     return sorted(unique.values(), key=lambda e: (e.family, e.name))
+
+
+def _install() -> None:
+    """Install this registry as the one every Tracer dispatches to."""
+    from sparsejac.primitives import core, views
+    from sparsejac.tracing import hooks
+
+    hooks.install(hooks.Registry(
+        function=core.dispatch_function,
+        ufunc=core.dispatch_ufunc,
+        getitem=indexing.getitem,
+        setitem=indexing.setitem,
+        astype=elementwise.astype,
+        as_array=creation.as_traced_array,
+        check_writeable=views.check_writeable,
+        sync=views.sync,
+    ))
+
+
+_install()

@@ -29,7 +29,7 @@ Rule signatures (``node.inputs[k]`` is the k-th input variable; ``vals[k]`` its 
 ``linearize`` describes the node's local Jacobian with respect to each input as a sparse
 matrix whose *structure* is fixed (valid for every x) and whose values are either constants
 known when the program is prepared or a function of the primal values. Prepared Jacobians
-(:mod:`sparsejac.ad.compiled`) chain these local Jacobians once, fold the constant parts, and
+(:mod:`sparsejac.ad.prepared`) chain these local Jacobians once, fold the constant parts, and
 at each evaluation recompute only the value-dependent parts. A primitive without it is
 evaluated through its ``jvp``/``vjp`` rules on dense tangent blocks.
 """

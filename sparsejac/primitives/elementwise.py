@@ -28,7 +28,8 @@ import numpy as np
 import scipy.special as sc
 
 from sparsejac.errors import UnsupportedPrimitiveError
-from sparsejac.primitives import _deps
+from sparsejac.numeric import mul0
+from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
     Deps,
     LocalJac,
@@ -39,7 +40,7 @@ from sparsejac.primitives.core import (
 )
 from sparsejac.tracing.program import Node
 
-__all__ = ["ELEMENTWISE", "ZERO_DERIVATIVE", "Elementwise", "astype", "mul0"]
+__all__ = ["ELEMENTWISE", "ZERO_DERIVATIVE", "Elementwise", "astype"]
 
 Partial = Callable[..., Any] | None
 REAL = (-2.0, 2.0)
@@ -94,37 +95,6 @@ def _constant_partial_nonzero(part: Callable[..., Any], node: Node) -> np.ndarra
     vals = [v.value for v in node.inputs]
     with np.errstate(all="ignore"):
         return np.asarray(np.asarray(part(*vals, node.out.value)) != 0)
-
-
-def mul0(a: Any, b: Any) -> Any:
-    """``a * b`` with the convention ``0 · inf = 0 · nan = 0`` of derivative accumulation.
-
-    A path whose local derivative is exactly zero contributes nothing, even when another
-    factor on it is not finite: ``np.where(x > 0, np.sqrt(x), 0)`` has derivative 0 at
-    negative x (the untaken branch's NaN is multiplied by the zero derivative of ``where``),
-    and ``x * np.sqrt(x)`` has derivative 0 at 0. Finite products are untouched, and the
-    check costs one reduction.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> mul0(np.array([0.0, 2.0, 0.0]), np.array([np.nan, 3.0, np.inf]))
-    array([0., 6., 0.])
-    """
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = np.multiply(a, b)
-    if np.ndim(out) == 0:
-        if np.isfinite(out) or (np.all(np.not_equal(a, 0)) and np.all(np.not_equal(b, 0))):
-            return out
-        return np.zeros_like(out)
-    with np.errstate(invalid="ignore", over="ignore"):
-        finite = np.isfinite(np.sum(out))
-    if finite:
-        return out
-    zero = np.equal(a, 0) | np.equal(b, 0)
-    if np.any(zero):
-        out = np.where(np.broadcast_to(zero, out.shape) & ~np.isfinite(out), 0.0, out)
-    return out
 
 
 def expand_tangent(t: np.ndarray, in_shape: tuple[int, ...], out_ndim: int) -> np.ndarray:
@@ -207,18 +177,18 @@ class Elementwise(Primitive):
             part = self.partials[k]
             if d is None or part is None:
                 continue
-            rows = _deps.broadcast_rows(var.shape, out_shape)
-            dk = d if rows is None else _deps.take_rows(d, rows)
+            rows = depsets.broadcast_rows(var.shape, out_shape)
+            dk = d if rows is None else depsets.take_rows(d, rows)
             nonzero = _constant_partial_nonzero(part, node)
             if nonzero is not None:  # zeros of a constant partial are structural zeros
-                dk = _deps.keep_rows(dk, np.broadcast_to(nonzero, out_shape))
+                dk = depsets.keep_rows(dk, np.broadcast_to(nonzero, out_shape))
             sel = self.select[k] if self.select is not None else None
             if local and sel is not None:
                 vals = [v.value for v in node.inputs]
                 chosen = np.broadcast_to(sel(*vals, node.out.value), out_shape)
-                dk = _deps.keep_rows(dk, chosen)
+                dk = depsets.keep_rows(dk, chosen)
             terms.append(dk)
-        return _deps.union(terms)
+        return depsets.union(terms)
 
     def jvp(
         self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any
@@ -265,7 +235,7 @@ class Elementwise(Primitive):
             if self.zero_derivative or part is None or not var.active:
                 res.append(None)
                 continue
-            bc = _deps.broadcast_rows(var.shape, out_shape)
+            bc = depsets.broadcast_rows(var.shape, out_shape)
             cols = rows if bc is None else bc
             rd = getattr(part, "reads", None)
             if rd is not None and all(r != "out" and node.inputs[r].is_const for r in rd):

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.errors import UnsupportedPrimitiveError
-from sparsejac.primitives import _deps
+from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
     Deps,
     LocalJac,
@@ -180,8 +180,8 @@ class Contraction(Primitive):
                 (np.ones(rows.size, dtype=bool), (rows, cols)),
                 shape=(node.out.size, node.inputs[k].size),
             )
-            terms.append(_deps.apply_linear(r, d))
-        return _deps.union(terms)
+            terms.append(depsets.apply_linear(r, d))
+        return depsets.union(terms)
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
         """The structural map, valued by the other operands (constant when they are)."""

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsejac.primitives import _deps
+from sparsejac.primitives import depsets
 from sparsejac.primitives.core import Deps, LocalJac, Primitive, bind
 from sparsejac.tracing.program import Node
 
@@ -66,10 +66,10 @@ class LinearMap(Primitive):
         """``|M_k| @ deps_k`` summed over operands."""
         plan: LinearPlan = node.params["plan"]
         terms = [
-            d if m is None else _deps.apply_linear(m, d)
+            d if m is None else depsets.apply_linear(m, d)
             for m, d in zip(plan.mats, deps, strict=True) if d is not None
         ]
-        return _deps.union(terms)
+        return depsets.union(terms)
 
     def jvp(
         self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any

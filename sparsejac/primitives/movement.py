@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.errors import UnsupportedPrimitiveError
-from sparsejac.primitives import _deps
+from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
     Deps,
     LocalJac,
@@ -134,10 +134,10 @@ class Gather(Primitive):
         if not live:
             return None
         n = live[0].shape[1]
-        blocks = [d if d is not None else _deps.empty(s, n)
+        blocks = [d if d is not None else depsets.empty(s, n)
                   for d, s in zip(deps, plan.sizes, strict=True)]
         stacked = blocks[0] if len(blocks) == 1 else _vstack(blocks)
-        return _deps.take_rows(stacked, plan.index)
+        return depsets.take_rows(stacked, plan.index)
 
     def jvp(
         self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any

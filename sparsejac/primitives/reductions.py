@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
-from sparsejac.primitives import _deps
+from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
     Deps,
     LocalJac,
@@ -118,7 +118,7 @@ class _Reduction(Primitive):
         if deps[0] is None:
             return None
         shape = node.inputs[0].shape
-        return _deps.apply_linear(group_matrix(shape, node.params["axes"]), deps[0])
+        return depsets.apply_linear(group_matrix(shape, node.params["axes"]), deps[0])
 
     def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
         """Entries of the local Jacobian, one per input element; None: constant 1."""
@@ -241,7 +241,7 @@ class ReduceExtremum(_Reduction):
             return None
         if not local:
             return super().pattern(node, deps, local)
-        return _deps.take_rows(deps[0], self._selected(node.inputs[0].value, node.params["axes"]))
+        return depsets.take_rows(deps[0], self._selected(node.inputs[0].value, node.params["axes"]))
 
     def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
             out: Any) -> np.ndarray | None:
@@ -294,7 +294,7 @@ class _Scan(Primitive):
         rows, cols = _scan_entries(shape, node.params["axis"])
         size = int(np.prod(shape))
         r = sp.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(size, size))
-        return _deps.apply_linear(r, deps[0])
+        return depsets.apply_linear(r, deps[0])
 
 
 class CumSum(_Scan):

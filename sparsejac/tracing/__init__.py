@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.program import (
     INPUT,
     PARAM,
@@ -93,11 +94,9 @@ def _scipy_sparse_defers() -> Iterator[None]:
 
 
 def _output_var(trace: Trace, out: Any, name: str) -> Var:
-    from sparsejac.primitives.creation import as_traced_array
-
     out = lift_objects(out)  # np.array([...]) of traced scalars
     if isinstance(out, (list, tuple)):
-        out = as_traced_array(out)
+        out = registry().as_array(out)
     if isinstance(out, Tracer):
         if out._trace is not trace:
             raise ValueError(f"`{name}` returned an array from another trace")
@@ -147,8 +146,7 @@ def trace(
     -------
     Program
     """
-    import sparsejac.primitives  # noqa: F401  (registers every family)
-
+    registry()  # a clear error if no primitive registry is installed
     x_arr = as_float_input(x)
     tr = Trace(local=local)
     xvar = tr.new_input(x_arr, INPUT)

@@ -26,14 +26,11 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from sparsejac.primitives.core import Primitive
-
-__all__ = ["Node", "Program", "Trace", "Var", "current_trace"]
+__all__ = ["Node", "Operation", "Program", "Trace", "Var", "current_trace"]
 
 _ids = itertools.count()
 
@@ -83,11 +80,37 @@ class Var:
         return f"%{self.id}{tag}:{self.kind}{list(self.shape)}"
 
 
+class Operation(Protocol):
+    """What a recorded program needs of an operation (a primitive of the registry).
+
+    The primitives layer implements it (``sparsejac.primitives.core.Primitive``); the tracing
+    layer only names it, so that it does not depend on the registry.
+    """
+
+    name: str
+    zero_derivative: bool
+
+    def impl(self, *vals: Any, **params: Any) -> Any:
+        """The value of the operation on plain arrays."""
+
+    def pattern(self, node: Node, deps: Any, local: bool) -> Any:
+        """Dependency sets of the output from those of the inputs."""
+
+    def jvp(self, node: Node, vals: Any, tangents: Any, out: Any) -> Any:
+        """Tangent block of the output."""
+
+    def vjp(self, node: Node, vals: Any, out: Any, ct: Any) -> Any:
+        """Cotangent blocks of the inputs."""
+
+    def linearize(self, node: Node) -> Any:
+        """Local Jacobians per input, or None."""
+
+
 @dataclass(eq=False)
 class Node:
     """A primitive applied to input variables with static parameters."""
 
-    prim: Primitive
+    prim: Operation
     inputs: tuple[Var, ...]
     params: dict[str, Any]
     out: Var
@@ -170,7 +193,7 @@ class Trace:
         return Var(value, CONST, active=False)
 
     def emit(
-        self, prim: Primitive, inputs: tuple[Var, ...], params: dict[str, Any], value: np.ndarray
+        self, prim: Operation, inputs: tuple[Var, ...], params: dict[str, Any], value: np.ndarray
     ) -> Var:
         """Record ``prim(*inputs, **params)`` whose value at the trace point is ``value``.
 

@@ -21,7 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.errors import ConcretizationError, TracedConversionError
+from sparsejac.errors import (
+    ConcretizationError,
+    TracedConversionError,
+    UnsupportedPrimitiveError,
+)
+from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.program import CONST, Trace, Var
 
 __all__ = ["Tracer", "concretize", "is_tracer"]
@@ -106,16 +111,12 @@ class Tracer:
     # -- numpy protocols -----------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from sparsejac.primitives.core import dispatch_ufunc
-
-        return dispatch_ufunc(ufunc, method, inputs, kwargs)
+        return registry().ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(
         self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        from sparsejac.primitives.core import dispatch_function
-
-        return dispatch_function(func, args, kwargs)
+        return registry().function(func, args, kwargs)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._var.is_const:
@@ -201,16 +202,11 @@ class Tracer:
     # -- indexing --------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
-        from sparsejac.primitives.indexing import getitem
-
-        return getitem(self, key)
+        return registry().getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from sparsejac.primitives.indexing import setitem
-
         value = lift_objects(value)
-
-        self._rebind(setitem(self, key, value))
+        self._rebind(registry().setitem(self, key, value))
 
     def _rebind(self, other: Any) -> Tracer:
         """Make this tracer stand for ``other`` (in-place update: ``y += 1``, ``y[i] = v``).
@@ -219,9 +215,7 @@ class Tracer:
         writes through numpy views do.
         """
         if self._base is not None:
-            from sparsejac.primitives.views import check_writeable
-
-            check_writeable(self)
+            registry().check_writeable(self)
         if not isinstance(other, Tracer):
             other = self._trace_const(other)
         if other.shape != self.shape:
@@ -237,9 +231,7 @@ class Tracer:
             other = other.astype(self.dtype)
         self._var = other._var
         if self._base is not None or self._views:
-            from sparsejac.primitives.views import sync
-
-            sync(self)
+            registry().sync(self)
         return self
 
     def _trace_const(self, value: Any) -> Tracer:
@@ -359,9 +351,7 @@ class Tracer:
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> Any:
         """As :meth:`numpy.ndarray.astype`."""
-        from sparsejac.primitives.elementwise import astype
-
-        return astype(self, dtype)
+        return registry().astype(self, dtype)
 
     def fill(self, value: Any) -> None:
         """As :meth:`numpy.ndarray.fill`: set every element."""
@@ -394,8 +384,6 @@ class Tracer:
 
     def resize(self, *args: Any, **kwargs: Any) -> Any:
         """As :meth:`numpy.ndarray.resize`: in place, which a traced array cannot do."""
-        from sparsejac.errors import UnsupportedPrimitiveError
-
         raise UnsupportedPrimitiveError(
             "numpy.ndarray.resize", "it resizes in place; use np.resize(x, shape) or "
             "np.concatenate / np.pad to build a new array")
@@ -602,9 +590,7 @@ def lift_objects(obj: Any) -> Any:
             return obj
         if obj.ndim == 0:
             return obj.item()
-        from sparsejac.primitives.creation import as_traced_array
-
-        return as_traced_array(obj.tolist())
+        return registry().as_array(obj.tolist())
     if isinstance(obj, (list, tuple)) and any(
         isinstance(v, np.ndarray) and v.dtype == object for v in obj
     ):

@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sparsejac.ad import jvp
-from sparsejac.ad.compiled import PreparedProgram
+from sparsejac.ad import PreparedProgram, jvp
 from sparsejac.errors import ConcretizationError
 from sparsejac.tracing import trace
 

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsejac.ad import compiled, program_jvp, program_vjp
-from sparsejac.ad.compiled import PreparedProgram
+from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
 from sparsejac.detection import program_sparsity
 from sparsejac.primitives.core import Primitive
 from sparsejac.tracing import trace
@@ -124,14 +123,6 @@ def test_forward_reverse_match_eager(f, shape):
 def test_dense_blocks(f, shape):
     """With width 1 every wide intermediate becomes a dense block; results are unchanged."""
     _check(f, shape, width=1)
-
-
-@pytest.mark.parametrize(("f", "shape"), CASES)
-@pytest.mark.parametrize("fuse_min", [1, 10**9], ids=["fused", "numpy"])
-def test_fused_contributions_match_numpy_path(f, shape, fuse_min, monkeypatch):
-    """The fused gather-multiply-add kernel and the numpy path give the eager results."""
-    monkeypatch.setattr(compiled, "_FUSE_MIN", fuse_min)
-    _check(f, shape)
 
 
 def test_opaque_primitives(monkeypatch):

@@ -1,0 +1,253 @@
+"""The symbolic sparse chain rule of the prepared engine, and its value steps.
+
+At preparation, :func:`chain` turns one node's local Jacobians (``LocalJac``: fixed structure,
+constant or value-dependent values) and the entries of its inputs into the entries of its
+output, ``J_out = sum_k R_k @ J_k``: the structure and every index map are computed once,
+constant products are folded, and what depends on values becomes a :class:`ValueStep` — a list
+of :class:`Contribution` ``acc[target] += r[r_idx] * j[j_idx] * scale`` over precomputed
+index arrays. At evaluation :func:`apply_contributions` recomputes only those.
+
+Values live in numbered *slots* (:class:`Slots`): the values of a node's value-dependent
+local Jacobians and the dynamic part of its entries. A slot that is only a gather and/or a
+constant scaling of another (reshape, slicing, ``-x``, ``x / 2``) is *virtual*: nothing is
+computed, readers read through it (:meth:`Slots.resolve`).
+
+Every contribution goes through one compiled kernel (:func:`sparsejac.ad.kernels.contribute`),
+with the convention of :func:`sparsejac.numeric.mul0`: a zero factor gives zero even against
+inf or nan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sparsejac.ad.entries import Entries, KeyCodec, is_arange, union_keys
+from sparsejac.ad.kernels import contribute, expand_ranges
+from sparsejac.numeric import mul0
+from sparsejac.tracing import Node
+
+__all__ = ["Contribution", "Slots", "ValueStep", "apply_contributions", "chain"]
+
+_INDEX_DTYPE = np.dtype(np.int32)
+_NO_INDEX = np.empty(0, dtype=_INDEX_DTYPE)
+
+
+def _compact(idx: np.ndarray | None) -> np.ndarray:
+    """An index array of the kernels: int32 (half the memory traffic); empty = identity."""
+    if idx is None:
+        return _NO_INDEX
+    if idx.size and int(idx.max()) >= np.iinfo(np.int32).max:  # pragma: no cover - > 2**31
+        raise ValueError("prepared programs support fewer than 2**31 entries per variable")
+    return np.ascontiguousarray(idx, dtype=_INDEX_DTYPE).ravel()
+
+
+def _flat(a: Any) -> np.ndarray:
+    """``a`` as a 1-D float64 array (a scalar as one element), without a copy when it is one."""
+    return np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
+
+
+@dataclass
+class Contribution:
+    """``acc[target] += r[r_idx] * j[j_idx] * scale`` over the dynamic pairs of one input.
+
+    ``r`` is the local Jacobian's value: the constant ``r_const`` or slot ``r_slot``; ``j``
+    the constant ``j_const`` or slot ``j_slot`` (the dynamic part of the input's entries).
+    Index arrays are int32; an empty one means "all, in order"; a one-element ``r``/``j`` is
+    a scalar. ``target`` empty: the pairs are the accumulator's positions in order.
+    """
+
+    r_const: np.ndarray | None
+    r_slot: int | None
+    r_idx: np.ndarray
+    j_const: np.ndarray | None
+    j_slot: int | None
+    j_idx: np.ndarray
+    target: np.ndarray
+    scale: float = 1.0
+
+
+@dataclass
+class ValueStep:
+    """Recompute the dynamic values of one node: its local Jacobian values and entries."""
+
+    node: Node
+    local_slots: list[tuple[int, Any]]  # (slot, LocalJac) of value-dependent local Jacobians
+    slot: int  # slot of the node's dynamic entry values
+    size: int  # number of dynamic entries
+    contributions: list[Contribution]
+
+
+@dataclass
+class Slots:
+    """Slot numbering, sizes and virtual slots of a prepared program."""
+
+    count: int = 0
+    sizes: dict[int, int] = field(default_factory=dict)
+    #: slot -> (base slot, index into it or None, scale)
+    virtual: dict[int, tuple[int, np.ndarray | None, float]] = field(default_factory=dict)
+
+    def new(self, size: int) -> int:
+        """A fresh slot of ``size`` values."""
+        self.count += 1
+        self.sizes[self.count - 1] = int(size)
+        return self.count - 1
+
+    def resolve(self, slot: int, idx: np.ndarray | None) -> tuple[int, np.ndarray | None, float]:
+        """A computed slot, an index into it and a scale equal to ``slot[idx]``."""
+        scale = 1.0
+        while slot in self.virtual:
+            base, vidx, vscale = self.virtual[slot]
+            if vidx is not None:
+                idx = vidx if idx is None else vidx[idx]
+            scale *= vscale
+            slot = base
+        if idx is not None and is_arange(idx, self.sizes.get(slot, -1)):
+            idx = None
+        return slot, idx, scale
+
+    def value(self, values: list[Any], slot: int) -> np.ndarray:
+        """Values of a slot, computed or virtual, from the per-call ``values``."""
+        if slot not in self.virtual:
+            return np.asarray(values[slot])
+        base, idx, scale = self.resolve(slot, None)
+        v = values[base] if idx is None else np.asarray(values[base])[idx]
+        return np.asarray(v * scale if scale != 1.0 else v)
+
+
+def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: int,
+          max_source: int, slots: Slots) -> tuple[Entries, ValueStep | None]:
+    """Symbolic ``J_out = sum_k R_k @ J_k``: structure, index maps, constant folding.
+
+    Parameters
+    ----------
+    node : Node
+        The node; ``ljs[k]`` is its local Jacobian with respect to input ``k`` (None: none).
+    ent : dict
+        Entries of the active variables so far, by variable id.
+    n_sources, max_source : int
+        Number of sources and the largest source size (the key codec's ranges).
+    slots : Slots
+        Where new value slots are allocated.
+
+    Returns
+    -------
+    tuple
+        The output's entries, and the value step that recomputes their dynamic part
+        (None when every value is constant or only reads another slot).
+    """
+    size = node.out.size
+    codec = KeyCodec(size, n_sources, max(max_source, 1))
+    parts = []
+    local_slots: list[tuple[int, Any]] = []
+    for k, lj in enumerate(ljs):
+        if lj is None:
+            continue
+        jk = ent[node.inputs[k].id]
+        owner, pos = expand_ranges(jk.ptr, lj.cols)
+        r_slot = None
+        if lj.dyn is not None:
+            r_slot = slots.new(lj.nnz)
+            local_slots.append((r_slot, lj))
+        key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
+        parts.append((lj, jk, owner, pos, key, r_slot))
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return Entries(size, z, z, z, np.zeros(0)), None
+    uniq, inverses = union_keys([p[4] for p in parts])
+    rows, srcs, cols = codec.decode(uniq)
+    n_out = int(uniq.size)
+    base = np.zeros(n_out)
+    # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions, scale)
+    terms: list[tuple[Any, ...]] = []
+    for (lj, jk, owner, pos, _, r_slot), out_pos in zip(parts, inverses, strict=True):
+        jconst = jk.const[pos]
+        r_c = None if r_slot is not None else (
+            lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
+        if r_slot is None:  # constant local Jacobian: fold its product with const J
+            if out_pos.size == n_out and is_arange(out_pos, n_out):
+                base += mul0(r_c, jconst)
+            else:
+                base += np.bincount(out_pos, weights=np.broadcast_to(mul0(r_c, jconst),
+                                                                     out_pos.shape),
+                                    minlength=n_out)
+        else:  # dynamic local Jacobian times the constant part of J
+            nzj = np.flatnonzero(jconst != 0)
+            if nzj.size:
+                terms.append((None, r_slot, owner[nzj], jconst[nzj], None, None,
+                              out_pos[nzj], 1.0))
+        if jk.slot is not None:  # anything times the dynamic part of J
+            didx = jk.dyn_index()[pos]
+            sel = np.flatnonzero(didx >= 0)
+            if sel.size:
+                # read through virtual slots: a gather or a scaling of another slot
+                j_slot, j_idx, scale = slots.resolve(jk.slot, didx[sel])
+                rc = r_c if (r_c is None or np.ndim(r_c) == 0) else r_c[sel]
+                if rc is not None:
+                    rc, scale = rc * scale, 1.0
+                terms.append((rc, r_slot, owner[sel] if r_slot is not None else None,
+                              None, j_slot, j_idx, out_pos[sel], scale))
+    if not terms:
+        return Entries(size, rows, srcs, cols, base), None
+    dyn_pos = np.flatnonzero(np.bincount(np.concatenate([t[6] for t in terms]),
+                                         minlength=n_out))
+    where = np.full(n_out, -1, dtype=np.int64)
+    where[dyn_pos] = np.arange(dyn_pos.size, dtype=np.int64)
+    contributions = []
+    for r_const, r_slot, r_idx, j_const, j_slot, j_idx, out_pos, scale in terms:
+        target = where[out_pos]
+        in_order = is_arange(target, dyn_pos.size)
+        r_size = None if r_slot is None else slots.sizes.get(r_slot)
+        j_size = None if j_slot is None else slots.sizes.get(j_slot)
+        contributions.append(Contribution(
+            r_const=None if r_const is None else _flat(r_const),
+            r_slot=r_slot,
+            r_idx=_compact(None if r_size is not None and is_arange(r_idx, r_size) else r_idx),
+            j_const=None if j_const is None else _flat(j_const),
+            j_slot=j_slot,
+            j_idx=_compact(None if j_size is not None and is_arange(j_idx, j_size) else j_idx),
+            target=_compact(None if in_order else target),
+            scale=float(scale),
+        ))
+    slot = slots.new(int(dyn_pos.size))
+    c0 = contributions[0]
+    if (len(contributions) == 1 and c0.r_slot is None and c0.r_const is not None
+            and c0.r_const.size == 1 and c0.target.size == 0 and c0.j_slot is not None):
+        # a gather and/or a constant scaling of another slot (reshape, slicing, x - const,
+        # -x, x / 2): nothing to compute; consumers read through it (Slots.resolve)
+        slots.virtual[slot] = (c0.j_slot, c0.j_idx if c0.j_idx.size else None,
+                               float(c0.r_const[0]) * c0.scale)
+        step = None
+    else:
+        step = ValueStep(node, local_slots, slot, int(dyn_pos.size), contributions)
+    return Entries(size, rows, srcs, cols, base, slot, dyn_pos), step
+
+
+def apply_contributions(step: ValueStep, values: list[Any], out: np.ndarray) -> np.ndarray:
+    """The dynamic entry values of ``step`` into ``out`` (``step.size`` float64s).
+
+    ``values`` holds the per-call slot values. Each contribution is one call of the fused
+    kernel: no temporaries, the zero-times-inf convention of :func:`~sparsejac.numeric.mul0`.
+    """
+    for i, c in enumerate(step.contributions):
+        # the first contribution writes when it covers every position in order, else zero first
+        assign = i == 0 and c.target.size == 0
+        if i == 0 and not assign:
+            out.fill(0.0)
+        r = c.r_const if c.r_slot is None else _flat(values[c.r_slot])
+        j = c.j_const if c.j_slot is None else _flat(values[c.j_slot])
+        assert r is not None
+        assert j is not None
+        n = c.target.size if c.target.size else out.size
+        # the kernel does not check bounds: a rule whose values have the wrong size is a bug
+        # that must raise, never read past an array
+        if (r.size != 1 and not c.r_idx.size and r.size != n) or (
+                j.size != 1 and not c.j_idx.size and j.size != n):
+            raise AssertionError(
+                f"linearize rule of {step.node.prim.name!r} gave {r.size} and {j.size} values "
+                f"for {n} pairs")
+        contribute(out, c.target, r, c.r_idx, j, c.j_idx, n, assign, c.scale)
+    return out

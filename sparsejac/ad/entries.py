@@ -1,0 +1,195 @@
+"""The entry algebra of the prepared engine: Jacobians kept as sorted entry lists.
+
+The Jacobian of one variable with respect to the *sources* (``x`` and a few materialised
+intermediates) is a list of entries ``(row, source, col)`` with a constant part folded at
+preparation and, for value-dependent entries, a slot recomputed at each evaluation
+(:class:`Entries`). One int64 key per entry (:class:`KeyCodec`) orders them, and
+:func:`union_keys` merges the key lists of a node's operands (the structure of the sparse
+chain rule). :class:`SpreadPlan` says how an entry list is added into a compressed block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sparsejac.ad.kernels import merge2
+
+__all__ = ["Entries", "KeyCodec", "SpreadPlan", "is_arange", "is_identity_of_source",
+           "union_keys"]
+
+
+def _increasing(a: np.ndarray) -> bool:
+    return a.size < 2 or bool(np.all(a[1:] > a[:-1]))
+
+
+def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Sorted unique union of key arrays and, per array, the positions of its keys in it."""
+    if all(_increasing(k) for k in keys):  # linear merges (elementwise ops, gathers)
+        u = keys[0]
+        invs = [np.arange(u.size, dtype=np.int64)]
+        for k in keys[1:]:
+            u, iu, ik = merge2(u, k)
+            invs = [iu[v] for v in invs]
+            invs.append(ik)
+        return u, invs
+    allk = np.concatenate(keys)
+    order = np.argsort(allk, kind="stable")
+    sk = allk[order]
+    first = np.ones(sk.size, dtype=bool)
+    first[1:] = sk[1:] != sk[:-1]
+    inverse = np.empty(allk.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    bounds = np.cumsum([0] + [k.size for k in keys])
+    return sk[first], [inverse[bounds[i]:bounds[i + 1]] for i in range(len(keys))]
+
+
+def is_arange(a: np.ndarray | None, n: int) -> bool:
+    """Whether ``a`` is ``0, 1, ..., n-1`` (an index array that can be dropped)."""
+    return a is not None and a.size == n and bool(np.array_equal(a, np.arange(n)))
+
+
+@dataclass
+class Entries:
+    """The Jacobian of one variable with respect to the sources, entry by entry.
+
+    Entries are sorted by (row, source, col) and unique. The value of entry ``e`` is
+    ``const[e]`` (folded at preparation) plus, for ``e = dyn_pos[i]``, the i-th element of the
+    evaluation slot ``slot``: only value-dependent entries are ever recomputed.
+    """
+
+    size: int  # number of rows (elements of the variable)
+    rows: np.ndarray
+    srcs: np.ndarray
+    cols: np.ndarray
+    const: np.ndarray
+    slot: int | None = None
+    dyn_pos: np.ndarray | None = None  # sorted entry positions with a dynamic part
+    _ptr: np.ndarray | None = field(default=None, repr=False)
+    _spread: SpreadPlan | None = field(default=None, repr=False)
+    _groups: list[tuple[int, np.ndarray | None, np.ndarray, np.ndarray]] | None = field(
+        default=None, repr=False)
+
+    @property
+    def spread(self) -> SpreadPlan:
+        """Precomputed spreading plan (see :class:`SpreadPlan`)."""
+        if self._spread is None:
+            self._spread = SpreadPlan.of(self)
+        return self._spread
+
+    @property
+    def nnz(self) -> int:
+        """Number of entries."""
+        return int(self.rows.size)
+
+    @property
+    def ptr(self) -> np.ndarray:
+        """Row pointer (CSR over rows)."""
+        if self._ptr is None:
+            ptr = np.zeros(self.size + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.rows, minlength=self.size), out=ptr[1:])
+            self._ptr = ptr
+        return self._ptr
+
+    @property
+    def by_source(self) -> list[tuple[int, np.ndarray | None, np.ndarray, np.ndarray]]:
+        """``(source, selection, rows, cols)`` per source present (selection None: all)."""
+        if self._groups is None:
+            if self.nnz == 0:
+                self._groups = []
+            elif bool(np.all(self.srcs == self.srcs[0])):
+                self._groups = [(int(self.srcs[0]), None, self.rows, self.cols)]
+            else:
+                present = np.flatnonzero(np.bincount(self.srcs))
+                self._groups = []
+                for s in present:
+                    sel = np.flatnonzero(self.srcs == s)
+                    self._groups.append((int(s), sel, self.rows[sel], self.cols[sel]))
+        return self._groups
+
+    def dyn_index(self) -> np.ndarray:
+        """For every entry, its index in the dynamic part (-1: constant entry)."""
+        idx = np.full(self.nnz, -1, dtype=np.int64)
+        if self.dyn_pos is not None:
+            idx[self.dyn_pos] = np.arange(self.dyn_pos.size, dtype=np.int64)
+        return idx
+
+    @staticmethod
+    def identity(size: int, src: int) -> Entries:
+        """The entries of a source itself: the identity."""
+        ar = np.arange(size, dtype=np.int64)
+        return Entries(size, ar, np.full(size, src, dtype=np.int64), ar.copy(), np.ones(size))
+
+
+@dataclass
+class SpreadPlan:
+    """How to add an entry set into a block: constant x-part once per seed, the rest per call."""
+
+    const0: tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, cols, values of x-source entries
+    dyn0: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # rows, cols, index into dyn values
+    others: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]  # source, rows, cols, positions
+
+    @staticmethod
+    def of(e: Entries) -> SpreadPlan:
+        """The spreading plan of ``e``."""
+        x0 = e.srcs == 0
+        const0 = (e.rows[x0], e.cols[x0], e.const[x0])
+        dyn0 = None
+        if e.dyn_pos is not None:
+            d = e.dyn_pos[x0[e.dyn_pos]]
+            idx = np.flatnonzero(x0[e.dyn_pos])
+            if d.size:
+                dyn0 = (e.rows[d], e.cols[d], idx)
+        others = []
+        for src in np.flatnonzero(np.bincount(e.srcs[~x0])) if (~x0).any() else ():
+            pos = np.flatnonzero(e.srcs == src)
+            others.append((int(src), e.rows[pos], e.cols[pos], pos))
+        return SpreadPlan(const0, dyn0, others)
+
+
+class KeyCodec:
+    """One int64 key per (row, source, column) entry, ordered as the triples are.
+
+    Bit fields (``row << (bs + bc) | source << bc | column``) when they fit in 62 bits, so
+    that decoding is shifts and masks; otherwise the mixed-radix number
+    ``(row * n_sources + source) * n_columns + column`` (the same order, decoded by division).
+    """
+
+    def __init__(self, n_rows: int, n_sources: int, n_columns: int) -> None:
+        self.bc = (max(n_columns, 1) - 1).bit_length()
+        self.bs = (max(n_sources, 1) - 1).bit_length()
+        br = (max(n_rows, 1) - 1).bit_length()
+        self.bits = br + self.bs + self.bc <= 62
+        self.n_sources, self.n_columns = n_sources, max(n_columns, 1)
+
+    def encode(self, rows: np.ndarray, srcs: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The keys of the triples ``(rows[i], srcs[i], cols[i])``."""
+        rows = rows.astype(np.int64, copy=False)
+        keys: np.ndarray
+        if self.bits:
+            keys = (np.left_shift(rows, self.bs + self.bc) | np.left_shift(srcs, self.bc)
+                    | cols)
+        else:
+            keys = (rows * self.n_sources + srcs) * self.n_columns + cols
+        return keys
+
+    def decode(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, srcs, cols)`` of ``keys``."""
+        if self.bits:
+            return (np.right_shift(keys, self.bs + self.bc),
+                    np.right_shift(keys, self.bc) & ((1 << self.bs) - 1),
+                    keys & ((1 << self.bc) - 1))
+        span = self.n_sources * self.n_columns
+        rows = keys // span
+        rem = keys - rows * span
+        srcs = rem // self.n_columns
+        return rows, srcs, rem - srcs * self.n_columns
+
+
+def is_identity_of_source(e: Entries) -> bool:
+    """Whether ``e`` is the identity on one source (a variable that is a source itself)."""
+    return (
+        e.slot is None and e.nnz == e.size and bool(np.all(e.srcs == e.srcs[0] if e.nnz else True))
+        and is_arange(e.rows, e.size) and is_arange(e.cols, e.size) and bool(np.all(e.const == 1))
+    )

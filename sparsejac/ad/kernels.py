@@ -1,0 +1,129 @@
+"""Compiled kernels of the prepared engine (numba, cached on disk).
+
+Owns the loops that numpy cannot vectorise without temporaries: spreading entries into
+compressed blocks, the fused contribution ``acc[target] += r[r_idx] * j[j_idx]``, and the
+two index kernels of the symbolic chain rule (range expansion, merge of sorted key arrays).
+They work on int and float arrays only; :mod:`sparsejac.ad.entries` and
+:mod:`sparsejac.ad.chain` prepare their arguments.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["contribute", "expand_ranges", "merge2", "spread_dense", "spread_onehot"]
+
+
+@numba.njit(cache=True)
+def spread_onehot(rows, cols, vals, groups, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[rows[e], groups[cols[e]]] += vals[e]`` (entries with a negative group skipped)."""
+    for e in range(rows.size):
+        g = groups[cols[e]]
+        if g >= 0:
+            out[rows[e], g] += vals[e]
+
+
+@numba.njit(cache=True)
+def spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[rows[e], :] += vals[e] * src[cols[e], :]``."""
+    p = out.shape[1]
+    for e in range(rows.size):
+        v = vals[e]
+        if v == 0.0:  # a zero derivative contributes nothing, even times inf or nan
+            continue
+        r = rows[e]
+        c = cols[e]
+        for j in range(p):
+            out[r, j] += v * src[c, j]
+
+
+@numba.njit(cache=True)
+def contribute(acc, target, r, r_idx, j, j_idx, n, assign, scale):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``acc[target[k]] += r[r_idx[k]] * j[j_idx[k]]`` for k < n, fused (no temporaries).
+
+    An empty index array means the identity; an ``r`` or ``j`` of size 1 is a scalar.
+    ``assign`` writes instead of adding (the first contribution, covering every position).
+    A zero factor gives zero even against inf or nan (see ``mul0``).
+    """
+    has_t = target.size > 0
+    has_ri = r_idx.size > 0
+    has_ji = j_idx.size > 0
+    r_scalar = r.size == 1
+    j_scalar = j.size == 1
+    for k in range(n):
+        if r_scalar:
+            rv = r[0]
+        elif has_ri:
+            rv = r[r_idx[k]]
+        else:
+            rv = r[k]
+        if j_scalar:
+            jv = j[0]
+        elif has_ji:
+            jv = j[j_idx[k]]
+        else:
+            jv = j[k]
+        v = 0.0 if (rv == 0.0 or jv == 0.0) else rv * jv * scale
+        if has_t:
+            acc[target[k]] += v
+        elif assign:
+            acc[k] = v
+        else:
+            acc[k] += v
+
+
+@numba.njit(cache=True)
+def expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """For each ``keys[i]``, the positions ``ptr[keys[i]] .. ptr[keys[i]+1]-1``.
+
+    Returns ``(owner, pos)``: ``owner[t]`` is the i that produced position ``pos[t]``.
+    """
+    total = 0
+    for i in range(keys.size):
+        total += ptr[keys[i] + 1] - ptr[keys[i]]
+    owner = np.empty(total, np.int64)
+    pos = np.empty(total, np.int64)
+    t = 0
+    for i in range(keys.size):
+        for q in range(ptr[keys[i]], ptr[keys[i] + 1]):
+            owner[t] = i
+            pos[t] = q
+            t += 1
+    return owner, pos
+
+
+@numba.njit(cache=True)
+def merge2(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Union of two strictly increasing key arrays, with each input's positions in it."""
+    u = np.empty(a.size + b.size, np.int64)
+    ia = np.empty(a.size, np.int64)
+    ib = np.empty(b.size, np.int64)
+    i = j = k = 0
+    while i < a.size and j < b.size:
+        if a[i] < b[j]:
+            u[k] = a[i]
+            ia[i] = k
+            i += 1
+        elif b[j] < a[i]:
+            u[k] = b[j]
+            ib[j] = k
+            j += 1
+        else:
+            u[k] = a[i]
+            ia[i] = k
+            ib[j] = k
+            i += 1
+            j += 1
+        k += 1
+    while i < a.size:
+        u[k] = a[i]
+        ia[i] = k
+        i += 1
+        k += 1
+    while j < b.size:
+        u[k] = b[j]
+        ib[j] = k
+        j += 1
+        k += 1
+    return u[:k], ia, ib

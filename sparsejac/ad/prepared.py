@@ -1,0 +1,360 @@
+"""Prepared compressed evaluation: a recorded program linearised once, replayed many times.
+
+A prepared Jacobian evaluates ``B = J(x) @ S`` (forward) or ``C = W @ J(x)`` (reverse) for
+fixed colour seeds at every Newton step, so everything that does not depend on ``x`` is done
+once, here, at preparation (Griewank and Walther, *Evaluating Derivatives*, 2nd ed., ch. 9–10,
+"preaccumulation of local Jacobians"):
+
+1. Each node's local Jacobian (``linearize``) is a sparse matrix of fixed structure whose
+   values are constants or functions of the primal values.
+2. Walking the program, the Jacobian of every active variable with respect to the *sources*
+   (``x`` and a few materialised intermediates) is kept symbolically as entries
+   (:mod:`sparsejac.ad.entries`) by the sparse chain rule of :mod:`sparsejac.ad.chain`:
+   constant values are folded now, value-dependent ones become :class:`~.chain.ValueStep` s.
+3. A variable is *materialised* as a dense tangent block ``(size, p)`` when its entries would
+   outnumber the block (``nnz > size · p``) or when a primitive without ``linearize`` needs it
+   (an *opaque* node, evaluated by its own jvp/vjp rules).
+4. Seeds from a colouring are 0/1 with one nonzero per row of ``S`` (column of ``W``), so
+   spreading entries into ``B`` costs one addition per entry, not ``p``.
+
+The program is a list of typed steps per node (:class:`~.chain.ValueStep`,
+:class:`Materialize`, :class:`Opaque`). The forward sweep fills ``B`` (``m × p``); the reverse
+sweep fills ``C`` (``q × n``) by walking the sources backwards. Every call allocates its own
+buffers, so one prepared program may be evaluated from several threads at once.
+
+Only programs recorded without reading values (``Program.value_dependent`` is False) can be
+prepared: the structure must hold for every x.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sparsejac.ad.chain import Slots, ValueStep, apply_contributions, chain
+from sparsejac.ad.entries import Entries, is_identity_of_source
+from sparsejac.ad.kernels import spread_dense, spread_onehot
+from sparsejac.tracing import Node, Program
+from sparsejac.tracing.walk import Values, dead_after
+
+__all__ = ["Materialize", "Opaque", "PreparedProgram", "Source"]
+
+#: An intermediate becomes a dense tangent block when its entries outnumber this fraction of
+#: the block (size × width).
+DENSE_FACTOR = 1.0
+
+
+@dataclass
+class Source:
+    """A materialised variable: its tangent block is computed densely."""
+
+    index: int
+    size: int
+    shape: tuple[int, ...]
+    entries: Entries | None  # linear combination of earlier sources (None: x or opaque)
+    node: Node | None = None  # opaque node producing it
+    inputs: list[int | None] = field(default_factory=list)  # sources of the opaque inputs
+
+
+@dataclass
+class Materialize:
+    """Compute the dense block of ``source`` from its entries."""
+
+    source: Source
+
+
+@dataclass
+class Opaque:
+    """Compute the dense block of ``source`` by its node's own jvp (vjp in reverse) rule."""
+
+    source: Source
+
+
+Step = ValueStep | Materialize | Opaque
+
+
+class PreparedProgram:
+    """A program prepared for repeated compressed Jacobian evaluation.
+
+    Parameters
+    ----------
+    prog : Program
+        Recorded in global mode (not value-dependent).
+    width : int
+        Number of seed directions expected (sets when an intermediate is cheaper to carry as a
+        dense block than as entries).
+
+    Notes
+    -----
+    After preparation, :meth:`forward` and :meth:`reverse` do no tracing, no colouring and
+    no index computation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad import PreparedProgram
+    >>> prog = trace(lambda x: x[1:] * x[:-1], np.ones(4))
+    >>> pp = PreparedProgram(prog, width=2)
+    >>> out, B = pp.forward(np.arange(4.0), np.array([0, 1, 0, 1]), 2)   # B = J @ S
+    >>> out, B
+    (array([0., 2., 6.]), array([[1., 0.],
+           [2., 1.],
+           [2., 3.]]))
+    """
+
+    def __init__(self, prog: Program, *, width: int = 1) -> None:
+        if prog.value_dependent:
+            raise ValueError(
+                "a program recorded in local mode (it read values) cannot be prepared for "
+                "other points"
+            )
+        self.prog = prog
+        self.width = max(int(width), 1)
+        self.sources: list[Source] = []
+        self.slots = Slots()
+        #: per node of ``prog``, its steps (value steps first, then materialise/opaque)
+        self.steps: list[list[Step]] = []
+        self._seed_cache: dict[Any, Any] = {}
+        self._build()
+        self.sweep: list[Materialize | Opaque] = [
+            s for steps in self.steps for s in steps if not isinstance(s, ValueStep)]
+
+    # -- preparation ------------------------------------------------------------------------
+
+    def _new_source(self, size: int, shape: tuple[int, ...], entries: Entries | None,
+                    node: Node | None = None) -> Source:
+        src = Source(len(self.sources), size, shape, entries, node)
+        self.sources.append(src)
+        return src
+
+    def _build(self) -> None:
+        prog = self.prog
+        x_src = self._new_source(prog.n_in, prog.x.shape, None)
+        ent: dict[int, Entries] = {prog.x.id: Entries.identity(prog.n_in, x_src.index)}
+        for node, dead in zip(prog.nodes, dead_after(prog), strict=True):
+            steps: list[Step] = []
+            if node.out.active:
+                ljs = node.prim.linearize(node)
+                if ljs is None:
+                    self._opaque(node, ent, steps)
+                else:
+                    e_out, vstep = chain(node, ljs, ent, len(self.sources),
+                                         max(s.size for s in self.sources), self.slots)
+                    if vstep is not None:
+                        steps.append(vstep)
+                    ent[node.out.id] = e_out
+                    dense = e_out.nnz > node.out.size * self.width * DENSE_FACTOR
+                    if dense and node.out.id != prog.out.id:
+                        src = self._new_source(node.out.size, node.out.shape, e_out)
+                        steps.append(Materialize(src))
+                        ent[node.out.id] = Entries.identity(node.out.size, src.index)
+            self.steps.append(steps)
+            for vid in dead:
+                ent.pop(vid, None)
+        out = prog.out
+        self.out_entries: Entries | None = ent.get(out.id) if out.active else None
+
+    def _opaque(self, node: Node, ent: dict[int, Entries], steps: list[Step]) -> None:
+        """A node without local Jacobians: materialise its inputs, use its jvp/vjp rules."""
+        inputs: list[int | None] = []
+        for v in node.inputs:
+            if not v.active:
+                inputs.append(None)
+                continue
+            e = ent[v.id]
+            if is_identity_of_source(e):
+                inputs.append(int(e.srcs[0]))
+                continue
+            src = self._new_source(v.size, v.shape, e)
+            steps.append(Materialize(src))
+            ent[v.id] = Entries.identity(v.size, src.index)
+            inputs.append(src.index)
+        out_src = self._new_source(node.out.size, node.out.shape, None, node)
+        out_src.inputs = inputs
+        steps.append(Opaque(out_src))
+        ent[node.out.id] = Entries.identity(node.out.size, out_src.index)
+
+    # -- evaluation -----------------------------------------------------------------------
+
+    def _values(self, x: np.ndarray, params: Sequence[Any] | None) -> tuple[Values, list[Any]]:
+        """Primal replay plus every dynamic value slot."""
+        vals = Values(self.prog, x, params if params is not None else
+                      [p.value for p in self.prog.params])
+        slots: list[Any] = [None] * self.slots.count
+        steps = self.steps
+        for i, (_, args, out) in enumerate(vals.run()):
+            for step in steps[i]:
+                if isinstance(step, ValueStep):
+                    for s, lj in step.local_slots:
+                        slots[s] = lj.dyn(args, out)
+                    slots[step.slot] = apply_contributions(step, slots, np.empty(step.size))
+        return vals, slots
+
+    def _entry_values(self, e: Entries, slots: list[Any]) -> np.ndarray:
+        """Full values of the entries (constant part plus dynamic part)."""
+        if e.slot is None:
+            return e.const
+        v = e.const.copy()
+        v[e.dyn_pos] += self.slots.value(slots, e.slot)
+        return v
+
+    def _const_block(self, e: Entries, groups: np.ndarray, p: int, transpose: bool
+                     ) -> np.ndarray:
+        """Constant x-part of an entry set spread with ``groups`` (cached per seed; a copy)."""
+        key = (id(e), transpose, id(groups), p)
+        hit = self._seed_cache.get(key)
+        blk = hit[1] if hit is not None and hit[0] is groups else None
+        if blk is None:
+            rows, cols, vals = e.spread.const0
+            if transpose:  # reverse: rows of the block are x elements, seed groups on outputs
+                blk = np.zeros((self.prog.n_in, p))
+                spread_onehot(cols, rows, vals, groups, blk)
+            else:
+                blk = np.zeros((e.size, p))
+                spread_onehot(rows, cols, vals, groups, blk)
+            if len(self._seed_cache) > 64:  # a few seeds in use at a time
+                self._seed_cache.clear()
+            self._seed_cache[key] = (groups, blk)
+        return blk.copy()
+
+    def _fill(self, e: Entries, slots: list[Any], out: np.ndarray, groups: np.ndarray,
+              blocks: list[np.ndarray | None]) -> None:
+        """``out += J_e @ S`` except the constant x-part (added by the caller)."""
+        plan = e.spread
+        if plan.dyn0 is not None:
+            assert e.slot is not None
+            rows, cols, idx = plan.dyn0
+            spread_onehot(rows, cols, self.slots.value(slots, e.slot)[idx], groups, out)
+        if plan.others:
+            full = self._entry_values(e, slots)
+            for s, rows, cols, pos in plan.others:
+                block = blocks[s]
+                if block is not None:
+                    spread_dense(rows, cols, full[pos], block, out)
+
+    def forward(self, x: np.ndarray, groups: np.ndarray, p: int,
+                params: Sequence[Any] | None = None) -> tuple[Any, np.ndarray]:
+        """``(f(x), B)`` with ``B = J(x) @ S`` for the 0/1 seed ``S[j, groups[j]] = 1``."""
+        vals, slots = self._values(x, params)
+        return self._forward(vals, slots, groups, p)
+
+    def reverse(self, x: np.ndarray, groups: np.ndarray, q: int,
+                params: Sequence[Any] | None = None) -> tuple[Any, np.ndarray]:
+        """``(f(x), C)`` with ``C = W @ J(x)`` for the 0/1 seed ``W[groups[i], i] = 1``."""
+        vals, slots = self._values(x, params)
+        return self._reverse(vals, slots, groups, q)
+
+    def mixed(self, x: np.ndarray, col_groups: np.ndarray, p: int, row_groups: np.ndarray,
+              q: int, params: Sequence[Any] | None = None
+              ) -> tuple[Any, np.ndarray, np.ndarray]:
+        """``(f(x), B, C)`` for a bicolouring: one primal replay, both sweeps.
+
+        Columns (rows) with group -1 are not seeded.
+        """
+        vals, slots = self._values(x, params)
+        out, b = self._forward(vals, slots, col_groups, p)
+        _, c = self._reverse(vals, slots, row_groups, q)
+        return out, b, c
+
+    def _forward(self, vals: Values, slots: list[Any], groups: np.ndarray, p: int
+                 ) -> tuple[Any, np.ndarray]:
+        blocks: list[np.ndarray | None] = [None] * len(self.sources)
+        m = self.prog.n_out
+        for step in self.sweep:
+            src = step.source
+            if isinstance(step, Materialize):
+                assert src.entries is not None
+                blk = self._const_block(src.entries, groups, p, False)
+                self._fill(src.entries, slots, blk, groups, blocks)
+                blocks[src.index] = blk
+            else:  # opaque: the primitive's own jvp rule on dense blocks
+                nd = src.node
+                assert nd is not None
+                ts = [None if s is None else _block_as_tangent(blocks, s, v.shape, p, groups)
+                      for s, v in zip(src.inputs, nd.inputs, strict=True)]
+                t = nd.prim.jvp(nd, vals.args(nd), ts, vals[nd.out])
+                blocks[src.index] = (np.zeros((src.size, p)) if t is None
+                                     else np.ascontiguousarray(t.reshape(p, -1).T))
+        out_val = vals[self.prog.out]
+        if self.out_entries is None:
+            return out_val, np.zeros((m, p))
+        b = self._const_block(self.out_entries, groups, p, False)
+        self._fill(self.out_entries, slots, b, groups, blocks)
+        return out_val, b
+
+    def _reverse(self, vals: Values, slots: list[Any], groups: np.ndarray, q: int
+                 ) -> tuple[Any, np.ndarray]:
+        n = self.prog.n_in
+        cts: list[np.ndarray | None] = [None] * len(self.sources)  # (size, q) blocks
+        out_val = vals[self.prog.out]
+        e = self.out_entries
+        if e is None:
+            return out_val, np.zeros((q, n))
+        cts[0] = self._const_block(e, groups, q, True)
+        plan = e.spread
+        if plan.dyn0 is not None:
+            assert e.slot is not None
+            rows, cols, idx = plan.dyn0
+            spread_onehot(cols, rows, self.slots.value(slots, e.slot)[idx], groups, cts[0])
+        if plan.others:
+            full = self._entry_values(e, slots)
+            for s, rows, cols, pos in plan.others:
+                blk = cts[s]
+                if blk is None:
+                    blk = cts[s] = np.zeros((self.sources[s].size, q))
+                spread_onehot(cols, rows, full[pos], groups, blk)
+        for src in reversed(self.sources[1:]):
+            ct = cts[src.index]
+            if ct is None:
+                continue
+            if src.entries is not None:
+                ent = src.entries
+                v = self._entry_values(ent, slots)
+                for s, sel, rows, cols in ent.by_source:
+                    blk = cts[s]
+                    if blk is None:
+                        blk = cts[s] = np.zeros((self.sources[s].size, q))
+                    spread_dense(cols, rows, v if sel is None else v[sel], ct, blk)
+            else:
+                nd = src.node
+                assert nd is not None
+                g_out = np.ascontiguousarray(ct.T).reshape((q, *src.shape))
+                grads = nd.prim.vjp(nd, vals.args(nd), vals[nd.out], g_out)
+                for s_in, g in zip(src.inputs, grads, strict=True):
+                    if s_in is None or g is None:
+                        continue
+                    g2 = np.asarray(g).reshape(q, -1).T
+                    blk = cts[s_in]
+                    cts[s_in] = g2.copy() if blk is None else blk + g2
+        c = cts[0]
+        assert c is not None
+        return out_val, c.T  # (q, n), Fortran-ordered: decompression reads either order
+
+    # -- introspection --------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes of the prepared program (entries, sources, dynamic steps)."""
+        return {
+            "nodes": len(self.prog.nodes),
+            "dense_blocks": len(self.sources) - 1,
+            "dynamic_steps": sum(isinstance(s, ValueStep) for st in self.steps for s in st),
+            "output_entries": 0 if self.out_entries is None else self.out_entries.nnz,
+        }
+
+
+def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int, ...], p: int,
+                      groups: np.ndarray) -> np.ndarray:
+    """Tangent block ``(p, *shape)`` of source ``s`` (the seed itself for x)."""
+    if s == 0:
+        seed = np.zeros((groups.size, p))
+        ok = groups >= 0
+        seed[np.flatnonzero(ok), groups[ok]] = 1.0
+        return np.ascontiguousarray(seed.T).reshape((p, *shape))
+    blk = blocks[s]
+    assert blk is not None
+    return np.ascontiguousarray(blk.T).reshape((p, *shape))

@@ -1,0 +1,46 @@
+"""Numeric helpers shared by every layer that multiplies derivatives.
+
+Owns the one convention of derivative accumulation that the primitives (rules), the eager
+interpreters and the prepared engine must agree on: a structurally present but exactly zero
+local derivative contributes nothing, even when the quantity it multiplies is not finite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["mul0"]
+
+
+def mul0(a: Any, b: Any) -> Any:
+    """``a * b`` with the convention ``0 · inf = 0 · nan = 0`` of derivative accumulation.
+
+    A path whose local derivative is exactly zero contributes nothing, even when another
+    factor on it is not finite: ``np.where(x > 0, np.sqrt(x), 0)`` has derivative 0 at
+    negative x (the untaken branch's NaN is multiplied by the zero derivative of ``where``),
+    and ``x * np.sqrt(x)`` has derivative 0 at 0. Finite products are untouched, and the
+    check costs one reduction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.numeric import mul0
+    >>> mul0(np.array([0.0, 2.0, 0.0]), np.array([np.nan, 3.0, np.inf]))
+    array([0., 6., 0.])
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.multiply(a, b)
+    if np.ndim(out) == 0:
+        if np.isfinite(out) or (np.all(np.not_equal(a, 0)) and np.all(np.not_equal(b, 0))):
+            return out
+        return np.zeros_like(out)
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = np.isfinite(np.sum(out))
+    if finite:
+        return out
+    zero = np.equal(a, 0) | np.equal(b, 0)
+    if np.any(zero):
+        out = np.where(np.broadcast_to(zero, out.shape) & ~np.isfinite(out), 0.0, out)
+    return out
