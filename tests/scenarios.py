@@ -1,4 +1,4 @@
-"""Named test functions with hand-derived Jacobians and patterns (STYLE habit 9).
+"""Named test functions with hand-derived Jacobians and patterns: the scenario catalogue.
 
 Every :class:`Scenario` is a numpy function ``f``, a point ``x0`` (any shape), its Jacobian
 ``jacobian(x) -> (m, n) dense array`` derived by hand (never by running sparsejac), and the

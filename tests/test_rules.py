@@ -1,4 +1,4 @@
-"""One registry-driven test of every primitive's three rules (STYLE habit 3).
+"""One registry-driven test of every primitive's three rules, for every registered entry.
 
 For every elementwise row (``UNARY_ROWS``, ``BINARY_ROWS``, with operands drawn from the row's
 ``domain``) on several shapes, broadcasting pairs and constant operands, and for a table of
@@ -11,6 +11,10 @@ representative calls of every other registered numpy entry (:data:`CASES`), at a
 * the global and the local pattern contain every numerically nonzero entry, the local one is
   inside the global one, and the pattern *equals* the nonzeros of the exact Jacobian at the
   random (generic) point.
+
+* every hand-written *fast path* (a ``pattern``, ``jvp`` or ``vjp`` that overrides the rule
+  derived from the local Jacobian, see ``sparsejac.primitives.derive``) agrees with the derived
+  rule on every node of the traced program: equal global patterns, equal products to 1e-12.
 
 Documented exceptions to "equals": a call marked ``select`` chooses between operands by value
 (``np.maximum``, ``np.max``, ``np.where`` with a traced condition, ``np.clip``, ``ptp``, the
@@ -35,8 +39,8 @@ import scipy.sparse as sp
 
 import sparsejac
 from sparsejac.ad import jvp, vjp
-from sparsejac.primitives import supported_entries
-from sparsejac.primitives.core import public_name
+from sparsejac.primitives import derive, supported_entries
+from sparsejac.primitives.core import OPAQUE, Primitive, public_name
 from sparsejac.primitives.elementwise import (
     BINARY_ROWS,
     ELEMENTWISE,
@@ -45,6 +49,8 @@ from sparsejac.primitives.elementwise import (
     ZERO_DERIVATIVE,
     Row,
 )
+from sparsejac.tracing import trace
+from sparsejac.tracing.walk import Values
 
 # ---------------------------------------------------------------------------------------------
 # the checker
@@ -98,6 +104,57 @@ def check_rules(f: Callable[[Any], Any], x: np.ndarray, rng: np.random.Generator
     exact = jvp(f, x, np.eye(n)) != 0  # forward mode is exact: its zeros are true zeros
     np.testing.assert_array_equal(loc if select else glob, exact,
                                   err_msg="pattern != nonzeros at a generic point")
+    check_fast_paths(f, x, rng)
+
+
+def fast_paths(prim: Primitive) -> list[str]:
+    """The rules ``prim`` writes by hand although it has a local Jacobian to derive them from."""
+    if type(prim).linearize is Primitive.linearize or prim.zero_derivative:
+        return []
+    return [r for r in ("pattern", "jvp", "vjp")
+            if getattr(type(prim), r) is not getattr(Primitive, r)]
+
+
+def check_fast_paths(f: Callable[[Any], Any], x: np.ndarray, rng: np.random.Generator) -> None:
+    """Every hand-written rule of the primitives ``f`` uses equals the derived rule."""
+    try:
+        prog = trace(f, x)
+    except sparsejac.ConcretizationError:
+        prog = trace(f, x, local=True)
+    vals = Values(prog).complete()
+    for node in prog.nodes:
+        rules = fast_paths(node.prim) if node.out.active else []
+        if not rules:
+            continue
+        args, out = vals.args(node), vals[node.out]
+        n_src = 5
+        deps = [sp.csr_array(rng.random((v.size, n_src)) < 0.4) if v.active else None
+                for v in node.inputs]
+        what = f"{node.prim.name} fast path"
+        if "pattern" in rules:
+            fast = node.prim.pattern(node, deps, False)
+            derived = derive.derived_pattern(node, deps, False)
+            empty = sp.csr_array((node.out.size, n_src), dtype=bool)
+            np.testing.assert_array_equal(
+                (fast if fast is not None else empty).toarray(),
+                (derived if derived is not None else empty).toarray(), err_msg=f"{what} pattern")
+        if "jvp" in rules:
+            ts = [rng.standard_normal((3, *v.shape)) if v.active else None for v in node.inputs]
+            fast = node.prim.jvp(node, args, ts, out)
+            derived = derive.derived_jvp(node, args, ts, out)
+            zero = np.zeros((3, *node.out.shape))
+            np.testing.assert_allclose(fast if fast is not None else zero,
+                                       derived if derived is not None else zero,
+                                       rtol=1e-12, atol=1e-12, err_msg=f"{what} jvp")
+        if "vjp" in rules:
+            ct = rng.standard_normal((3, *node.out.shape))
+            for v, g1, g2 in zip(node.inputs, node.prim.vjp(node, args, out, ct),
+                                 derive.derived_vjp(node, args, out, ct), strict=True):
+                if v.active:
+                    zero = np.zeros((3, *v.shape))
+                    np.testing.assert_allclose(g1 if g1 is not None else zero,
+                                               g2 if g2 is not None else zero,
+                                               rtol=1e-12, atol=1e-12, err_msg=f"{what} vjp")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,3 +580,47 @@ def test_every_elementwise_primitive_is_covered() -> None:
     names |= {u.__name__ for u in ZERO_DERIVATIVE}
     names |= {c.entry.removeprefix("numpy.") for c in CASES}
     assert sorted(set(ELEMENTWISE) - names) == []
+
+
+def _registered_primitives() -> dict[int, Primitive]:
+    """Every primitive instance the family modules define (module constants and tables)."""
+    import importlib
+    import pkgutil
+
+    import sparsejac.primitives as package
+
+    found: dict[int, Primitive] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        mod = importlib.import_module(f"sparsejac.primitives.{info.name}")
+        for value in vars(mod).values():
+            items = value.values() if isinstance(value, dict) else [value]
+            for item in items:
+                if isinstance(item, Primitive):
+                    found[id(item)] = item
+    return found
+
+
+def test_every_primitive_has_a_local_jacobian() -> None:
+    """Each primitive states its local Jacobian, has zero derivative, or is a listed opaque one."""
+    prims = _registered_primitives()
+    assert len(prims) > 50
+    missing = sorted(p.name for p in prims.values()
+                     if type(p).linearize is Primitive.linearize and not p.zero_derivative
+                     and p.name not in OPAQUE)
+    assert not missing, f"primitives without linearize (list them in OPAQUE): {missing}"
+    for name, reason in OPAQUE.items():
+        assert reason, f"opaque primitive {name!r} needs a reason"
+
+
+def test_structured_primitives_derive_their_rules() -> None:
+    """The linear primitives keep only the fast paths benchmarks/rules.py measured faster."""
+    from sparsejac.primitives.linalg import Contraction
+    from sparsejac.primitives.linear import LINEAR_MAP
+    from sparsejac.primitives.movement import GATHER
+    from sparsejac.primitives.reductions import CUMSUM, REDUCE_SUM
+
+    assert fast_paths(LINEAR_MAP) == []
+    assert fast_paths(REDUCE_SUM) == ["vjp"]
+    assert fast_paths(CUMSUM) == ["jvp", "vjp"]
+    assert fast_paths(GATHER) == ["pattern", "jvp", "vjp"]
+    assert fast_paths(Contraction()) == ["jvp", "vjp"]

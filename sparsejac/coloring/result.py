@@ -1,10 +1,10 @@
 """The result of a colouring: groups, seed matrices, compression and exact decompression.
 
-This module owns :class:`ColoringResult`. Decompression is a gather (DESIGN.md, "Decompression
-is a gather"): for a column colouring with groups ``c``, ``J[i, j] = B[i, c[j]]`` for every
-structural nonzero ``(i, j)``, so one flat index array per memory layout of ``B`` is computed
-the first time it is needed and every later call is a single :func:`numpy.take` into the
-pattern's CSR order. A row colouring is the same with ``C[r[i], j]``.
+This module owns :class:`ColoringResult`. Decompression is a gather: for a column colouring
+with groups ``c``, ``J[i, j] = B[i, c[j]]`` for every structural nonzero ``(i, j)``, so one
+flat index array per memory layout of ``B`` is computed the first time it is needed and every
+later call is a single :func:`numpy.take` into the pattern's CSR order. A row colouring is
+the same with ``C[r[i], j]``.
 
 A bidirectional colouring has forward colours ``c`` on some columns and reverse colours
 ``r`` on some rows (-1 elsewhere, the *neutral* colour). Each nonzero is read from ``B`` when

@@ -2,27 +2,30 @@
 
 Two levels, as in JAX's ``jax.numpy`` over ``lax``:
 
-* a **primitive** (:class:`Primitive`) is an operation of the recorded program with its three
-  rules side by side: ``pattern`` (dependency sets, for detection), ``jvp`` (tangent blocks,
-  forward mode) and ``vjp`` (cotangent blocks, reverse mode). A family module defines a few
-  primitive *kinds* (elementwise with partial derivatives, gathers by position, linear
-  reductions, contractions) whose rules are written once for the whole kind;
+* a **primitive** (:class:`Primitive`) is an operation of the recorded program. It states its
+  value (``impl``) and its local Jacobian (``linearize``); the three rules the interpreters
+  run, ``pattern`` (dependency sets, for detection), ``jvp`` (tangent blocks, forward mode)
+  and ``vjp`` (cotangent blocks, reverse mode), are derived from the local Jacobian by
+  :mod:`sparsejac.primitives.derive`, unless the primitive writes one by hand as a measured
+  fast path. A family module defines a few primitive *kinds* (elementwise with partial
+  derivatives, gathers by position, linear maps, reductions, contractions);
 * a **registry entry** (:class:`Entry`) maps one numpy function or ufunc (``np.roll``,
   ``np.add`` and its ``reduce``/``accumulate``/``at`` methods) to a *handler*: the traced
   version of that function, which parses numpy's arguments and binds primitives. Many
   entries share a primitive (every data-movement function binds the one ``gather``).
 
 :func:`dispatch_function` and :func:`dispatch_ufunc` are called from the Tracer's numpy
-protocols. A function with no entry raises :class:`~sparsejac.errors.UnsupportedPrimitiveError`
-naming it; nothing is guessed.
+protocols (through the hook of :mod:`sparsejac.tracing.hooks`, installed when
+:mod:`sparsejac.primitives` is imported). A function with no entry raises
+:class:`~sparsejac.errors.UnsupportedPrimitiveError` naming it; nothing is guessed.
 
 Rule signatures (``node.inputs[k]`` is the k-th input variable; ``vals[k]`` its value)::
 
     impl(*vals, **params) -> ndarray                         # the primal, for replays
+    linearize(node) -> list[LocalJac | None]                 # the local Jacobian per input
     pattern(node, deps, local) -> csr_array | None           # deps[k]: (size_k, n) bool or None
     jvp(node, vals, tangents, out) -> ndarray | None         # tangents[k]: (p, *shape_k) or None
     vjp(node, vals, out, ct) -> list[ndarray | None]         # ct: (q, *out_shape)
-    linearize(node) -> list[LocalJac | None] | None          # optional, for prepared Jacobians
 
 ``None`` means "structurally zero" everywhere (no dependency, zero tangent, zero cotangent).
 
@@ -30,8 +33,7 @@ Rule signatures (``node.inputs[k]`` is the k-th input variable; ``vals[k]`` its 
 matrix whose *structure* is fixed (valid for every x) and whose values are either constants
 known when the program is prepared or a function of the primal values. Prepared Jacobians
 (:mod:`sparsejac.ad.prepared`) chain these local Jacobians once, fold the constant parts, and
-at each evaluation recompute only the value-dependent parts. A primitive without it is
-evaluated through its ``jvp``/``vjp`` rules on dense tangent blocks.
+at each evaluation recompute only the value-dependent parts.
 """
 
 from __future__ import annotations
@@ -44,11 +46,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
+from sparsejac.primitives import derive
 from sparsejac.tracing.program import Node, Trace, Var, current_trace
 from sparsejac.tracing.tracer import Tracer, lift_objects
 
 __all__ = [
     "FUNCTIONS",
+    "OPAQUE",
     "UFUNCS",
     "Entry",
     "LocalJac",
@@ -63,6 +67,11 @@ __all__ = [
 ]
 
 Deps: TypeAlias = sp.csr_array
+
+#: Primitives without a local Jacobian of fixed structure, which write their pattern, jvp and
+#: vjp rules by hand instead of deriving them: name -> why. Empty today: every primitive
+#: states ``linearize`` or has zero derivative (a registry test keeps it so).
+OPAQUE: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -87,11 +96,15 @@ class LocalJac:
 
 
 class Primitive:
-    """An operation of the recorded program, with its pattern, JVP and VJP rules.
+    """An operation of the recorded program: its value and its local Jacobian.
 
-    Subclasses set ``name`` and override the four methods. ``zero_derivative`` marks
-    operations whose derivative is identically zero (comparisons, ``floor``, ...): their
-    outputs are never active and all three rules are trivially ``None``.
+    Subclasses set ``name`` and define ``impl`` (the value) and ``linearize`` (the local
+    Jacobian); the ``pattern``, ``jvp`` and ``vjp`` rules are derived from the local Jacobian
+    (:mod:`sparsejac.primitives.derive`). A subclass overrides one of them only as a measured
+    fast path (the registry-driven tests compare it with the derived rule) or when it has no
+    local Jacobian of fixed structure (then it is listed in :data:`OPAQUE`).
+    ``zero_derivative`` marks operations whose derivative is identically zero (comparisons,
+    ``floor``, ...): their outputs are never active.
     """
 
     name: str = "primitive"
@@ -102,23 +115,27 @@ class Primitive:
         raise NotImplementedError(f"primitive {self.name!r} has no impl rule")
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
-        """Dependency sets of the output from those of the inputs."""
-        raise NotImplementedError(f"primitive {self.name!r} has no pattern rule")
+        """Dependency sets of the output from those of the inputs (derived from linearize)."""
+        return derive.derived_pattern(node, deps, local)
 
     def jvp(
         self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any
     ) -> np.ndarray | None:
-        """Tangent block of the output, shape ``(p, *out_shape)``."""
-        raise NotImplementedError(f"primitive {self.name!r} has no jvp rule")
+        """Tangent block of the output, shape ``(p, *out_shape)`` (derived from linearize)."""
+        return derive.derived_jvp(node, vals, tangents, out)
 
     def vjp(
         self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
     ) -> list[np.ndarray | None]:
-        """Cotangent blocks of the inputs from the output's, ``(q, *shape_k)`` each."""
-        raise NotImplementedError(f"primitive {self.name!r} has no vjp rule")
+        """Cotangent blocks of the inputs, ``(q, *shape_k)`` each (derived from linearize)."""
+        return derive.derived_vjp(node, vals, out, ct)
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
-        """Local Jacobians per input (None: inactive input); None: use jvp/vjp instead."""
+        """Local Jacobians per input (None: inactive input).
+
+        None: the primitive has no local Jacobian of fixed structure and writes its pattern,
+        jvp and vjp rules by hand (an *opaque* primitive).
+        """
         return None
 
     def __repr__(self) -> str:

@@ -30,6 +30,7 @@ import scipy.special as sc
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.numeric import mul0
 from sparsejac.primitives import depsets
+from sparsejac.primitives import partials as dp
 from sparsejac.primitives.core import (
     Deps,
     LocalJac,
@@ -38,32 +39,18 @@ from sparsejac.primitives.core import (
     register_function,
     register_ufunc,
 )
+from sparsejac.primitives.partials import (
+    ABOVE_ONE,
+    NONZERO,
+    POSITIVE,
+    PROBABILITY,
+    REAL,
+    UNIT,
+    Partial,
+)
 from sparsejac.tracing.program import Node
 
 __all__ = ["ELEMENTWISE", "ZERO_DERIVATIVE", "Elementwise", "astype"]
-
-Partial = Callable[..., Any] | None
-REAL = (-2.0, 2.0)
-POSITIVE = (0.2, 3.0)
-UNIT = (-0.9, 0.9)
-ABOVE_ONE = (1.1, 3.0)
-NONZERO = (0.3, 3.0)  # sampled with random signs
-PROBABILITY = (0.05, 0.95)
-
-
-def reads(*which: int | str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare which operands (indices, or ``"out"``) a partial derivative reads.
-
-    A partial that reads only constant operands is a constant of the prepared program (e.g.
-    ``d(x * 3)/dx``); undeclared partials are assumed to read everything.
-    """
-
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        fn.reads = which  # type: ignore[attr-defined]
-        return fn
-
-    return deco
-
 
 def _entries(c: Any, shape: tuple[int, ...]) -> Any:
     """A partial's value as one value per output element (a scalar stays a scalar)."""
@@ -253,366 +240,6 @@ class Elementwise(Primitive):
 
 
 # ---------------------------------------------------------------------------------------
-# partial derivatives (named functions, one line each where possible)
-# ---------------------------------------------------------------------------------------
-# unary: (x, out)
-
-
-@reads()
-def _one(*args: Any) -> float:
-    return 1.0
-
-
-@reads()
-def _minus_one(*args: Any) -> float:
-    return -1.0
-
-
-def _sign(x: Any, out: Any) -> Any:
-    return np.sign(x)
-
-
-def _sqrt(x: Any, out: Any) -> Any:
-    return 0.5 / out
-
-
-def _cbrt(x: Any, out: Any) -> Any:
-    return 1.0 / (3.0 * out * out)
-
-
-def _square(x: Any, out: Any) -> Any:
-    return 2.0 * x
-
-
-def _reciprocal(x: Any, out: Any) -> Any:
-    return -out * out
-
-
-def _exp(x: Any, out: Any) -> Any:
-    return out
-
-
-def _exp2(x: Any, out: Any) -> Any:
-    return out * np.log(2.0)
-
-
-def _expm1(x: Any, out: Any) -> Any:
-    return out + 1.0
-
-
-def _log(x: Any, out: Any) -> Any:
-    return 1.0 / x
-
-
-def _log2(x: Any, out: Any) -> Any:
-    return 1.0 / (x * np.log(2.0))
-
-
-def _log10(x: Any, out: Any) -> Any:
-    return 1.0 / (x * np.log(10.0))
-
-
-def _log1p(x: Any, out: Any) -> Any:
-    return 1.0 / (1.0 + x)
-
-
-def _sin(x: Any, out: Any) -> Any:
-    return np.cos(x)
-
-
-def _cos(x: Any, out: Any) -> Any:
-    return -np.sin(x)
-
-
-def _tan(x: Any, out: Any) -> Any:
-    return 1.0 + out * out
-
-
-def _arcsin(x: Any, out: Any) -> Any:
-    return 1.0 / np.sqrt(1.0 - x * x)
-
-
-def _arccos(x: Any, out: Any) -> Any:
-    return -1.0 / np.sqrt(1.0 - x * x)
-
-
-def _arctan(x: Any, out: Any) -> Any:
-    return 1.0 / (1.0 + x * x)
-
-
-def _sinh(x: Any, out: Any) -> Any:
-    return np.cosh(x)
-
-
-def _cosh(x: Any, out: Any) -> Any:
-    return np.sinh(x)
-
-
-def _tanh(x: Any, out: Any) -> Any:
-    return 1.0 - out * out
-
-
-def _arcsinh(x: Any, out: Any) -> Any:
-    return 1.0 / np.sqrt(x * x + 1.0)
-
-
-def _arccosh(x: Any, out: Any) -> Any:
-    return 1.0 / np.sqrt(x * x - 1.0)
-
-
-def _arctanh(x: Any, out: Any) -> Any:
-    return 1.0 / (1.0 - x * x)
-
-
-@reads()
-def _deg2rad(x: Any, out: Any) -> float:
-    return np.pi / 180.0
-
-
-@reads()
-def _rad2deg(x: Any, out: Any) -> float:
-    return 180.0 / np.pi
-
-
-# binary: (a, b, out)
-
-
-@reads(1)
-def _b(a: Any, b: Any, out: Any) -> Any:
-    return b
-
-
-@reads(0)
-def _a(a: Any, b: Any, out: Any) -> Any:
-    return a
-
-
-@reads(1)
-def _div_a(a: Any, b: Any, out: Any) -> Any:
-    return 1.0 / b
-
-
-def _div_b(a: Any, b: Any, out: Any) -> Any:
-    return -out / b
-
-
-def _pow_a(a: Any, b: Any, out: Any) -> Any:
-    # b * a**(b-1), with the limit 0 for b == 0 (so x**0 has derivative 0, also at x = 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.equal(b, 0), 0.0, b * np.power(a, np.subtract(b, 1)))
-
-
-def _pow_b(a: Any, b: Any, out: Any) -> Any:
-    # out * log(a), with the limit 0 where a == 0 (0**b is flat in b for b > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.equal(a, 0), 0.0, out * np.log(np.where(np.equal(a, 0), 1.0, a)))
-
-
-def _ge(a: Any, b: Any, out: Any) -> Any:
-    return np.greater_equal(a, b).astype(np.float64)
-
-
-def _lt(a: Any, b: Any, out: Any) -> Any:
-    return np.less(a, b).astype(np.float64)
-
-
-def _le(a: Any, b: Any, out: Any) -> Any:
-    return np.less_equal(a, b).astype(np.float64)
-
-
-def _gt(a: Any, b: Any, out: Any) -> Any:
-    return np.greater(a, b).astype(np.float64)
-
-
-def _fmax_a(a: Any, b: Any, out: Any) -> Any:
-    return (np.greater_equal(a, b) | np.isnan(b)).astype(np.float64)
-
-
-def _fmax_b(a: Any, b: Any, out: Any) -> Any:
-    return 1.0 - _fmax_a(a, b, out)
-
-
-def _fmin_a(a: Any, b: Any, out: Any) -> Any:
-    return (np.less_equal(a, b) | np.isnan(b)).astype(np.float64)
-
-
-def _fmin_b(a: Any, b: Any, out: Any) -> Any:
-    return 1.0 - _fmin_a(a, b, out)
-
-
-def _sel_ge(a: Any, b: Any, out: Any) -> Any:
-    return np.greater_equal(a, b)
-
-
-def _sel_lt(a: Any, b: Any, out: Any) -> Any:
-    return np.less(a, b)
-
-
-def _sel_le(a: Any, b: Any, out: Any) -> Any:
-    return np.less_equal(a, b)
-
-
-def _sel_gt(a: Any, b: Any, out: Any) -> Any:
-    return np.greater(a, b)
-
-
-def _arctan2_a(a: Any, b: Any, out: Any) -> Any:
-    return b / (a * a + b * b)
-
-
-def _arctan2_b(a: Any, b: Any, out: Any) -> Any:
-    return -a / (a * a + b * b)
-
-
-def _hypot_a(a: Any, b: Any, out: Any) -> Any:
-    return a / out
-
-
-def _hypot_b(a: Any, b: Any, out: Any) -> Any:
-    return b / out
-
-
-def _logaddexp_a(a: Any, b: Any, out: Any) -> Any:
-    return np.exp(np.subtract(a, out))
-
-
-def _logaddexp_b(a: Any, b: Any, out: Any) -> Any:
-    return np.exp(np.subtract(b, out))
-
-
-def _logaddexp2_a(a: Any, b: Any, out: Any) -> Any:
-    return np.exp2(np.subtract(a, out))
-
-
-def _logaddexp2_b(a: Any, b: Any, out: Any) -> Any:
-    return np.exp2(np.subtract(b, out))
-
-
-def _remainder_b(a: Any, b: Any, out: Any) -> Any:
-    return -np.floor_divide(a, b)
-
-
-def _fmod_b(a: Any, b: Any, out: Any) -> Any:
-    return -np.trunc(np.true_divide(a, b))
-
-
-def _copysign_a(a: Any, b: Any, out: Any) -> Any:
-    return np.copysign(1.0, a) * np.copysign(1.0, b)
-
-
-@reads(1)
-def _ldexp_a(a: Any, b: Any, out: Any) -> Any:
-    return np.ldexp(1.0, b)
-
-
-# scipy.special (unary: (x, out); binary: (a, b, out))
-
-_TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
-_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
-
-
-def _erf(x: Any, out: Any) -> Any:
-    return _TWO_OVER_SQRT_PI * np.exp(-x * x)
-
-
-def _erfc(x: Any, out: Any) -> Any:
-    return -_TWO_OVER_SQRT_PI * np.exp(-x * x)
-
-
-def _erfcx(x: Any, out: Any) -> Any:
-    return 2.0 * x * out - _TWO_OVER_SQRT_PI
-
-
-def _erfinv(x: Any, out: Any) -> Any:
-    return 0.5 * np.sqrt(np.pi) * np.exp(out * out)
-
-
-def _expit(x: Any, out: Any) -> Any:
-    return out * (1.0 - out)
-
-
-def _logit(x: Any, out: Any) -> Any:
-    return 1.0 / (x * (1.0 - x))
-
-
-def _log_expit(x: Any, out: Any) -> Any:
-    return sc.expit(-x)
-
-
-def _gammaln(x: Any, out: Any) -> Any:
-    return sc.digamma(x)
-
-
-def _gamma(x: Any, out: Any) -> Any:
-    return out * sc.digamma(x)
-
-
-def _digamma(x: Any, out: Any) -> Any:
-    return sc.polygamma(1, x)
-
-
-def _ndtr(x: Any, out: Any) -> Any:
-    return _INV_SQRT_2PI * np.exp(-0.5 * x * x)
-
-
-def _log_ndtr(x: Any, out: Any) -> Any:
-    return _INV_SQRT_2PI * np.exp(-0.5 * x * x - out)
-
-
-def _ndtri(x: Any, out: Any) -> Any:
-    return np.sqrt(2.0 * np.pi) * np.exp(0.5 * out * out)
-
-
-def _entr(x: Any, out: Any) -> Any:
-    return -np.log(x) - 1.0
-
-
-def _j0(x: Any, out: Any) -> Any:
-    return -sc.j1(x)
-
-
-def _i0(x: Any, out: Any) -> Any:
-    return sc.i1(x)
-
-
-def _xlogy_a(a: Any, b: Any, out: Any) -> Any:
-    return np.log(b)
-
-
-def _xlogy_b(a: Any, b: Any, out: Any) -> Any:
-    return a / b
-
-
-def _xlog1py_a(a: Any, b: Any, out: Any) -> Any:
-    return np.log1p(b)
-
-
-def _xlog1py_b(a: Any, b: Any, out: Any) -> Any:
-    return a / (1.0 + b)
-
-
-# where(cond, a, b)
-
-
-@reads(0)
-def _where_a(c: Any, a: Any, b: Any, out: Any) -> Any:
-    return np.asarray(c, dtype=bool).astype(np.float64)
-
-
-@reads(0)
-def _where_b(c: Any, a: Any, b: Any, out: Any) -> Any:
-    return (~np.asarray(c, dtype=bool)).astype(np.float64)
-
-
-def _where_sel_a(c: Any, a: Any, b: Any, out: Any) -> Any:
-    return np.asarray(c, dtype=bool)
-
-
-def _where_sel_b(c: Any, a: Any, b: Any, out: Any) -> Any:
-    return ~np.asarray(c, dtype=bool)
-
-
-# ---------------------------------------------------------------------------------------
 # the tables
 # ---------------------------------------------------------------------------------------
 
@@ -629,77 +256,77 @@ class Row:
 
 #: Differentiable ufuncs: (ufunc, partials, test domain[, select]).
 UNARY_ROWS = [
-    Row(np.negative, (_minus_one,)),
-    Row(np.positive, (_one,)),
-    Row(np.absolute, (_sign,), NONZERO),
-    Row(np.fabs, (_sign,), NONZERO),
-    Row(np.sqrt, (_sqrt,), POSITIVE),
-    Row(np.cbrt, (_cbrt,), NONZERO),
-    Row(np.square, (_square,)),
-    Row(np.reciprocal, (_reciprocal,), NONZERO),
-    Row(np.exp, (_exp,)),
-    Row(np.exp2, (_exp2,)),
-    Row(np.expm1, (_expm1,)),
-    Row(np.log, (_log,), POSITIVE),
-    Row(np.log2, (_log2,), POSITIVE),
-    Row(np.log10, (_log10,), POSITIVE),
-    Row(np.log1p, (_log1p,), POSITIVE),
-    Row(np.sin, (_sin,)),
-    Row(np.cos, (_cos,)),
-    Row(np.tan, (_tan,), UNIT),
-    Row(np.arcsin, (_arcsin,), UNIT),
-    Row(np.arccos, (_arccos,), UNIT),
-    Row(np.arctan, (_arctan,)),
-    Row(np.sinh, (_sinh,)),
-    Row(np.cosh, (_cosh,)),
-    Row(np.tanh, (_tanh,)),
-    Row(np.arcsinh, (_arcsinh,)),
-    Row(np.arccosh, (_arccosh,), ABOVE_ONE),
-    Row(np.arctanh, (_arctanh,), UNIT),
-    Row(np.deg2rad, (_deg2rad,)),
-    Row(np.rad2deg, (_rad2deg,)),
-    Row(np.conjugate, (_one,)),
+    Row(np.negative, (dp.minus_one,)),
+    Row(np.positive, (dp.one,)),
+    Row(np.absolute, (dp.sign,), NONZERO),
+    Row(np.fabs, (dp.sign,), NONZERO),
+    Row(np.sqrt, (dp.sqrt,), POSITIVE),
+    Row(np.cbrt, (dp.cbrt,), NONZERO),
+    Row(np.square, (dp.square,)),
+    Row(np.reciprocal, (dp.reciprocal,), NONZERO),
+    Row(np.exp, (dp.exp,)),
+    Row(np.exp2, (dp.exp2,)),
+    Row(np.expm1, (dp.expm1,)),
+    Row(np.log, (dp.log,), POSITIVE),
+    Row(np.log2, (dp.log2,), POSITIVE),
+    Row(np.log10, (dp.log10,), POSITIVE),
+    Row(np.log1p, (dp.log1p,), POSITIVE),
+    Row(np.sin, (dp.sin,)),
+    Row(np.cos, (dp.cos,)),
+    Row(np.tan, (dp.tan,), UNIT),
+    Row(np.arcsin, (dp.arcsin,), UNIT),
+    Row(np.arccos, (dp.arccos,), UNIT),
+    Row(np.arctan, (dp.arctan,)),
+    Row(np.sinh, (dp.sinh,)),
+    Row(np.cosh, (dp.cosh,)),
+    Row(np.tanh, (dp.tanh,)),
+    Row(np.arcsinh, (dp.arcsinh,)),
+    Row(np.arccosh, (dp.arccosh,), ABOVE_ONE),
+    Row(np.arctanh, (dp.arctanh,), UNIT),
+    Row(np.deg2rad, (dp.deg2rad,)),
+    Row(np.rad2deg, (dp.rad2deg,)),
+    Row(np.conjugate, (dp.one,)),
     # scipy.special: smooth functions that scientific residuals and right-hand sides use
-    Row(sc.erf, (_erf,)),
-    Row(sc.erfc, (_erfc,)),
-    Row(sc.erfcx, (_erfcx,)),
-    Row(sc.erfinv, (_erfinv,), UNIT),
-    Row(sc.expit, (_expit,)),
-    Row(sc.logit, (_logit,), PROBABILITY),
-    Row(sc.log_expit, (_log_expit,)),
-    Row(sc.gammaln, (_gammaln,), POSITIVE),
-    Row(sc.gamma, (_gamma,), POSITIVE),
-    Row(sc.digamma, (_digamma,), POSITIVE),
-    Row(sc.ndtr, (_ndtr,)),
-    Row(sc.log_ndtr, (_log_ndtr,)),
-    Row(sc.ndtri, (_ndtri,), PROBABILITY),
-    Row(sc.entr, (_entr,), POSITIVE),
-    Row(sc.j0, (_j0,)),
-    Row(sc.i0, (_i0,)),
+    Row(sc.erf, (dp.erf,)),
+    Row(sc.erfc, (dp.erfc,)),
+    Row(sc.erfcx, (dp.erfcx,)),
+    Row(sc.erfinv, (dp.erfinv,), UNIT),
+    Row(sc.expit, (dp.expit,)),
+    Row(sc.logit, (dp.logit,), PROBABILITY),
+    Row(sc.log_expit, (dp.log_expit,)),
+    Row(sc.gammaln, (dp.gammaln,), POSITIVE),
+    Row(sc.gamma, (dp.gamma,), POSITIVE),
+    Row(sc.digamma, (dp.digamma,), POSITIVE),
+    Row(sc.ndtr, (dp.ndtr,)),
+    Row(sc.log_ndtr, (dp.log_ndtr,)),
+    Row(sc.ndtri, (dp.ndtri,), PROBABILITY),
+    Row(sc.entr, (dp.entr,), POSITIVE),
+    Row(sc.j0, (dp.j0,)),
+    Row(sc.i0, (dp.i0,)),
 ]
 
 BINARY_ROWS = [
-    Row(np.add, (_one, _one)),
-    Row(np.subtract, (_one, _minus_one)),
-    Row(np.multiply, (_b, _a)),
-    Row(np.true_divide, (_div_a, _div_b), NONZERO),
-    Row(np.power, (_pow_a, _pow_b), POSITIVE),
-    Row(np.float_power, (_pow_a, _pow_b), POSITIVE),
-    Row(np.maximum, (_ge, _lt), REAL, (_sel_ge, _sel_lt)),
-    Row(np.minimum, (_le, _gt), REAL, (_sel_le, _sel_gt)),
-    Row(np.fmax, (_fmax_a, _fmax_b), REAL, (_sel_ge, _sel_lt)),
-    Row(np.fmin, (_fmin_a, _fmin_b), REAL, (_sel_le, _sel_gt)),
-    Row(np.arctan2, (_arctan2_a, _arctan2_b), NONZERO),
-    Row(np.hypot, (_hypot_a, _hypot_b), NONZERO),
-    Row(np.logaddexp, (_logaddexp_a, _logaddexp_b)),
-    Row(np.logaddexp2, (_logaddexp2_a, _logaddexp2_b)),
-    Row(np.remainder, (_one, _remainder_b), POSITIVE),
-    Row(np.fmod, (_one, _fmod_b), POSITIVE),
-    Row(np.copysign, (_copysign_a, None), NONZERO),
-    Row(np.ldexp, (_ldexp_a, None)),
-    Row(np.nextafter, (_one, None)),  # one ulp away from x1: d/dx1 = 1 (not zero)
-    Row(sc.xlogy, (_xlogy_a, _xlogy_b), POSITIVE),
-    Row(sc.xlog1py, (_xlog1py_a, _xlog1py_b), POSITIVE),
+    Row(np.add, (dp.one, dp.one)),
+    Row(np.subtract, (dp.one, dp.minus_one)),
+    Row(np.multiply, (dp.b, dp.a)),
+    Row(np.true_divide, (dp.div_a, dp.div_b), NONZERO),
+    Row(np.power, (dp.pow_a, dp.pow_b), POSITIVE),
+    Row(np.float_power, (dp.pow_a, dp.pow_b), POSITIVE),
+    Row(np.maximum, (dp.ge, dp.lt), REAL, (dp.sel_ge, dp.sel_lt)),
+    Row(np.minimum, (dp.le, dp.gt), REAL, (dp.sel_le, dp.sel_gt)),
+    Row(np.fmax, (dp.fmax_a, dp.fmax_b), REAL, (dp.sel_ge, dp.sel_lt)),
+    Row(np.fmin, (dp.fmin_a, dp.fmin_b), REAL, (dp.sel_le, dp.sel_gt)),
+    Row(np.arctan2, (dp.arctan2_a, dp.arctan2_b), NONZERO),
+    Row(np.hypot, (dp.hypot_a, dp.hypot_b), NONZERO),
+    Row(np.logaddexp, (dp.logaddexp_a, dp.logaddexp_b)),
+    Row(np.logaddexp2, (dp.logaddexp2_a, dp.logaddexp2_b)),
+    Row(np.remainder, (dp.one, dp.remainder_b), POSITIVE),
+    Row(np.fmod, (dp.one, dp.fmod_b), POSITIVE),
+    Row(np.copysign, (dp.copysign_a, None), NONZERO),
+    Row(np.ldexp, (dp.ldexp_a, None)),
+    Row(np.nextafter, (dp.one, None)),  # one ulp away from x1: d/dx1 = 1 (not zero)
+    Row(sc.xlogy, (dp.xlogy_a, dp.xlogy_b), POSITIVE),
+    Row(sc.xlog1py, (dp.xlog1py_a, dp.xlog1py_b), POSITIVE),
 ]
 
 #: ufuncs whose derivative is identically zero (their results carry no dependencies).
@@ -754,7 +381,7 @@ _register_rows()
 # -- where -------------------------------------------------------------------------------
 
 WHERE = Elementwise(
-    np.where, (None, _where_a, _where_b), select=(None, _where_sel_a, _where_sel_b),
+    np.where, (None, dp.where_a, dp.where_b), select=(None, dp.where_sel_a, dp.where_sel_b),
     name="where",
 )
 ELEMENTWISE["where"] = WHERE
@@ -798,7 +425,7 @@ class AsType(Elementwise):
     """``astype(dtype)``: identity for float targets, zero derivative for the others."""
 
     def __init__(self, *, zero_derivative: bool) -> None:
-        super().__init__(np.asarray, (None,) if zero_derivative else (_one,), name="astype",
+        super().__init__(np.asarray, (None,) if zero_derivative else (dp.one,), name="astype",
                          zero_derivative=zero_derivative)
 
     def impl(self, *vals: Any, **params: Any) -> np.ndarray:

@@ -27,9 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.errors import UnsupportedPrimitiveError
-from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
-    Deps,
     LocalJac,
     Primitive,
     bind,
@@ -168,20 +166,6 @@ class Contraction(Primitive):
         cols = (np.ravel_multi_index(tuple(coord[c] for c in ins[k]), node.inputs[k].shape)
                 if ins[k] else np.zeros(nnz, dtype=np.int64))
         return rows.astype(np.int64), cols.astype(np.int64), coords
-
-    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
-        """``sum_k R_k @ deps_k`` with ``R_k`` from indicator einsums."""
-        terms = []
-        for k, d in enumerate(deps):
-            if d is None:
-                continue
-            rows, cols, _ = self._structure(node, k)
-            r = sp.csr_array(
-                (np.ones(rows.size, dtype=bool), (rows, cols)),
-                shape=(node.out.size, node.inputs[k].size),
-            )
-            terms.append(depsets.apply_linear(r, d))
-        return depsets.union(terms)
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
         """The structural map, valued by the other operands (constant when they are)."""

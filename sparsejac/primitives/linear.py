@@ -2,10 +2,9 @@
 
 One primitive, :data:`LINEAR_MAP`, serves scatter-add (``np.add.at``), ``np.bincount`` with
 traced weights and products with constant ``scipy.sparse`` matrices (``L @ u``, the PDE idiom).
-Its rules are the matrix itself:
-
-* pattern: ``deps_out = |M_k| @ deps_k`` (summed over operands);
-* jvp: ``t_out = t_k @ M_k.T``;  vjp: ``ct_k = ct @ M_k``.
+It states its value and its local Jacobians, the matrices themselves; the pattern
+(``deps_out = |M_k| @ deps_k``), jvp (``t_out = t_k @ M_k.T``) and vjp (``ct_k = ct @ M_k``)
+are derived from them (:mod:`sparsejac.primitives.derive`).
 
 ``M_k = None`` stands for the identity (an operand added unchanged, as ``a`` in
 ``np.add.at(a, i, b)``).
@@ -20,8 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsejac.primitives import depsets
-from sparsejac.primitives.core import Deps, LocalJac, Primitive, bind
+from sparsejac.primitives.core import LocalJac, Primitive, bind
 from sparsejac.tracing.program import Node
 
 __all__ = ["LINEAR_MAP", "LinearPlan", "apply_sparse_map"]
@@ -41,14 +39,6 @@ class LinearPlan:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
-def _times(m: sp.csr_array | None, block: np.ndarray, p: int) -> np.ndarray:
-    """``M @ b`` for each of the ``p`` rows of ``block`` (shape (p, size_in))."""
-    b2 = block.reshape(p, -1)
-    if m is None:
-        return b2
-    return np.asarray((m @ b2.T).T)
-
-
 class LinearMap(Primitive):
     """``out.flat = sum_k M_k @ in_k.flat`` for constant sparse ``M_k``."""
 
@@ -61,46 +51,6 @@ class LinearMap(Primitive):
             flat = np.ravel(v)
             acc += flat if m is None else m @ flat
         return acc.reshape(plan.shape)
-
-    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
-        """``|M_k| @ deps_k`` summed over operands."""
-        plan: LinearPlan = node.params["plan"]
-        terms = [
-            d if m is None else depsets.apply_linear(m, d)
-            for m, d in zip(plan.mats, deps, strict=True) if d is not None
-        ]
-        return depsets.union(terms)
-
-    def jvp(
-        self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any
-    ) -> np.ndarray | None:
-        """``sum_k M_k @ t_k`` for each seed."""
-        plan: LinearPlan = node.params["plan"]
-        acc = None
-        for m, t in zip(plan.mats, tangents, strict=True):
-            if t is None:
-                continue
-            term = _times(m, t, t.shape[0])
-            acc = term.copy() if acc is None else acc + term
-        if acc is None:
-            return None
-        return acc.reshape((acc.shape[0], *plan.shape))
-
-    def vjp(
-        self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
-    ) -> list[np.ndarray | None]:
-        """``M_k.T @ ct`` for each active operand."""
-        plan: LinearPlan = node.params["plan"]
-        q = ct.shape[0]
-        res: list[np.ndarray | None] = []
-        for m, var in zip(plan.mats, node.inputs, strict=True):
-            if not var.active:
-                res.append(None)
-                continue
-            c2 = ct.reshape(q, -1)
-            g = c2 if m is None else np.asarray((m.T @ c2.T).T)
-            res.append(g.reshape((q, *var.shape)))
-        return res
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
         """The matrices themselves (constant values)."""

@@ -1,15 +1,18 @@
 """Data movement: every numpy call that only moves, copies or drops elements.
 
-One mechanism serves them all (shared/DESIGN.md, "Key mechanisms"): the handler calls the
+One mechanism serves them all, the *position trick*: the handler calls the
 numpy function twice, once on the operands' *values* and once on integer *position* arrays
 (operand ``k`` replaced by ``offset_k + 1 + arange(size_k).reshape(shape_k)``; constants by
 zeros). The position result says, for every output element, which operand element it came
 from (``0``: a constant or a fill value such as ``np.pad``'s). That index is the whole
 primitive :data:`GATHER`:
 
-* pattern: gather the rows of the operands' dependency matrices;
-* jvp: gather the columns of the tangent blocks;
-* vjp: scatter-add the cotangent back (a plain assignment when no element is read twice).
+* linearize: a 0/1 selection matrix per operand (the source of truth, from which
+  ``sparsejac.primitives.derive`` derives every rule);
+* fast paths, measured faster than the derived sparse products by ``benchmarks/rules.py``:
+  the pattern gathers the rows of the operands' dependency matrices, the jvp gathers the
+  columns of the tangent blocks, the vjp scatter-adds the cotangent back (a plain assignment
+  when no element is read twice).
 
 So adding a data-movement function is one ``register_movement`` line, as long as the function
 treats integer arrays exactly as it treats float arrays (true of every one listed here).

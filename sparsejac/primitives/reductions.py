@@ -3,10 +3,13 @@
 ``sum``, ``prod``, ``max``, ``min``, ``cumsum``, ``cumprod``; composites ``mean``, ``var``,
 ``std``, ``average``, ``trace``, ``ptp``.
 
-Every reduction over ``axes`` groups the input elements by output element; the pattern rule is
-``deps_out = R @ deps_in`` with the 0/1 group matrix ``R`` (:func:`group_matrix`), built from
-index arrays. The tangent and cotangent rules use numpy's own reductions on blocks with the seed
-axis leading (``t.sum(axis=axes + 1)``), which is faster than a sparse product.
+Every reduction over ``axes`` groups the input elements by output element: its local Jacobian
+is the group matrix (one entry per input element, built from index arrays), from which the
+pattern ``deps_out = R @ deps_in`` and the jvp are derived (:mod:`sparsejac.primitives.derive`).
+Fast paths, measured faster than the derived sparse products by ``benchmarks/rules.py``: the
+vjp of ``sum`` (a broadcast view of the cotangent) and the jvp and vjp of ``cumsum`` (numpy's
+``cumsum`` on blocks with the seed axis leading, linear in the lane length where the local
+Jacobian is quadratic).
 
 ``max``/``min`` have a value-dependent derivative: the global pattern is the whole group (any
 element can be the largest for some x), the local pattern and the derivative take the first
@@ -20,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.primitives import depsets
@@ -36,7 +38,7 @@ from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer
 
 __all__ = ["CUMPROD", "CUMSUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_SUM",
-           "group_matrix", "normalize_axes"]
+           "normalize_axes"]
 
 _NoValue = np._NoValue
 
@@ -65,18 +67,6 @@ def _out_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) ->
     if keepdims:
         return _keep_shape(shape, axes)
     return tuple(s for i, s in enumerate(shape) if i not in axes)
-
-
-def group_matrix(shape: tuple[int, ...], axes: tuple[int, ...]) -> sp.csr_array:
-    """0/1 matrix (out_size × in_size): which input elements a reduction over ``axes`` sums."""
-    keep = _keep_shape(shape, axes)
-    out_size = int(np.prod(keep, dtype=np.int64))
-    in_size = int(np.prod(shape, dtype=np.int64))
-    groups = np.broadcast_to(np.arange(out_size, dtype=np.int64).reshape(keep), shape).ravel()
-    return sp.csr_array(
-        (np.ones(in_size, dtype=bool), (groups, np.arange(in_size, dtype=np.int64))),
-        shape=(out_size, in_size),
-    )
 
 
 def _lanes(a: np.ndarray, axes: tuple[int, ...], lead: int = 0) -> np.ndarray:
@@ -114,12 +104,6 @@ class _Reduction(Primitive):
     #: whether the local Jacobian's values depend on x (False: all ones, as for a sum)
     dynamic = False
 
-    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
-        if deps[0] is None:
-            return None
-        shape = node.inputs[0].shape
-        return depsets.apply_linear(group_matrix(shape, node.params["axes"]), deps[0])
-
     def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
         """Entries of the local Jacobian, one per input element; None: constant 1."""
         return None
@@ -150,18 +134,9 @@ class ReduceSum(_Reduction):
         """``np.sum``."""
         return np.asarray(np.sum(vals[0], axis=axes, keepdims=keepdims, dtype=p.get("dtype")))
 
-    def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
-            out: Any) -> np.ndarray | None:
-        """Sum the tangent block over the same axes (shifted past the seed axis)."""
-        t = tangents[0]
-        if t is None:
-            return None
-        axes = tuple(a + 1 for a in node.params["axes"])
-        return np.asarray(np.sum(t, axis=axes, keepdims=node.params["keepdims"]))
-
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
             ) -> list[np.ndarray | None]:
-        """Broadcast the cotangent back over the reduced axes."""
+        """Broadcast the cotangent back over the reduced axes (a fast path: a view, no work)."""
         shape = node.inputs[0].shape
         keep = _keep_shape(shape, node.params["axes"])
         g = ct.reshape((ct.shape[0], *keep))
@@ -283,21 +258,7 @@ def _scan_entries(shape: tuple[int, ...], axis: int) -> tuple[np.ndarray, np.nda
     return pos[:, kk].ravel(), pos[:, jj].ravel()
 
 
-class _Scan(Primitive):
-    """Cumulative operations along one axis of a 1-D lane layout."""
-
-    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
-        """Element k of a lane depends on elements 0..k of the lane."""
-        if deps[0] is None:
-            return None
-        shape = node.inputs[0].shape
-        rows, cols = _scan_entries(shape, node.params["axis"])
-        size = int(np.prod(shape))
-        r = sp.csr_array((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(size, size))
-        return depsets.apply_linear(r, deps[0])
-
-
-class CumSum(_Scan):
+class CumSum(Primitive):
     """``np.cumsum`` along one axis."""
 
     name = "cumsum"
@@ -326,7 +287,7 @@ class CumSum(_Scan):
         return [LocalJac(rows, cols, const=1.0)]
 
 
-class CumProd(_Scan):
+class CumProd(Primitive):
     """``np.cumprod`` along one axis; the lane Jacobian is built exactly (zeros allowed)."""
 
     name = "cumprod"

@@ -114,6 +114,9 @@ class Node:
     inputs: tuple[Var, ...]
     params: dict[str, Any]
     out: Var
+    #: what rules derive once per node and reuse in every replay (e.g. the CSR structure of
+    #: its local Jacobians); never part of the program's meaning
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         args = ", ".join(map(repr, self.inputs))

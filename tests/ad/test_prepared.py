@@ -131,7 +131,10 @@ def test_opaque_primitives(monkeypatch):
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if "linearize" in cls.__dict__:
+        # only primitives with hand-written pattern, jvp and vjp rules can do without linearize
+        if ("linearize" in cls.__dict__ and cls.pattern is not Primitive.pattern
+                and cls.jvp is not Primitive.jvp
+                and cls.vjp is not Primitive.vjp):
             monkeypatch.setattr(cls, "linearize", lambda self, node: None)
     for param in CASES[:6]:
         f, shape = param.values

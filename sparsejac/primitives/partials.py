@@ -1,0 +1,398 @@
+"""The partial derivatives of the elementwise operations, one named function each.
+
+Legend: a unary partial is ``(x, out) -> d out / d x``, a binary one ``(a, b, out)`` for each
+operand, ``where``'s ``(cond, a, b, out)``; each returns an array broadcastable to the output
+(or a scalar). :func:`reads` declares which operands a partial reads, so that one reading only
+constant operands is folded at preparation. The domains are the intervals the registry-driven
+tests sample operands from. The tables that pair each ufunc with its partials are in
+:mod:`sparsejac.primitives.elementwise`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.special as sc
+
+__all__ = ["ABOVE_ONE", "NONZERO", "POSITIVE", "PROBABILITY", "REAL", "UNIT", "Partial", "reads"]
+
+Partial = Callable[..., Any] | None
+REAL = (-2.0, 2.0)
+POSITIVE = (0.2, 3.0)
+UNIT = (-0.9, 0.9)
+ABOVE_ONE = (1.1, 3.0)
+NONZERO = (0.3, 3.0)  # sampled with random signs
+PROBABILITY = (0.05, 0.95)
+
+
+def reads(*which: int | str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare which operands (indices, or ``"out"``) a partial derivative reads.
+
+    A partial that reads only constant operands is a constant of the prepared program (e.g.
+    ``d(x * 3)/dx``); undeclared partials are assumed to read everything.
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.reads = which  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+# unary: (x, out)
+
+
+@reads()
+def one(*args: Any) -> float:
+    return 1.0
+
+
+@reads()
+def minus_one(*args: Any) -> float:
+    return -1.0
+
+
+def sign(x: Any, out: Any) -> Any:
+    return np.sign(x)
+
+
+def sqrt(x: Any, out: Any) -> Any:
+    return 0.5 / out
+
+
+def cbrt(x: Any, out: Any) -> Any:
+    return 1.0 / (3.0 * out * out)
+
+
+def square(x: Any, out: Any) -> Any:
+    return 2.0 * x
+
+
+def reciprocal(x: Any, out: Any) -> Any:
+    return -out * out
+
+
+def exp(x: Any, out: Any) -> Any:
+    return out
+
+
+def exp2(x: Any, out: Any) -> Any:
+    return out * np.log(2.0)
+
+
+def expm1(x: Any, out: Any) -> Any:
+    return out + 1.0
+
+
+def log(x: Any, out: Any) -> Any:
+    return 1.0 / x
+
+
+def log2(x: Any, out: Any) -> Any:
+    return 1.0 / (x * np.log(2.0))
+
+
+def log10(x: Any, out: Any) -> Any:
+    return 1.0 / (x * np.log(10.0))
+
+
+def log1p(x: Any, out: Any) -> Any:
+    return 1.0 / (1.0 + x)
+
+
+def sin(x: Any, out: Any) -> Any:
+    return np.cos(x)
+
+
+def cos(x: Any, out: Any) -> Any:
+    return -np.sin(x)
+
+
+def tan(x: Any, out: Any) -> Any:
+    return 1.0 + out * out
+
+
+def arcsin(x: Any, out: Any) -> Any:
+    return 1.0 / np.sqrt(1.0 - x * x)
+
+
+def arccos(x: Any, out: Any) -> Any:
+    return -1.0 / np.sqrt(1.0 - x * x)
+
+
+def arctan(x: Any, out: Any) -> Any:
+    return 1.0 / (1.0 + x * x)
+
+
+def sinh(x: Any, out: Any) -> Any:
+    return np.cosh(x)
+
+
+def cosh(x: Any, out: Any) -> Any:
+    return np.sinh(x)
+
+
+def tanh(x: Any, out: Any) -> Any:
+    return 1.0 - out * out
+
+
+def arcsinh(x: Any, out: Any) -> Any:
+    return 1.0 / np.sqrt(x * x + 1.0)
+
+
+def arccosh(x: Any, out: Any) -> Any:
+    return 1.0 / np.sqrt(x * x - 1.0)
+
+
+def arctanh(x: Any, out: Any) -> Any:
+    return 1.0 / (1.0 - x * x)
+
+
+@reads()
+def deg2rad(x: Any, out: Any) -> float:
+    return np.pi / 180.0
+
+
+@reads()
+def rad2deg(x: Any, out: Any) -> float:
+    return 180.0 / np.pi
+
+
+# binary: (a, b, out)
+
+
+@reads(1)
+def b(a: Any, b: Any, out: Any) -> Any:
+    return b
+
+
+@reads(0)
+def a(a: Any, b: Any, out: Any) -> Any:
+    return a
+
+
+@reads(1)
+def div_a(a: Any, b: Any, out: Any) -> Any:
+    return 1.0 / b
+
+
+def div_b(a: Any, b: Any, out: Any) -> Any:
+    return -out / b
+
+
+def pow_a(a: Any, b: Any, out: Any) -> Any:
+    # b * a**(b-1), with the limit 0 for b == 0 (so x**0 has derivative 0, also at x = 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.equal(b, 0), 0.0, b * np.power(a, np.subtract(b, 1)))
+
+
+def pow_b(a: Any, b: Any, out: Any) -> Any:
+    # out * log(a), with the limit 0 where a == 0 (0**b is flat in b for b > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.equal(a, 0), 0.0, out * np.log(np.where(np.equal(a, 0), 1.0, a)))
+
+
+def ge(a: Any, b: Any, out: Any) -> Any:
+    return np.greater_equal(a, b).astype(np.float64)
+
+
+def lt(a: Any, b: Any, out: Any) -> Any:
+    return np.less(a, b).astype(np.float64)
+
+
+def le(a: Any, b: Any, out: Any) -> Any:
+    return np.less_equal(a, b).astype(np.float64)
+
+
+def gt(a: Any, b: Any, out: Any) -> Any:
+    return np.greater(a, b).astype(np.float64)
+
+
+def fmax_a(a: Any, b: Any, out: Any) -> Any:
+    return (np.greater_equal(a, b) | np.isnan(b)).astype(np.float64)
+
+
+def fmax_b(a: Any, b: Any, out: Any) -> Any:
+    return 1.0 - fmax_a(a, b, out)
+
+
+def fmin_a(a: Any, b: Any, out: Any) -> Any:
+    return (np.less_equal(a, b) | np.isnan(b)).astype(np.float64)
+
+
+def fmin_b(a: Any, b: Any, out: Any) -> Any:
+    return 1.0 - fmin_a(a, b, out)
+
+
+def sel_ge(a: Any, b: Any, out: Any) -> Any:
+    return np.greater_equal(a, b)
+
+
+def sel_lt(a: Any, b: Any, out: Any) -> Any:
+    return np.less(a, b)
+
+
+def sel_le(a: Any, b: Any, out: Any) -> Any:
+    return np.less_equal(a, b)
+
+
+def sel_gt(a: Any, b: Any, out: Any) -> Any:
+    return np.greater(a, b)
+
+
+def arctan2_a(a: Any, b: Any, out: Any) -> Any:
+    return b / (a * a + b * b)
+
+
+def arctan2_b(a: Any, b: Any, out: Any) -> Any:
+    return -a / (a * a + b * b)
+
+
+def hypot_a(a: Any, b: Any, out: Any) -> Any:
+    return a / out
+
+
+def hypot_b(a: Any, b: Any, out: Any) -> Any:
+    return b / out
+
+
+def logaddexp_a(a: Any, b: Any, out: Any) -> Any:
+    return np.exp(np.subtract(a, out))
+
+
+def logaddexp_b(a: Any, b: Any, out: Any) -> Any:
+    return np.exp(np.subtract(b, out))
+
+
+def logaddexp2_a(a: Any, b: Any, out: Any) -> Any:
+    return np.exp2(np.subtract(a, out))
+
+
+def logaddexp2_b(a: Any, b: Any, out: Any) -> Any:
+    return np.exp2(np.subtract(b, out))
+
+
+def remainder_b(a: Any, b: Any, out: Any) -> Any:
+    return -np.floor_divide(a, b)
+
+
+def fmod_b(a: Any, b: Any, out: Any) -> Any:
+    return -np.trunc(np.true_divide(a, b))
+
+
+def copysign_a(a: Any, b: Any, out: Any) -> Any:
+    return np.copysign(1.0, a) * np.copysign(1.0, b)
+
+
+@reads(1)
+def ldexp_a(a: Any, b: Any, out: Any) -> Any:
+    return np.ldexp(1.0, b)
+
+
+# scipy.special (unary: (x, out); binary: (a, b, out))
+
+TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
+INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+def erf(x: Any, out: Any) -> Any:
+    return TWO_OVER_SQRT_PI * np.exp(-x * x)
+
+
+def erfc(x: Any, out: Any) -> Any:
+    return -TWO_OVER_SQRT_PI * np.exp(-x * x)
+
+
+def erfcx(x: Any, out: Any) -> Any:
+    return 2.0 * x * out - TWO_OVER_SQRT_PI
+
+
+def erfinv(x: Any, out: Any) -> Any:
+    return 0.5 * np.sqrt(np.pi) * np.exp(out * out)
+
+
+def expit(x: Any, out: Any) -> Any:
+    return out * (1.0 - out)
+
+
+def logit(x: Any, out: Any) -> Any:
+    return 1.0 / (x * (1.0 - x))
+
+
+def log_expit(x: Any, out: Any) -> Any:
+    return sc.expit(-x)
+
+
+def gammaln(x: Any, out: Any) -> Any:
+    return sc.digamma(x)
+
+
+def gamma(x: Any, out: Any) -> Any:
+    return out * sc.digamma(x)
+
+
+def digamma(x: Any, out: Any) -> Any:
+    return sc.polygamma(1, x)
+
+
+def ndtr(x: Any, out: Any) -> Any:
+    return INV_SQRT_2PI * np.exp(-0.5 * x * x)
+
+
+def log_ndtr(x: Any, out: Any) -> Any:
+    return INV_SQRT_2PI * np.exp(-0.5 * x * x - out)
+
+
+def ndtri(x: Any, out: Any) -> Any:
+    return np.sqrt(2.0 * np.pi) * np.exp(0.5 * out * out)
+
+
+def entr(x: Any, out: Any) -> Any:
+    return -np.log(x) - 1.0
+
+
+def j0(x: Any, out: Any) -> Any:
+    return -sc.j1(x)
+
+
+def i0(x: Any, out: Any) -> Any:
+    return sc.i1(x)
+
+
+def xlogy_a(a: Any, b: Any, out: Any) -> Any:
+    return np.log(b)
+
+
+def xlogy_b(a: Any, b: Any, out: Any) -> Any:
+    return a / b
+
+
+def xlog1py_a(a: Any, b: Any, out: Any) -> Any:
+    return np.log1p(b)
+
+
+def xlog1py_b(a: Any, b: Any, out: Any) -> Any:
+    return a / (1.0 + b)
+
+
+# where(cond, a, b)
+
+
+@reads(0)
+def where_a(c: Any, a: Any, b: Any, out: Any) -> Any:
+    return np.asarray(c, dtype=bool).astype(np.float64)
+
+
+@reads(0)
+def where_b(c: Any, a: Any, b: Any, out: Any) -> Any:
+    return (~np.asarray(c, dtype=bool)).astype(np.float64)
+
+
+def where_sel_a(c: Any, a: Any, b: Any, out: Any) -> Any:
+    return np.asarray(c, dtype=bool)
+
+
+def where_sel_b(c: Any, a: Any, b: Any, out: Any) -> Any:
+    return ~np.asarray(c, dtype=bool)
