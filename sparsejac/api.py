@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from sparsejac import fd as _fd
 from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
 from sparsejac.coloring import ColoringResult, color, color_partitions
+from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.interface import DEFAULT_REVERSE_COST, partition_cost
 from sparsejac.detection import program_sparsity
 from sparsejac.errors import ConcretizationError
@@ -31,11 +32,8 @@ from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.tracing import Program, as_float_input, trace
 
 __all__ = [
-    "COLORING_TIME_BUDGET",
     "DEFAULT_REVERSE_COST",
     "MODES",
-    "ONE_SHOT_TIME_BUDGET",
-    "SEARCH_PER_DETECTION",
     "OdeJacobian",
     "RootJacobian",
     "SparseJacobian",
@@ -48,20 +46,6 @@ __all__ = [
 Mode = Literal["auto", "forward", "reverse", "mixed", "fd"]
 #: The evaluation modes, in the order ``auto`` considers them.
 MODES: tuple[str, ...] = ("auto", "forward", "reverse", "mixed", "fd")
-#: Seconds the colouring search of a prepared Jacobian may spend per candidate mode, beyond
-#: its two mandatory passes (a quarter of :func:`sparsejac.color`'s default: preparation
-#: should take seconds at most, and the search rarely finds more than one colour fewer later).
-COLORING_TIME_BUDGET = 0.5
-#: Without ``time_budget=``, a prepared Jacobian's colouring search gets at most this many
-#: times the detection time (a proxy for the cost of ``f`` and of its products), capped by
-#: :data:`COLORING_TIME_BUDGET`: a colour fewer saves one product per Jacobian, which repays
-#: a long search only where products are expensive.
-SEARCH_PER_DETECTION = 10.0
-#: Seconds the colouring search of a one-off :func:`jacobian` may spend per partition beyond
-#: its two mandatory passes (``natural`` and ``dsatur``): none. A colour saved by a longer
-#: search saves one product of one Jacobian, milliseconds, so a one-off Jacobian does not
-#: wait for it; prepare a :class:`SparseJacobian` (or pass ``time_budget=``) to search longer.
-ONE_SHOT_TIME_BUDGET = 0.0
 #: Repeats of each candidate evaluation when ``calibrate=True`` (the minimum is kept).
 CALIBRATION_REPEATS = 3
 #: ``auto`` prefers forward, then reverse, then mixed, unless a later mode is faster by more
@@ -133,10 +117,10 @@ class SparseJacobian:
     order : str or callable
         Vertex order for :func:`sparsejac.color` (default ``"best"``).
     time_budget : float, optional
-        Seconds the ``"best"`` colouring search may spend per candidate mode beyond its two
-        mandatory greedy passes. Default: :data:`SEARCH_PER_DETECTION` times the detection
-        time, at most :data:`COLORING_TIME_BUDGET`, so that preparing a cheap ``f`` stays
-        cheap. Raise it for a problem solved many times, where one colour fewer pays off.
+        An opt-in wall-clock limit (seconds) on the ``"best"`` colouring search per candidate
+        mode, beyond its mandatory greedy passes. By default the search is bounded by work
+        (:func:`sparsejac.coloring.budget.prepared_effort`: a function of the pattern's
+        size), so the colouring and the mode are the same on every machine.
     args, kwargs : optional
         Further arguments of ``f``, constants of the preparation. Calls may pass the same
         objects again (as scipy's solvers do); other objects trigger a new preparation.
@@ -270,12 +254,11 @@ class SparseJacobian:
         t0 = time.perf_counter()
         wanted = self._candidate_modes(mode)
         partitions = {m: _PARTITION[m] for m in wanted}
-        budget = self._time_budget_asked
-        if budget is None:
-            budget = min(COLORING_TIME_BUDGET, SEARCH_PER_DETECTION * timings["detection"])
+        effort = prepared_effort(pattern.nnz)
         by_partition = color_partitions(pattern, sorted(set(partitions.values())),
-                                        order=self._order, time_budget=budget)
-        self._coloring_budget = float(budget)
+                                        order=self._order, effort=effort,
+                                        time_budget=self._time_budget_asked)
+        self._coloring_budget = float(effort)
         colorings = {m: by_partition[part] for m, part in partitions.items()}
         timings["coloring"] = time.perf_counter() - t0
         self._colorings = colorings
@@ -480,7 +463,7 @@ class SparseJacobian:
         dict
             JSON-ready: ``shape``, ``nnz``, ``mode``, ``reason``, ``n_products``, ``exact``,
             ``colors`` (per candidate mode), ``lower_bound`` (column and row),
-            ``coloring_budget`` (the search time allowed per candidate, seconds), ``seconds``
+            ``coloring_budget`` (the search effort allowed per candidate), ``seconds``
             (detection, coloring, preparation, calibration per mode) and ``engine``.
         """
         m, n = self._pattern.shape
@@ -584,9 +567,9 @@ def jacobian(
     fd_method : {"2-point", "3-point", "cs"}
         Finite-difference scheme for ``mode="fd"`` (approximate).
     time_budget : float, optional
-        Seconds ``order="best"`` may search for fewer colours, per partition, beyond its two
-        mandatory greedy passes; default :data:`ONE_SHOT_TIME_BUDGET` (none: one Jacobian
-        does not repay a long search, a prepared :class:`SparseJacobian` does).
+        An opt-in wall-clock limit; a one-off Jacobian runs only the mandatory greedy passes
+        of ``order="best"`` (one Jacobian does not repay a long search, a prepared
+        :class:`SparseJacobian` does).
 
     Returns
     -------
@@ -616,7 +599,7 @@ def jacobian(
     """
     mode = _check_mode(mode)  # type: ignore[assignment]
     x = as_float_input(x, "x")  # errors name `x` (SparseJacobian would say `x0`)
-    budget = ONE_SHOT_TIME_BUDGET if time_budget is None else time_budget
+    budget = time_budget
     if mode == "fd":
         return SparseJacobian(f, x, sparsity=sparsity, mode="fd", order=order, args=args,
                               fd_method=fd_method, time_budget=budget)(x)
@@ -636,7 +619,8 @@ def jacobian(
         pattern = as_pattern(sparsity, name="sparsity")
         _check_subset(detected, pattern)
     # mode is an exact mode here ("fd" returned above); auto colours every partition
-    c = color(pattern, _PARTITION.get(mode, "auto"), order=order, time_budget=budget)
+    c = color(pattern, _PARTITION.get(mode, "auto"), order=order, effort=0.0,
+              time_budget=budget)
     data = _eager_data(prog, c)
     out = sp.csr_array((data, pattern.indices, pattern.indptr), shape=pattern.shape)
     out.has_sorted_indices = True

@@ -45,8 +45,8 @@ from sparsejac.coloring import (
     color_partitions,
     warm_up,
 )
+from sparsejac.coloring.budget import DEFAULT_EFFORT
 from sparsejac.coloring.graph import bidirectional_lower_bound
-from sparsejac.coloring.interface import DEFAULT_TIME_BUDGET
 from sparsejac.pattern import PatternFileError, SparsityPattern, read_pattern_file
 
 __all__ = ["build_parser", "load_function", "main", "report"]
@@ -111,12 +111,21 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--json", action="store_true", help="print one JSON object")
     rep.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
     rep.add_argument(
+        "--effort",
+        type=float,
+        default=DEFAULT_EFFORT,
+        metavar="E",
+        help=f"how much order 'best' may search, in work units of about a second on a reference "
+        f"machine, the same on every machine (default {DEFAULT_EFFORT:g}); its natural and "
+        "DSATUR passes always run",
+    )
+    rep.add_argument(
         "--time-budget",
         type=float,
-        default=DEFAULT_TIME_BUDGET,
+        default=None,
         metavar="SECONDS",
-        help=f"seconds order 'best' may spend; its natural and DSATUR passes always run (default "
-        f"{DEFAULT_TIME_BUDGET})",
+        help="an opt-in wall-clock limit on top of --effort (the result then depends on the "
+        "machine)",
     )
     return parser
 
@@ -127,7 +136,8 @@ def report(
     orders: Sequence[str],
     *,
     seed: int = 0,
-    time_budget: float = DEFAULT_TIME_BUDGET,
+    effort: float = DEFAULT_EFFORT,
+    time_budget: float | None = None,
 ) -> dict[str, Any]:
     """Colour ``pattern`` for every (partition, order) and collect the report's figures.
 
@@ -142,8 +152,8 @@ def report(
         column or row partition skips the orders that are for bidirectional ones only.
     seed : int, optional
         Seed of the random orders.
-    time_budget : float, optional
-        Budget of ``"best"``.
+    effort, time_budget : float, optional
+        Effort (and the opt-in wall-clock limit) of ``"best"``.
 
     Returns
     -------
@@ -179,7 +189,8 @@ def report(
             if order == "best" or order in (BIDIRECTIONAL_ORDERS if p in TWO_SIDED else ORDERS)
         ]
         if parts:
-            got = color_partitions(pattern, parts, order, seed=seed, time_budget=time_budget)
+            got = color_partitions(pattern, parts, order, seed=seed, effort=effort,
+                                   time_budget=time_budget)
             found.update(((p, order), r) for p, r in got.items())
     results = []
     for partition in partitions:
@@ -318,7 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     partitions = [*PARTITIONS, "auto"] if args.partition == "all" else [args.partition]
     orders = [*BIDIRECTIONAL_ORDERS, "best"] if args.order == "all" else [args.order]
     try:
-        rep = report(pattern, partitions, orders, seed=args.seed, time_budget=args.time_budget)
+        rep = report(pattern, partitions, orders, seed=args.seed, effort=args.effort,
+                     time_budget=args.time_budget)
     except (TypeError, ValueError) as exc:  # e.g. a negative --time-budget
         print(f"{PROG} report: error: {exc}", file=sys.stderr)
         return 2
@@ -329,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot:
         best = min(rep["results"], key=lambda r: r["n_colors"])
         result = color(pattern, best["partition"], best["order"], seed=args.seed,
-                       time_budget=args.time_budget)
+                       effort=args.effort, time_budget=args.time_budget)
         return _plot(result, args.plot,
                      f"{args.file}: {best['partition']} colouring, {result.n_colors} colours")
     return 0

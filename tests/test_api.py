@@ -192,10 +192,8 @@ def test_stats_keys_and_values(mode):
     assert all(v >= 0 for k, v in st["seconds"].items() if k != "calibration")
     assert (st["engine"] is None) == (mode == "fd")
     assert st["preparations"] == 1
-    # the default search budget: SEARCH_PER_DETECTION x detection time, capped
-    assert st["coloring_budget"] == pytest.approx(min(
-        sparsejac.api.COLORING_TIME_BUDGET,
-        sparsejac.api.SEARCH_PER_DETECTION * st["seconds"]["detection"]))
+    # the default search effort: a function of the pattern's size (no clock)
+    assert st["coloring_budget"] == sparsejac.coloring.budget.prepared_effort(st["nnz"])
     if mode == "auto":
         assert set(st["colors"]) >= {"forward", "reverse"}
         assert st["reason"].startswith("fastest when timed at x0")
@@ -692,12 +690,12 @@ def test_catalogue_is_not_empty():
 
 
 def test_time_budget_defaults_and_overrides(rng):
-    """A prepared Jacobian's search budget scales with detection time unless given; a one-off
-    jacobian() searches no longer than its two greedy passes (its result is still exact)."""
+    """A prepared Jacobian's search effort scales with the pattern; a time budget is an opt-in
+    limit; a one-off jacobian() searches no longer than its greedy passes (still exact)."""
     s = by_name("arrowhead")
     given = sparsejac.SparseJacobian(s.f, s.x0, time_budget=0.25)
-    assert given.stats()["coloring_budget"] == 0.25
-    assert sparsejac.api.ONE_SHOT_TIME_BUDGET == 0.0
+    assert given.stats()["coloring_budget"] == sparsejac.coloring.budget.prepared_effort(
+        given.sparsity.nnz)
     x = random_point(s, rng)
     np.testing.assert_allclose(sparsejac.jacobian(s.f, x).toarray(), s.jacobian(x), rtol=1e-12,
                                atol=1e-12)

@@ -12,13 +12,17 @@ Modules (each owns one thing):
   restarts (compiled kernels in ``_kernels``);
 * :mod:`~sparsejac.coloring.recolor` -- Culberson's iterated greedy recolouring;
 * :mod:`~sparsejac.coloring.tabu` -- tabu search removing colours;
+* :mod:`~sparsejac.coloring.budget` -- the work a ``best`` search may spend, by a fixed
+  cost model (reproducible), and the opt-in wall-clock limit;
 * :mod:`~sparsejac.coloring.search` -- the one-sided ``order="best"`` search;
 * :mod:`~sparsejac.coloring.bicolor` -- bidirectional colouring: star bicolouring,
   neutral-colour post-processing, its ``best`` search (kernels in ``_bikernels``);
 * :mod:`~sparsejac.coloring.interface` -- :func:`color`, including ``partition="auto"``;
 * :mod:`~sparsejac.coloring.result` -- :class:`ColoringResult`: groups, seed matrices,
   compression, decompression by one gather;
-* :mod:`~sparsejac.coloring.check` -- slow, obviously correct checkers.
+* :mod:`~sparsejac.coloring.check` -- slow, obviously correct checkers;
+* :mod:`~sparsejac.coloring.interop` -- the intersection graph as a ``networkx.Graph`` and
+  networkx's colouring strategies as orders.
 
 Examples
 --------
@@ -31,6 +35,7 @@ Examples
  'natural': 3, 'random': 3, 'smallest_last': 3}
 """
 
+from sparsejac.coloring.budget import DEFAULT_EFFORT, EFFORT_UNIT
 from sparsejac.coloring.check import (
     check_bicoloring,
     check_groups,
@@ -40,19 +45,20 @@ from sparsejac.coloring.check import (
 from sparsejac.coloring.graph import PARTITIONS, BipartiteGraph, Partition
 from sparsejac.coloring.interface import (
     DEFAULT_REVERSE_COST,
-    DEFAULT_TIME_BUDGET,
     color,
     color_partitions,
     partition_cost,
     warm_up,
 )
+from sparsejac.coloring.interop import intersection_graph
 from sparsejac.coloring.orders import BIDIRECTIONAL_ORDERS, ORDERS, OrderFunction
 from sparsejac.coloring.result import Candidate, ColoringResult
 
 __all__ = [
     "BIDIRECTIONAL_ORDERS",
+    "DEFAULT_EFFORT",
     "DEFAULT_REVERSE_COST",
-    "DEFAULT_TIME_BUDGET",
+    "EFFORT_UNIT",
     "ORDERS",
     "PARTITIONS",
     "BipartiteGraph",
@@ -66,6 +72,7 @@ __all__ = [
     "check_structurally_orthogonal",
     "color",
     "color_partitions",
+    "intersection_graph",
     "partition_cost",
     "warm_up",
 ]

@@ -46,12 +46,14 @@ This module owns the constructions and the ``order="best"`` search for
    bicolouring so far, alternately, until :data:`MAX_STALE` rounds bring nothing, with the
    time that is left.
 
-Each step starts only if its predicted duration fits in ``time_budget`` (the one-sided
-searches of step 1 have their own budget of ``time_budget`` each, unless the caller passes
-their results), except the first star order of step 2 and, where some row or column has
-more than :data:`~sparsejac.coloring.orders.DENSE_FACTOR` times the mean count, the two
-dense-first orders: these always run, so that even ``time_budget=0`` colours an arrowhead
-in 3 passes rather than n. The search stops at the lower bound.
+Each step starts only if its cost, predicted by the fixed cost model of
+:mod:`~sparsejac.coloring.budget`, fits in the work budget (the one-sided searches of step 1
+have their own budget of the same size each, unless the caller passes their results), except
+the first star order of step 2 and, where some row or column has more than
+:data:`~sparsejac.coloring.orders.DENSE_FACTOR` times the mean count, the two dense-first
+orders: these always run, so that even ``effort=0`` colours an arrowhead in 3 passes rather
+than n. With the opt-in wall-clock limit a step must also be predicted to end in time. The
+search stops at the lower bound.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_bipartite_matching
 
 from sparsejac.coloring import _bikernels
+from sparsejac.coloring.budget import Budget, PassCosts, dynamic_cost, star_cost
 from sparsejac.coloring.graph import (
     DEFAULT_REVERSE_COST,
     BipartiteGraph,
@@ -419,7 +422,7 @@ def _conflict_nets(
 
 
 def _color_nets(
-    nets: SparsityPattern, rng: np.random.Generator, budget: float | None
+    nets: SparsityPattern, rng: np.random.Generator, budget: Budget | None
 ) -> np.ndarray:
     if nets.shape[1] == 0:
         return np.zeros(0, dtype=np.int64)
@@ -435,7 +438,7 @@ def color_assignment(
     pattern: SparsityPattern,
     to_c: np.ndarray,
     rng: np.random.Generator,
-    budget: float | None = None,
+    budget: Budget | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Colour columns and rows so that each nonzero is read where ``to_c`` says.
 
@@ -443,8 +446,9 @@ def color_assignment(
     coloured (the others stay neutral) so that no coloured column of such a nonzero's row
     shares its colour; likewise for rows and ``C``. Each side is a one-sided colouring of
     its conflict nets (see the module docstring), solved by DSATUR (``budget=None``) or
-    by the one-sided ``best`` search with ``budget`` seconds per side; the result is
-    post-processed by :func:`neutralize`.
+    by the one-sided ``best`` search within ``budget`` (half of it for the columns, the
+    rest for the rows; the work spent is charged to it); the result is post-processed by
+    :func:`neutralize`.
 
     Parameters
     ----------
@@ -454,8 +458,8 @@ def color_assignment(
         Per nonzero in CSR order: read it from ``C = W @ J`` (True) or from ``B = J @ S``.
     rng : numpy.random.Generator
         Seeds the one-sided searches.
-    budget : float, optional
-        Seconds of the one-sided ``best`` search per side; DSATUR alone if omitted.
+    budget : Budget, optional
+        What the one-sided ``best`` searches may spend; DSATUR alone if omitted.
 
     Returns
     -------
@@ -478,12 +482,17 @@ def color_assignment(
     to_b = ~to_c
     cg = np.full(n, -1, dtype=np.int64)
     rg = np.full(m, -1, dtype=np.int64)
-    if to_b.any():
-        nets, active = _conflict_nets(pattern, to_b)
-        cg[active] = _color_nets(nets, rng, budget)
-    if to_c.any():
-        nets, active = _conflict_nets(pattern.T, to_c[pattern.csc_to_csr])
-        rg[active] = _color_nets(nets, rng, budget)
+    for side, share in ((0, 0.5), (1, 1.0)):
+        if not (to_b if side == 0 else to_c).any():
+            continue
+        if side == 0:
+            nets, active = _conflict_nets(pattern, to_b)
+        else:
+            nets, active = _conflict_nets(pattern.T, to_c[pattern.csc_to_csr])
+        sub = None if budget is None else budget.share(share)
+        (cg if side == 0 else rg)[active] = _color_nets(nets, rng, sub)
+        if budget is not None and sub is not None:
+            budget.charge(sub.spent)
     return neutralize(pattern, cg, rg)
 
 
@@ -500,7 +509,7 @@ def _assignment(
 
 @dataclass
 class BiSearch:
-    """Bookkeeping of the bidirectional ``best``: best bicolouring, candidates, timings.
+    """Bookkeeping of the bidirectional ``best``: best bicolouring, candidates, budget.
 
     Attributes
     ----------
@@ -514,26 +523,22 @@ class BiSearch:
         What produced it.
     candidates : list of Candidate
         Everything tried, in order.
+    budget : Budget
+        What steps 2-5 may spend, and what they spent.
     """
 
     pattern: SparsityPattern
-    time_budget: float
+    budget: Budget
     reverse_cost: float
     target: int
-    start: float = field(default_factory=time.perf_counter)
     column_groups: np.ndarray | None = None
     row_groups: np.ndarray | None = None
     n_passes: int = 1 << 62
     cost: float = math.inf
     name: str = ""
     candidates: list[Candidate] = field(default_factory=list)
-    durations: dict[str, float] = field(default_factory=dict)
     kept: dict[str, tuple[int, np.ndarray, np.ndarray]] = field(default_factory=dict)
-
-    @property
-    def deadline(self) -> float:
-        """The :func:`time.perf_counter` value by which the search should end."""
-        return self.start + self.time_budget
+    costs: dict[str, float] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -546,14 +551,17 @@ class BiSearch:
         return 2 * min(self.n_passes, 1 << 40) + 8
 
     def fits(self, kind: str) -> bool:
-        """Whether a step of ``kind`` is predicted (its slowest so far) to end in time."""
-        return time.perf_counter() + self.durations.get(kind, 0.0) <= self.deadline
+        """Whether a step of ``kind`` (its predicted cost) fits in the budget."""
+        return self.budget.fits(self.costs[kind], kind)
+
+    def charge(self, kind: str, seconds: float) -> None:
+        """Charge a step of ``kind`` its predicted cost."""
+        self.budget.charge(self.costs[kind], kind, seconds)
 
     def offer(self, name: str, kind: str, cg: np.ndarray, rg: np.ndarray, seconds: float) -> None:
         """Record a candidate; keep it if it has fewer passes (or equal passes, lower cost)."""
         p, q = passes(cg), passes(rg)
         self.candidates.append(Candidate(name, p + q, seconds, p, q))
-        self.durations[kind] = max(self.durations.get(kind, 0.0), seconds)
         if p + q < self.kept.get(kind, (1 << 62,))[0]:
             self.kept[kind] = (p + q, cg, rg)
         cost = p + self.reverse_cost * q
@@ -563,7 +571,7 @@ class BiSearch:
 
 
 def _one_sided(
-    pattern: SparsityPattern, partition: str, rng: np.random.Generator, budget: float
+    pattern: SparsityPattern, partition: str, rng: np.random.Generator, budget: Budget
 ) -> tuple[np.ndarray, float]:
     t0 = time.perf_counter()
     search = best_groups(BipartiteGraph(pattern, partition), rng, budget)
@@ -601,7 +609,9 @@ def _splits(s: BiSearch, rng: np.random.Generator) -> None:
             to_c = dense[pat.rows] if side == "rows" else ~dense[pat.indices]
             t0 = time.perf_counter()
             cg, rg = color_assignment(pat, to_c, rng)
-            s.offer(f"split:{side}@{k}", "split", cg, rg, time.perf_counter() - t0)
+            seconds = time.perf_counter() - t0
+            s.charge("split", seconds)
+            s.offer(f"split:{side}@{k}", "split", cg, rg, seconds)
 
 
 def _star(
@@ -614,10 +624,10 @@ def _star(
     t0 = time.perf_counter()
     res = star_bicoloring(s.pattern, order, covering=covering, limit=s.limit, arrays=arrays)
     seconds = time.perf_counter() - t0
+    s.charge("star", seconds)
     label = name if covering == "implicit" else f"{name}/full"
     if res is None:
         s.candidates.append(Candidate(f"{label}(stopped)", -1, seconds))
-        s.durations["star"] = max(s.durations.get("star", 0.0), seconds)
         return
     s.offer(label, "star", res[0], res[1], seconds)
 
@@ -625,12 +635,13 @@ def _star(
 def best_bicoloring(
     pattern: SparsityPattern,
     rng: np.random.Generator,
-    time_budget: float,
+    work: float,
     *,
+    seconds: float | None = None,
     reverse_cost: float = DEFAULT_REVERSE_COST,
     column: np.ndarray | None = None,
     row: np.ndarray | None = None,
-    seconds: tuple[float, float] = (0.0, 0.0),
+    times: tuple[float, float] = (0.0, 0.0),
 ) -> BiSearch:
     """Run the bidirectional ``best`` search (see the module docstring).
 
@@ -640,19 +651,23 @@ def best_bicoloring(
         The m×n pattern.
     rng : numpy.random.Generator
         Seeds every random choice.
-    time_budget : float
-        Seconds for steps 2-5 (and for each one-sided search of step 1 that runs here).
+    work : float
+        Work units (:mod:`~sparsejac.coloring.budget`) for steps 2-5, and for each one-sided
+        search of step 1 that runs here.
+    seconds : float, optional
+        The opt-in wall-clock limit, likewise.
     reverse_cost : float, optional
         Breaks ties between bicolourings with equal passes: lower ``p + reverse_cost * q``.
     column, row : ndarray of int64, optional
         Results of the one-sided ``best`` searches, if the caller has them.
-    seconds : tuple of float, optional
+    times : tuple of float, optional
         Their times, for the candidate list.
 
     Returns
     -------
     BiSearch
-        ``column_groups``, ``row_groups``, ``n_passes``, ``name`` and ``candidates``.
+        ``column_groups``, ``row_groups``, ``n_passes``, ``name``, ``candidates`` and
+        ``budget``.
 
     Examples
     --------
@@ -661,46 +676,51 @@ def best_bicoloring(
     >>> from sparsejac.coloring.bicolor import best_bicoloring
     >>> A = np.eye(6)
     >>> A[0, :] = A[:, 0] = 1  # arrowhead: 6 passes one-sided
-    >>> s = best_bicoloring(as_pattern(A), np.random.default_rng(0), 1.0)
+    >>> s = best_bicoloring(as_pattern(A), np.random.default_rng(0), 1e9)
     >>> s.n_passes, passes(s.column_groups), passes(s.row_groups)
     (3, 2, 1)
     """
     m, n = pattern.shape
-    s = BiSearch(pattern, time_budget, reverse_cost, bidirectional_lower_bound(pattern))
-    none_c, none_r = np.full(n, -1, dtype=np.int64), np.full(m, -1, dtype=np.int64)
-    t_col, t_row = seconds
+    t_col, t_row = times
     if column is None:
-        column, t_col = _one_sided(pattern, "column", rng, time_budget)
+        column, t_col = _one_sided(pattern, "column", rng, Budget(work, seconds))
+    s = BiSearch(pattern, Budget(work, seconds), reverse_cost,
+                 bidirectional_lower_bound(pattern))
+    none_c, none_r = np.full(n, -1, dtype=np.int64), np.full(m, -1, dtype=np.int64)
     s.offer("column", "column", np.asarray(column, dtype=np.int64), none_r, t_col)
     if s.done:
         return s
     if row is None:
-        row, t_row = _one_sided(pattern, "row", rng, time_budget)
+        row, t_row = _one_sided(pattern, "row", rng, Budget(work, seconds))
     s.offer("row", "row", none_c, np.asarray(row, dtype=np.int64), t_row)
-    s.start = time.perf_counter()
+    s.budget = Budget(work, seconds)  # steps 2-5 start now
     if s.done:
         return s
     graph = BipartiteGraph(pattern, "bidirectional")
+    col_graph, row_graph = BipartiteGraph(pattern, "column"), BipartiteGraph(pattern, "row")
+    star = star_cost(col_graph.work + row_graph.work, pattern.nnz)
+    s.costs.update({
+        "star": star,
+        "star-step": 2 * star + PassCosts.of(graph.work, pattern.nnz, n + m).order,
+        "split": (dynamic_cost(col_graph.work, n) + dynamic_cost(row_graph.work, m)),
+    })
     arrays = augmented_arrays(pattern, graph)
     has_dense = bool(dense_lines(pattern.row_counts).any() or dense_lines(pattern.col_counts).any())
     for i, name in enumerate(STAR_ORDERS):
-        # A step is one order and its two star passes; predicted by the slowest step so far.
-        # Whatever the budget, the first step runs, and the dense-first orders where a row or
-        # column is dense (as the one-sided search always runs natural and dsatur): without
-        # them a dense row and column would leave only the one-sided colourings, n passes.
+        # A step is one order and its two star passes. Whatever the budget, the first step
+        # runs, and the dense-first orders where a row or column is dense (as the one-sided
+        # search always runs natural and dsatur): without them a dense row and column would
+        # leave only the one-sided colourings, n passes.
         mandatory = i == 0 or (has_dense and name.startswith("dense_"))
         if s.done:
             break
         if not (mandatory or s.fits("star-step")):
-            continue  # once a step does not fit, no later one does, except mandatory ones
-        t0 = time.perf_counter()
+            continue  # a later, mandatory step may still run
         order = BIDIRECTIONAL_ORDERS[name](graph, "bidirectional", rng)  # type: ignore[arg-type]
         for covering in ("implicit", "full"):
             if s.done:
                 break
             _star(s, name, order, covering, arrays)
-        step = time.perf_counter() - t0
-        s.durations["star-step"] = max(s.durations.get("star-step", 0.0), step)
     _splits(s, rng)
     for i in range(N_RANDOM):
         if s.done or not s.fits("star"):
@@ -715,7 +735,7 @@ def _refine(s: BiSearch, rng: np.random.Generator) -> None:
 
     Each round reads the nonzeros where the colouring to improve reads them (those readable
     from both sides: from B, or from C, alternately) and colours both sides again with the
-    one-sided search, with a share of the time left. It stops after :data:`MAX_STALE`
+    one-sided search, with a share of the work left. It stops after :data:`MAX_STALE`
     rounds in a row without fewer passes, or :data:`MAX_ROUNDS` rounds from the best.
     """
     plan: list[tuple[str, bool]] = [
@@ -728,8 +748,8 @@ def _refine(s: BiSearch, rng: np.random.Generator) -> None:
     for t in range(len(plan) + MAX_ROUNDS):
         if s.done or stale >= MAX_STALE:
             return
-        left = s.deadline - time.perf_counter()
-        if left <= s.durations.get("refine", 0.0):
+        # a round runs at least the two mandatory passes of both one-sided searches
+        if not s.fits("split"):
             return
         if t < len(plan):
             kind, prefer_c = plan[t]
@@ -739,12 +759,13 @@ def _refine(s: BiSearch, rng: np.random.Generator) -> None:
             assert s.column_groups is not None
             assert s.row_groups is not None
             cg, rg = s.column_groups, s.row_groups
-        budget = left / (2 * max(len(plan) - t, 2))  # two one-sided searches per round
+        sub = s.budget.share(1.0 / max(len(plan) - t, 2))
         before = s.n_passes
         t0 = time.perf_counter()
         ncg, nrg = color_assignment(
-            s.pattern, _assignment(s.pattern, cg, rg, prefer_c), rng, budget
+            s.pattern, _assignment(s.pattern, cg, rg, prefer_c), rng, sub
         )
+        s.budget.charge(max(sub.spent, s.costs["split"]), "refine", time.perf_counter() - t0)
         side = "C" if prefer_c else "B"
         s.offer(f"{kind}+recolor{side}", "refine", ncg, nrg, time.perf_counter() - t0)
         if t >= len(plan):

@@ -2,8 +2,8 @@
 
 This module owns :class:`BipartiteGraph`: the four ``int64`` index arrays the compiled kernels
 walk (vertex -> nets, net -> vertices), the partition names, the trivial lower bound and the
-distance-2 degrees (computed once, on first use). It never builds a graph object; networkx is
-only used by the tests to cross-check the kernels.
+distance-2 degrees (computed once, on first use). It never builds a graph object (a
+``networkx.Graph`` is available from :func:`sparsejac.coloring.interop.intersection_graph`).
 
 For a ``"column"`` partition the vertices are the columns and the nets are the rows: two
 columns conflict when some row has a nonzero in both (they are neighbours in the

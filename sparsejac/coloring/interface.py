@@ -26,6 +26,13 @@ from typing import Any
 import numpy as np
 
 from sparsejac.coloring.bicolor import best_bicoloring, passes, star_bicoloring
+from sparsejac.coloring.budget import (
+    DEFAULT_EFFORT,
+    EFFORT_UNIT,
+    Budget,
+    check_effort,
+    check_time_budget,
+)
 from sparsejac.coloring.check import check_result
 from sparsejac.coloring.graph import DEFAULT_REVERSE_COST, BipartiteGraph, check_partition
 from sparsejac.coloring.greedy import dsatur_color, greedy_color
@@ -33,20 +40,18 @@ from sparsejac.coloring.orders import ORDERS, check_permutation, resolve_order
 from sparsejac.coloring.result import Candidate, ColoringResult
 from sparsejac.coloring.search import (
     BEST_ORDERS,
-    DEFAULT_TIME_BUDGET,
     MAX_RESTARTS,
     N_RANDOM,
     RECOLOR_SHARE,
     RESTART_SHARE,
     best_groups,
-    check_budget,
 )
 from sparsejac.pattern import SparsityPattern, as_pattern
 
 __all__ = [
     "BEST_ORDERS",
+    "DEFAULT_EFFORT",
     "DEFAULT_REVERSE_COST",
-    "DEFAULT_TIME_BUDGET",
     "MAX_RESTARTS",
     "N_RANDOM",
     "RECOLOR_SHARE",
@@ -114,21 +119,25 @@ def _one_sided(
     part: str,
     order: Any,
     rng: np.random.Generator,
-    budget: float,
+    work: float,
+    seconds: float | None,
     names_of: str | None = None,
 ) -> ColoringResult:
     t0 = time.perf_counter()
     graph = BipartiteGraph(pattern, part)
     candidates: tuple[Candidate, ...] = ()
+    spent = 0.0
     if isinstance(order, str) and order == "best":
-        search = best_groups(graph, rng, budget)
+        search = best_groups(graph, rng, Budget(work, seconds))
         assert search.groups is not None
         groups, name = search.groups, f"best:{search.name}"
         candidates = tuple(search.candidates)
+        spent = search.budget.spent
     else:
         # `auto` looks names up among the bidirectional orders: the dense-first ones then
         # order the vertices of one side by decreasing nonzero count.
-        order_name, order_fn = resolve_order(order, names_of or part)
+        order_name, order_fn = resolve_order(order, names_of or part if isinstance(order, str)
+                                             else part)
         if order_fn is ORDERS["dsatur"]:
             groups, name = dsatur_color(graph)[0], order_name
         elif order_fn is ORDERS["natural"]:
@@ -147,6 +156,7 @@ def _one_sided(
         lower_bound=graph.lower_bound,
         seconds=time.perf_counter() - t0,
         candidates=candidates,
+        work=spent,
     )
 
 
@@ -154,7 +164,8 @@ def _bidirectional(
     pattern: SparsityPattern,
     order: Any,
     rngs: Callable[[], np.random.Generator],
-    budget: float,
+    work: float,
+    seconds: float | None,
     reverse_cost: float,
     sides: tuple[ColoringResult, ColoringResult] | None,
 ) -> ColoringResult:
@@ -166,18 +177,21 @@ def _bidirectional(
     t0 = time.perf_counter()
     graph = BipartiteGraph(pattern, "bidirectional")
     candidates: tuple[Candidate, ...] = ()
+    spent = 0.0
     if isinstance(order, str) and order == "best":
         assert sides is not None
         t0 -= sides[0].seconds + sides[1].seconds
         search = best_bicoloring(
             pattern,
             rngs(),
-            budget,
+            work,
+            seconds=seconds,
             reverse_cost=reverse_cost,
             column=sides[0].groups,
             row=sides[1].groups,
-            seconds=(sides[0].seconds, sides[1].seconds),
+            times=(sides[0].seconds, sides[1].seconds),
         )
+        spent = search.budget.spent + sides[0].work + sides[1].work
         assert search.column_groups is not None
         assert search.row_groups is not None
         cg, rg, name = search.column_groups, search.row_groups, f"best:{search.name}"
@@ -199,6 +213,7 @@ def _bidirectional(
         lower_bound=graph.lower_bound,
         seconds=time.perf_counter() - t0,
         candidates=candidates,
+        work=spent,
     )
 
 
@@ -209,7 +224,8 @@ def color(
     *,
     check: bool = False,
     seed: int | np.random.Generator | None = 0,
-    time_budget: float = DEFAULT_TIME_BUDGET,
+    effort: float = DEFAULT_EFFORT,
+    time_budget: float | None = None,
     reverse_cost: float = DEFAULT_REVERSE_COST,
 ) -> ColoringResult:
     """Colour the columns and/or rows of a sparsity pattern.
@@ -232,8 +248,11 @@ def color(
         ``"best"``, a name in :data:`sparsejac.coloring.ORDERS` (``"natural"``,
         ``"random"``, ``"largest_first"``, ``"smallest_last"``, ``"incidence_degree"``,
         ``"dynamic_largest_first"``, ``"dsatur"``; for ``"bidirectional"`` also
-        ``"dense_rows_first"`` and ``"dense_columns_first"``) or a function
-        ``(pattern, partition, rng) -> permutation``. For ``"bidirectional"`` a named order
+        ``"dense_rows_first"`` and ``"dense_columns_first"``), a function
+        ``(pattern, partition, rng) -> permutation``, or (column and row partitions) a
+        networkx colouring strategy such as ``networkx.coloring.strategy_largest_first``,
+        run on :func:`~sparsejac.coloring.intersection_graph` (slow on large patterns; see
+        :func:`~sparsejac.coloring.interop.networkx_order`). For ``"bidirectional"`` a named order
         orders the columns and rows together (columns first in ``"natural"``) for one star
         bicolouring with implicit covering and neutral-colour post-processing.
     check : bool, default False
@@ -242,12 +261,17 @@ def color(
         Seeds the random orders and the ``best`` searches. With an int (or None), each
         search (column, row, bidirectional) starts from a fresh generator of the seed, so
         the column colouring inside ``"auto"`` is ``partition="column"``'s.
-    time_budget : float, default 2.0
-        Seconds ``order="best"`` may spend on each search (the column, the row and the
-        bidirectional one: a bidirectional or auto colouring runs all three, so it takes
-        up to about three budgets); the first passes of each always run. Ignored by the
-        other orders. See :mod:`sparsejac.coloring.search` and
-        :mod:`sparsejac.coloring.bicolor`.
+    effort : float, default :data:`~sparsejac.coloring.budget.DEFAULT_EFFORT` (2.0)
+        How much ``order="best"`` may search, per search (the column, the row and the
+        bidirectional one: a bidirectional or auto colouring runs all three). The search is
+        bounded by *work*, predicted from the pattern's sizes by a fixed cost model, not by
+        the clock, so the result is the same on every machine and under any load; one unit
+        is about a second of search on a 2-core reference machine. ``0``: only the
+        mandatory first passes; ``math.inf``: until every step's own limits. Ignored by the
+        other orders. See :mod:`sparsejac.coloring.budget`.
+    time_budget : float, optional
+        An opt-in wall-clock limit in seconds per search, on top of ``effort`` (the result
+        then depends on the machine's speed). The first passes always run.
     reverse_cost : float, default :data:`DEFAULT_REVERSE_COST` (1.0)
         Cost of a reverse product relative to a forward one; ``"auto"`` minimises forward
         passes + ``reverse_cost`` × reverse passes, and the bidirectional search uses it to
@@ -263,10 +287,11 @@ def color(
     ------
     TypeError
         ``sparsity`` is not a matrix, ``order`` is neither a string nor callable, or
-        ``time_budget`` or ``reverse_cost`` is not a number.
+        ``effort``, ``time_budget`` or ``reverse_cost`` is not a number.
     ValueError
         ``sparsity`` is not 2-D or is empty, ``partition`` or ``order`` is unknown, an
-        ``order`` callable does not return a permutation, ``time_budget`` is negative or
+        ``order`` callable does not return a permutation, ``effort`` or ``time_budget`` is
+        negative or
         ``reverse_cost`` is not positive.
     AssertionError
         ``check=True`` and the colouring is wrong (a bug: please report it).
@@ -340,6 +365,7 @@ def color(
         order,
         check=check,
         seed=seed,
+        effort=effort,
         time_budget=time_budget,
         reverse_cost=reverse_cost,
     )[partition]
@@ -352,7 +378,8 @@ def color_partitions(
     *,
     check: bool = False,
     seed: int | np.random.Generator | None = 0,
-    time_budget: float = DEFAULT_TIME_BUDGET,
+    effort: float = DEFAULT_EFFORT,
+    time_budget: float | None = None,
     reverse_cost: float = DEFAULT_REVERSE_COST,
 ) -> dict[str, ColoringResult]:
     """Colour several partitions of one pattern, sharing the work they have in common.
@@ -360,7 +387,7 @@ def color_partitions(
     The bidirectional search starts from the best column and row colourings, and
     ``"auto"`` compares all three: asked together, each is computed once. With an integer
     seed (or None) every search starts from a fresh generator, so each result equals what
-    :func:`color` returns for that partition alone (up to what the time budget cuts).
+    :func:`color` returns for that partition alone.
 
     Parameters
     ----------
@@ -368,7 +395,7 @@ def color_partitions(
         The m×n pattern (see :func:`color`).
     partitions : sequence of str, default all four
         Any of ``"column"``, ``"row"``, ``"bidirectional"`` and ``"auto"``.
-    order, check, seed, time_budget, reverse_cost
+    order, check, seed, effort, time_budget, reverse_cost
         As for :func:`color`.
 
     Returns
@@ -379,7 +406,8 @@ def color_partitions(
     Raises
     ------
     TypeError, ValueError
-        As for :func:`color` (a partition, the order for a partition, the budget, the cost).
+        As for :func:`color` (a partition, the order for a partition, the effort, the time
+        budget, the cost).
 
     See Also
     --------
@@ -404,7 +432,8 @@ def color_partitions(
             f"(use color() for one partition, or ({partitions!r},))"
         )
     parts = [check_partition(p, allow_auto=True) for p in partitions]
-    budget = check_budget(time_budget)
+    work = check_effort(effort) * EFFORT_UNIT
+    seconds = check_time_budget(time_budget)
     cost = _check_reverse_cost(reverse_cost)
     best = isinstance(order, str) and order == "best"
     if not best:
@@ -421,11 +450,11 @@ def color_partitions(
                 # auto also looks names up among the bidirectional orders: the dense-first
                 # ones then order one side by decreasing nonzero count
                 done[part] = _one_sided(
-                    pattern, part, order, rngs(), budget, names_of="bidirectional"
+                    pattern, part, order, rngs(), work, seconds, names_of="bidirectional"
                 )
             elif part == "bidirectional":
                 sides = (get("column"), get("row")) if best else None
-                done[part] = _bidirectional(pattern, order, rngs, budget, cost, sides)
+                done[part] = _bidirectional(pattern, order, rngs, work, seconds, cost, sides)
             else:
                 done[part] = _auto(get("column"), get("row"), get("bidirectional"), cost, best)
         return done[part]
@@ -453,6 +482,7 @@ def _auto(
     )
     # `both` already counts the one-sided searches it started from (order="best")
     seconds = both.seconds + (0.0 if shared else column.seconds + row.seconds)
+    work = both.work + (0.0 if shared else column.work + row.work)
     return ColoringResult(
         pattern=chosen.pattern,
         partition=chosen.partition,
@@ -463,6 +493,7 @@ def _auto(
         lower_bound=chosen.lower_bound,
         seconds=seconds,
         candidates=summary,
+        work=work,
     )
 
 
@@ -494,10 +525,10 @@ def warm_up() -> None:
     cycle[np.arange(5), np.arange(5)] = 1
     cycle[np.arange(5), (np.arange(5) + 1) % 5] = 1
     for partition in ("column", "row"):
-        color(cycle, partition, "best", time_budget=math.inf)
+        color(cycle, partition, "best", effort=math.inf)
     # An arrowhead with a dense row and column: the bidirectional search runs its star
     # bicolouring, post-processing and decompression kernels.
     arrow = np.eye(6)
     arrow[0, :] = arrow[:, 0] = 1
-    result = color(arrow, "bidirectional", "best", time_budget=0.0)
+    result = color(arrow, "bidirectional", "best", effort=0.0)
     result.decompress_data(B=np.zeros((6, result.n_forward)), C=np.zeros((result.n_reverse, 6)))

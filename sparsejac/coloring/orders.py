@@ -488,7 +488,9 @@ def resolve_order(order: object, partition: str = "column") -> tuple[str, OrderF
     ----------
     order : str or callable
         A key of :data:`ORDERS` (of :data:`BIDIRECTIONAL_ORDERS` for a bidirectional
-        partition) or a function ``(pattern, partition, rng) -> permutation``.
+        partition), a function ``(pattern, partition, rng) -> permutation``, or a networkx
+        colouring strategy ``(G, colors) -> iterable`` (see
+        :func:`sparsejac.coloring.interop.networkx_order`).
     partition : str, optional
         The partition the order is for.
 
@@ -527,6 +529,15 @@ def resolve_order(order: object, partition: str = "column") -> tuple[str, OrderF
             f"Unknown `order` {order!r}; expected one of {sorted(names)}, 'best' or a callable."
         )
     if callable(order):
+        from sparsejac.coloring.interop import is_networkx_strategy, networkx_order
+
+        if is_networkx_strategy(order):  # (G, colors) -> iterable, networkx's convention
+            if partition == "bidirectional":
+                raise ValueError(
+                    "a networkx strategy orders the vertices of one intersection graph; "
+                    "use it with partition='column' or 'row', not 'bidirectional'")
+            fn = networkx_order(order)
+            return fn.__name__, fn
         return str(getattr(order, "__name__", type(order).__name__)), order
     raise TypeError(
         f"`order` must be a string or a callable; got {type(order).__name__}. "

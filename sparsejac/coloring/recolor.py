@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsejac.coloring.budget import Budget
 from sparsejac.coloring.graph import BipartiteGraph
 from sparsejac.coloring.greedy import greedy_color
 
@@ -116,15 +117,16 @@ def iterated_greedy(
     *,
     max_rounds: int = 100,
     patience: int = 30,
-    deadline: float = float("inf"),
+    budget: Budget | None = None,
+    share: float = 1.0,
+    cost: float = 0.0,
     target: int = 1,
 ) -> RecolorOutcome:
     """Improve a colouring by iterated greedy recolouring.
 
     Stops after ``max_rounds`` rounds, after ``patience`` rounds in a row without fewer
     colours, when the count reaches ``target`` (e.g. the lower bound), or when the next
-    round would end after ``deadline`` (a :func:`time.perf_counter` value; the duration
-    of the slowest round so far is the prediction).
+    round (of predicted work ``cost``) would not fit in ``share`` of ``budget``.
 
     Parameters
     ----------
@@ -136,8 +138,12 @@ def iterated_greedy(
         Draws the class orders.
     max_rounds, patience : int, optional
         Round limits.
-    deadline : float, optional
-        Latest :func:`time.perf_counter` at which a round may end.
+    budget : Budget, optional
+        What the rounds may spend (charged ``cost`` each); no limit if omitted.
+    share : float, optional
+        The fraction of ``budget`` within which the rounds must end.
+    cost : float, optional
+        Predicted work of one round (a greedy pass).
     target : int, optional
         Stop as soon as this many colours are reached.
 
@@ -162,11 +168,10 @@ def iterated_greedy(
     kinds = list(CLASS_ORDERS)
     weights = np.array(list(CLASS_ORDERS.values()))
     rounds = stall = 0
-    slowest = 0.0
     while rounds < max_rounds and stall < patience and best_k > target:
-        t0 = time.perf_counter()
-        if t0 + slowest > deadline:
+        if budget is not None and not budget.fits(cost, "recolor", share):
             break
+        t0 = time.perf_counter()
         kind = kinds[int(rng.choice(len(kinds), p=weights))]
         current = greedy_color(graph, class_order(current, kind, rng))
         k = int(current.max()) + 1
@@ -175,5 +180,6 @@ def iterated_greedy(
             best, best_k, stall = current, k, 0
         else:
             stall += 1
-        slowest = max(slowest, time.perf_counter() - t0)
+        if budget is not None:
+            budget.charge(cost, "recolor", time.perf_counter() - t0)
     return RecolorOutcome(best, best_k, rounds, best_k < start_k)

@@ -117,6 +117,9 @@ class ColoringResult:
         Wall time spent colouring.
     candidates : tuple of Candidate
         For ``order="best"``, every colouring tried, in order; else empty.
+    work : float
+        For ``order="best"``, the work the search spent, in the nominal units of
+        :mod:`sparsejac.coloring.budget` (deterministic, unlike ``seconds``); else 0.
 
     Examples
     --------
@@ -145,6 +148,7 @@ class ColoringResult:
     lower_bound: int
     seconds: float = 0.0
     candidates: tuple[Candidate, ...] = field(default=())
+    work: float = 0.0
     # Derived in __post_init__: (forward, reverse) passes, and for a bidirectional colouring
     # whether each nonzero (CSR order) is read from B (else from C).
     _sides: tuple[int, int] = field(init=False, repr=False, default=(0, 0))

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsejac.coloring import _kernels
+from sparsejac.coloring.budget import Budget, dynamic_cost, tabu_cost
 from sparsejac.coloring.graph import BipartiteGraph
 
 __all__ = ["MAX_TABLE_BYTES", "TabuOutcome", "default_patience", "tabu_reduce"]
@@ -43,7 +44,7 @@ __all__ = ["MAX_TABLE_BYTES", "TabuOutcome", "default_patience", "tabu_reduce"]
 MAX_TABLE_BYTES = 256 * 2**20
 #: Attempts per level before the search gives up.
 MAX_ATTEMPTS = 6
-#: Candidate evaluations per kernel call; the deadline is checked between calls.
+#: Candidate evaluations per kernel call; the budget is checked between calls.
 CHUNK_WORK = 2_000_000
 
 
@@ -107,7 +108,7 @@ def tabu_reduce(
     groups: np.ndarray,
     rng: np.random.Generator,
     *,
-    deadline: float = float("inf"),
+    budget: Budget | None = None,
     target: int = 1,
     patience: int | None = None,
     max_attempts: int = MAX_ATTEMPTS,
@@ -122,9 +123,10 @@ def tabu_reduce(
         A valid colouring to start from.
     rng : numpy.random.Generator
         Seeds the kernels (tie-breaking and tabu tenures).
-    deadline : float, optional
-        A :func:`time.perf_counter` value; no kernel call starts if it is predicted to end
-        later (prediction: the slowest call so far).
+    budget : Budget, optional
+        What the search may spend: each kernel call is charged its fixed number of candidate
+        evaluations (:func:`~sparsejac.coloring.budget.tabu_cost`) and runs only if that fits;
+        no limit if omitted.
     target : int, optional
         Stop when this many colours are reached (e.g. the lower bound).
     patience : int, optional
@@ -153,11 +155,13 @@ def tabu_reduce(
     start_k = k
     n = graph.n_vertices
     patience = default_patience(n) if patience is None else int(patience)
+    init_cost = dynamic_cost(graph.work, n)
+    chunk_cost = tabu_cost(CHUNK_WORK)
     iterations = 0
-    slowest = 0.0
     attempt = 0
     while k > max(target, 1) and 2 * n * (k - 1) * 4 <= MAX_TABLE_BYTES:
-        if attempt >= max_attempts or time.perf_counter() + slowest > deadline:
+        if attempt >= max_attempts or (budget is not None
+                                       and not budget.fits(init_cost + chunk_cost, "tabu")):
             break
         colors = _drop_class(best, attempt, rng)
         seed = int(rng.integers(2**31 - 1))
@@ -165,14 +169,15 @@ def tabu_reduce(
         gamma, conf_list, conf_pos, nconf, f = _kernels.tabu_init(
             *graph.arrays, colors, k - 1, seed
         )
-        slowest = max(slowest, time.perf_counter() - t0)
+        if budget is not None:
+            budget.charge(init_cost, "tabu", time.perf_counter() - t0)
         tabu = np.zeros((n, k - 1), dtype=np.int32)
         it = last_gain = 0
         best_f = f
         while f > 0 and it - last_gain < patience:
-            t0 = time.perf_counter()
-            if t0 + slowest > deadline:
+            if budget is not None and not budget.fits(chunk_cost, "tabu"):
                 break
+            t0 = time.perf_counter()
             seed = int(rng.integers(2**31 - 1))
             f, nconf, it, best_f, last_gain = _kernels.tabu_search(
                 *graph.arrays,
@@ -190,7 +195,8 @@ def tabu_reduce(
                 CHUNK_WORK,
                 seed,
             )
-            slowest = max(slowest, time.perf_counter() - t0)
+            if budget is not None:
+                budget.charge(chunk_cost, "tabu", time.perf_counter() - t0)
         iterations += int(it)
         if f == 0:
             best, k, attempt = colors, k - 1, 0

@@ -22,6 +22,7 @@ from sparsejac.coloring.bicolor import (
     passes,
     star_bicoloring,
 )
+from sparsejac.coloring.budget import Budget
 from sparsejac.coloring.graph import BipartiteGraph
 from sparsejac.pattern import SparsityPattern, as_pattern
 
@@ -274,7 +275,7 @@ def test_color_assignment_reads_where_told(a, seed):
     to_c = np.random.default_rng(seed).random(p.nnz) < 0.5
     cg, rg = color_assignment(p, to_c, np.random.default_rng(seed))
     check_bicoloring(p, cg, rg)
-    both = color_assignment(p, to_c, np.random.default_rng(seed), budget=0.05)
+    both = color_assignment(p, to_c, np.random.default_rng(seed), budget=Budget(0.05e9))
     check_bicoloring(p, *both)
 
 
@@ -290,13 +291,13 @@ def test_split_of_an_arrowhead():
 
 def test_best_reports_candidates_and_stops_at_lower_bound():
     """The search lists what it tried and stops once a colouring reaches the bound."""
-    s = best_bicoloring(as_pattern(arrowhead(12)), np.random.default_rng(0), 1.0)
+    s = best_bicoloring(as_pattern(arrowhead(12)), np.random.default_rng(0), 1e9)
     names = [c.name for c in s.candidates]
     assert names[:2] == ["column", "row"]
     assert s.n_passes == 3
     assert s.target == 2
     assert passes(s.column_groups) + passes(s.row_groups) == 3
-    t = best_bicoloring(as_pattern(np.eye(5)), np.random.default_rng(0), 1.0)
+    t = best_bicoloring(as_pattern(np.eye(5)), np.random.default_rng(0), 1e9)
     assert t.n_passes == 1
     assert [c.name for c in t.candidates] == ["column"]  # the bound 1 is reached at once
 
@@ -307,7 +308,7 @@ def test_best_uses_given_one_sided_results():
     p = as_pattern(a)
     column = np.arange(9)
     row = np.arange(9)[::-1].copy()
-    s = best_bicoloring(p, np.random.default_rng(0), 0.5, column=column, row=row)
+    s = best_bicoloring(p, np.random.default_rng(0), 0.5e9, column=column, row=row)
     assert s.candidates[0].n_colors == 9
     assert s.candidates[0].seconds == 0.0
     assert s.n_passes == 3

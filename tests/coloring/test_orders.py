@@ -11,10 +11,13 @@ Exact references:
 
 from __future__ import annotations
 
+import random
+
 import networkx as nx
 import numpy as np
 import pytest
 
+import sparsejac
 from sparsejac.coloring import ORDERS, BipartiteGraph
 from sparsejac.coloring.greedy import greedy_color
 from sparsejac.coloring.orders import check_permutation, resolve_order
@@ -206,3 +209,43 @@ def test_check_permutation_rejects(bad):
     """A non-permutation is rejected with the argument name and what was received."""
     with pytest.raises(ValueError, match=r"`order` must return a permutation of range\(3\); got"):
         check_permutation(bad, 3)
+
+
+STRATEGIES = [pytest.param(s, id=s.__name__) for s in (
+    nx.coloring.strategy_largest_first, nx.coloring.strategy_smallest_last,
+    nx.coloring.strategy_random_sequential, nx.coloring.strategy_independent_set,
+    nx.coloring.strategy_connected_sequential_bfs, nx.coloring.strategy_connected_sequential_dfs,
+    nx.coloring.strategy_saturation_largest_first)]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize(("matrix", "partition"), _case_ids())
+def test_networkx_strategy_as_order(strategy, matrix, partition):
+    """A networkx strategy as `order=` colours exactly as networkx.greedy_color does on the
+    exported intersection graph (strategies that traverse it depend on its edge order)."""
+    a = MATRICES[matrix]
+    g = sparsejac.coloring.intersection_graph(a, partition)
+    random.seed(0)  # strategy_random_sequential draws from Python's random module
+    expected = nx.greedy_color(g, strategy=strategy)
+    random.seed(0)
+    r = sparsejac.color(a, partition, order=strategy)
+    groups = r.column_groups if partition == "column" else r.row_groups
+    assert r.order == strategy.__name__
+    assert {v: int(c) for v, c in enumerate(groups)} == expected
+
+
+@pytest.mark.parametrize(("matrix", "partition"), _case_ids())
+def test_intersection_graph_equals_reference(matrix, partition):
+    """The library's vectorised intersection graph equals the slow pairwise one."""
+    from sparsejac.coloring import intersection_graph as library_graph
+
+    a = MATRICES[matrix]
+    ours, ref = library_graph(a, partition), intersection_graph(a, partition)
+    assert sorted(ours.nodes()) == sorted(ref.nodes())
+    assert {frozenset(e) for e in ours.edges()} == {frozenset(e) for e in ref.edges()}
+
+
+def test_networkx_strategy_needs_one_side():
+    """A networkx strategy cannot order a bidirectional colouring: a clear error."""
+    with pytest.raises(ValueError, match="networkx strategy"):
+        sparsejac.color(np.eye(3), "bidirectional", order=nx.coloring.strategy_largest_first)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 import pytest
 
 from sparsejac.coloring import BipartiteGraph, check_structurally_orthogonal
+from sparsejac.coloring.budget import Budget
 from sparsejac.coloring.recolor import CLASS_ORDERS, class_order, iterated_greedy
 from sparsejac.pattern import as_pattern
 
@@ -54,5 +56,7 @@ def test_stops_at_target_and_limits():
     assert out.n_colors == 64
     out = iterated_greedy(g, start, np.random.default_rng(0), max_rounds=3, patience=100)
     assert out.rounds == 3
-    out = iterated_greedy(g, start, np.random.default_rng(0), deadline=time.perf_counter() - 1)
-    assert out.rounds == 0
+    past = Budget(math.inf, deadline=time.perf_counter() - 1)
+    for budget in (Budget(0.0), past):
+        out = iterated_greedy(g, start, np.random.default_rng(0), budget=budget, cost=1.0)
+        assert out.rounds == 0

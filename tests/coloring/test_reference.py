@@ -5,7 +5,7 @@
   and the checker passes. Skipped where ../shared is absent (a user's machine).
 - The same for bidirectional colourings against ColPack's star bicolouring
   (`star_bicoloring_implicit`, best over its orders, forward plus reverse passes), with a
-  shorter budget (:data:`SHARED_BUDGET`); and `partition="auto"` is the cheapest of the
+  smaller effort (:data:`SHARED_EFFORT`); and `partition="auto"` is the cheapest of the
   three colourings it computes.
 - tests/reference/coloring_counts.csv pins the colour count of every named order on small
   generated matrices, and tests/reference/bicoloring_counts.csv the forward and reverse
@@ -39,8 +39,8 @@ from .helpers import laplacian_2d, small_matrices
 PINNED = Path(__file__).resolve().parent.parent / "reference" / "coloring_counts.csv"
 PINNED_BI = PINNED.with_name("bicoloring_counts.csv")
 FILES = shared_matrix_files()
-#: Seconds per search for the bidirectional and auto checks on the shared matrices.
-SHARED_BUDGET = 0.25
+#: Effort per search for the bidirectional and auto checks on the shared matrices.
+SHARED_EFFORT = 0.25
 
 
 def _colpack_best() -> dict[tuple[str, str], int]:
@@ -107,12 +107,12 @@ def _colpack_bicoloring() -> dict[str, int]:
 
 @functools.cache
 def _bidirectional(path: Path) -> sparsejac.ColoringResult:
-    return sparsejac.color(path, "bidirectional", time_budget=SHARED_BUDGET)
+    return sparsejac.color(path, "bidirectional", effort=SHARED_EFFORT)
 
 
 @functools.cache
 def _auto(path: Path) -> sparsejac.ColoringResult:
-    return sparsejac.color(path, "auto", time_budget=SHARED_BUDGET)
+    return sparsejac.color(path, "auto", effort=SHARED_EFFORT)
 
 
 @requires_shared

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from sparsejac.coloring import BipartiteGraph, check_structurally_orthogonal
-from sparsejac.coloring.search import DEFAULT_TIME_BUDGET, best_groups, check_budget
+from sparsejac.coloring.budget import Budget, check_time_budget
+from sparsejac.coloring.search import best_groups
 from sparsejac.pattern import as_pattern
 
 from .helpers import laplacian_2d, random_pattern
@@ -18,7 +19,8 @@ from .helpers import laplacian_2d, random_pattern
 def test_best_groups_is_valid_and_lists_candidates(partition):
     """The groups are structurally orthogonal, never worse than any candidate, and counted."""
     a = random_pattern(25, 30, 0.15, 3)
-    s = best_groups(BipartiteGraph(as_pattern(a), partition), np.random.default_rng(0), 0.5)
+    s = best_groups(BipartiteGraph(as_pattern(a), partition), np.random.default_rng(0),
+                    Budget(0.5e9))
     check_structurally_orthogonal(a, s.groups, partition)
     assert s.n_colors == int(s.groups.max()) + 1
     assert s.candidates[0].name == "natural"
@@ -28,17 +30,18 @@ def test_best_groups_is_valid_and_lists_candidates(partition):
 def test_best_groups_stops_at_lower_bound():
     """DSATUR reaches the bound on a 2D Laplacian: nothing runs after it."""
     g = BipartiteGraph(as_pattern(laplacian_2d(12)), "column")
-    s = best_groups(g, np.random.default_rng(0), math.inf)
+    s = best_groups(g, np.random.default_rng(0), Budget(math.inf))
     assert (s.n_colors, s.done) == (5, True)
     assert [c.name for c in s.candidates] == ["natural", "dsatur"]
 
 
 @pytest.mark.parametrize(
-    ("budget", "error"), [(-0.5, ValueError), (math.nan, ValueError), (None, TypeError)]
+    ("budget", "error"), [(-0.5, ValueError), (math.nan, ValueError), ("1", TypeError)]
 )
 def test_check_budget(budget, error):
-    """Budgets must be non-negative numbers; the message names `time_budget`."""
+    """Time budgets must be non-negative numbers or None; the message names `time_budget`."""
     with pytest.raises(error, match=r"`time_budget` must be a non-negative number of seconds"):
-        check_budget(budget)
-    assert check_budget(DEFAULT_TIME_BUDGET) == 2.0
-    assert check_budget(math.inf) == math.inf
+        check_time_budget(budget)
+    assert check_time_budget(2.0) == 2.0
+    assert check_time_budget(math.inf) == math.inf
+    assert check_time_budget(None) is None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 import pytest
 
 from sparsejac.coloring import BipartiteGraph, _kernels, check_structurally_orthogonal, tabu
+from sparsejac.coloring.budget import Budget
 from sparsejac.coloring.greedy import dsatur_color
 from sparsejac.coloring.tabu import tabu_reduce
 from sparsejac.pattern import as_pattern
@@ -55,11 +57,12 @@ def test_objective_counts_same_colour_pairs_per_net():
 
 
 def test_limits():
-    """A past deadline runs nothing; too large state tables skip the search."""
+    """No work left or a past deadline runs nothing; too large state tables skip the search."""
     g = BipartiteGraph(as_pattern(laplacian_2d(6)), "column")
     start = np.arange(36)
-    out = tabu_reduce(g, start, np.random.default_rng(0), deadline=time.perf_counter() - 1)
-    assert (out.n_colors, out.iterations, out.improved) == (36, 0, False)
+    for budget in (Budget(0.0), Budget(math.inf, deadline=time.perf_counter() - 1)):
+        out = tabu_reduce(g, start, np.random.default_rng(0), budget=budget)
+        assert (out.n_colors, out.iterations, out.improved) == (36, 0, False)
     old = tabu.MAX_TABLE_BYTES
     try:
         tabu.MAX_TABLE_BYTES = 10
