@@ -59,7 +59,7 @@ from scipy.optimize._numdiff import group_columns
 import sparsejac
 from sparsejac.coloring import ORDERS, BipartiteGraph, warm_up
 from sparsejac.coloring.greedy import greedy_color
-from sparsejac.pattern import SparsityPattern
+from sparsejac.pattern import SparsityPattern, as_pattern
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data" / "matrices"
@@ -190,7 +190,7 @@ def bidirectional_table(args: argparse.Namespace) -> int:
     reference = colpack_bicoloring()
     cases: list[tuple[str, SparsityPattern]] = []
     for path in sorted(SHARED.glob("*.mtx")) if SHARED.is_dir() else []:
-        cases.append((path.stem, sparsejac.as_pattern(path)))
+        cases.append((path.stem, as_pattern(path)))
     cases.append(("arrowhead 46500", arrowhead(46_500)))
     cases.append(("tridiag+dense 16000", banded_dense(16_000)))
     header = [
@@ -258,7 +258,7 @@ def machine() -> str:
 def bench(
     name: str, A: sp.sparray, partition: str, reference: int | None, repeats: int
 ) -> list[str]:
-    pattern = sparsejac.as_pattern(A)
+    pattern = as_pattern(A)
     graph = BipartiteGraph(pattern, partition)
     counts = {}
     for order, fn in ORDERS.items():
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     reference = colpack_best()
     cases: list[tuple[str, sp.sparray, str, int | None]] = []
     for path in sorted(SHARED.glob("*.mtx")) if SHARED.is_dir() else []:
-        A = sp.csc_array(sparsejac.as_pattern(path).to_csr_array())
+        A = sp.csc_array(as_pattern(path).to_csr_array())
         for partition in ("column", "row"):
             cases.append((path.stem, A, partition, reference.get((path.stem, partition))))
     sizes2 = [100, 300] if args.quick else [100, 300, 1000]

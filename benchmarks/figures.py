@@ -47,6 +47,7 @@ import jacobian as jacobian_bench  # noqa: E402
 
 import sparsejac  # noqa: E402
 from sparsejac.coloring.graph import bidirectional_lower_bound  # noqa: E402
+from sparsejac.pattern import as_pattern  # noqa: E402
 
 COLORING_JSON = STATIC / "coloring_vs_colpack.json"
 JACOBIAN_JSON = STATIC / "jacobian_time_vs_n.json"
@@ -81,7 +82,7 @@ def measure_coloring(repeats: int, quick: bool) -> dict[str, Any]:
     k = len(coloring_bench.ORDER_COLUMNS)  # the table: name, part, m×n, nnz, LB, orders, best, ..
     rows = []
     for path in paths:
-        pattern = sparsejac.as_pattern(path)
+        pattern = as_pattern(path)
         A = sp.csc_array(pattern.to_csr_array())
         row: dict[str, Any] = {"matrix": path.stem, "shape": list(pattern.shape),
                                "nnz": pattern.nnz}

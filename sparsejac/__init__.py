@@ -3,13 +3,14 @@
 The pipeline (see ``docs/``): detect the sparsity pattern of ``f`` by tracing its numpy
 calls, colour the pattern into a few seed directions, evaluate compressed Jacobian products
 with forward or reverse mode, and decompress into a ``scipy.sparse.csr_array``.
+
+Public names are listed in ``__all__``; everything else is internal (see the developer
+reference in the documentation).
 """
 
-from sparsejac.api import (
+from sparsejac.adapters import (
     OdeJacobian,
     RootJacobian,
-    SparseJacobian,
-    jacobian,
     least_squares_jacobian,
     ode_jacobian,
     root_jacobian,
@@ -21,7 +22,9 @@ from sparsejac.errors import (
     TracedConversionError,
     UnsupportedPrimitiveError,
 )
-from sparsejac.pattern import SparsityPattern, as_pattern
+from sparsejac.jacobian import jacobian
+from sparsejac.report import function_report, matrix_report
+from sparsejac.sparse_jacobian import SparseJacobian
 
 __version__ = "0.1.0"
 
@@ -31,15 +34,15 @@ __all__ = [
     "OdeJacobian",
     "RootJacobian",
     "SparseJacobian",
-    "SparsityPattern",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "__version__",
-    "as_pattern",
     "color",
+    "function_report",
     "jacobian",
     "jacobian_sparsity",
     "least_squares_jacobian",
+    "matrix_report",
     "ode_jacobian",
     "root_jacobian",
 ]

@@ -1,8 +1,19 @@
-"""The ``sparsejac`` command line; it only formats what the coloring and api modules return.
+"""The ``sparsejac`` command line: it parses, calls :mod:`sparsejac.report` and formats.
 
-Subcommands:
+``sparsejac report`` has one form per input kind, each with its own options (an option of
+the other form is an error that names it, never silently ignored):
 
-``sparsejac report --function MODULE:ATTR (--size N | --x0 FILE.npy) [--json] [--plot FILE.png]``
+``sparsejac report [matrix] FILE [--partition P] [--order O] [--seed N] [--effort E]
+[--time-budget S] [--json] [--plot FILE.png]``
+    Read a Matrix Market (``.mtx``) or scipy ``.npz`` sparsity pattern, colour it, and print
+    its shape, nonzero count, density, largest row and column counts, the lower bounds, and
+    one line per (partition, order) with the number of colours (forward + reverse passes),
+    the gap to the lower bound, the compression ratio and the time. ``auto`` reports the
+    partition it picks. An unreadable or malformed file gives a one-line error naming the
+    file and exit status 2.
+
+``sparsejac report function MODULE:ATTR (--size N | --x0 FILE.npy) [--order O] [--json]
+[--plot FILE.png]`` (also ``sparsejac report --function MODULE:ATTR ...``)
     Trace the numpy function ``ATTR`` of ``MODULE`` (a dotted module name or a ``.py`` path)
     at a point (``--x0``: from a ``.npy`` file; ``--size N``: N values uniform in [0.5, 1.5],
     seed 0, away from the kinks of abs/max/sqrt) and print the detection time, shape,
@@ -10,18 +21,7 @@ Subcommands:
     ``auto`` picks with its reason and measured cost per Jacobian, and the time of one ``f``.
 
 ``--plot FILE.png`` (either form) draws the pattern coloured by colour class; it needs the
-optional matplotlib.
-
-``sparsejac report FILE [--partition column|row|bidirectional|auto|all] [--order NAME|all|best]
-[--json]``
-    Read a Matrix Market (``.mtx``) or scipy ``.npz`` sparsity pattern, colour it, and print
-    its shape, nonzero count, density, largest row and column counts, the lower bounds, and
-    one line per (partition, order) with the number of colours (forward + reverse passes),
-    the gap to the lower bound, the compression ratio and the time. ``auto`` reports the
-    partition it picks. ``--json`` prints the same as one JSON object. An unreadable or
-    malformed file gives a one-line error naming the file and exit status 2.
-
-Also reachable as ``python -m sparsejac``.
+optional matplotlib. Also reachable as ``python -m sparsejac``.
 """
 
 from __future__ import annotations
@@ -37,26 +37,80 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from sparsejac.coloring import (
-    BIDIRECTIONAL_ORDERS,
-    ORDERS,
-    PARTITIONS,
-    color,
-    color_partitions,
-    warm_up,
-)
-from sparsejac.coloring.budget import DEFAULT_EFFORT
-from sparsejac.coloring.graph import bidirectional_lower_bound
-from sparsejac.pattern import PatternFileError, SparsityPattern, read_pattern_file
+from sparsejac.coloring import BIDIRECTIONAL_ORDERS, DEFAULT_EFFORT, PARTITIONS, color
+from sparsejac.pattern import PatternFileError, read_pattern_file
+from sparsejac.report import function_report, matrix_report
 
-__all__ = ["build_parser", "load_function", "main", "report"]
+__all__ = ["build_parser", "load_function", "main"]
 
 PROG = "sparsejac"
-TWO_SIDED = ("bidirectional", "auto")
+#: The options of each form of ``sparsejac report`` (an option of the other form is an error).
+MATRIX_ONLY = ("--partition", "--seed", "--effort", "--time-budget")
+FUNCTION_ONLY = ("--size", "--x0")
+
+
+def _add_common(p: argparse.ArgumentParser, orders: Sequence[str]) -> None:
+    p.add_argument(
+        "--order",
+        choices=[*orders, "all", "best"],
+        default="best",
+        metavar="{NAME,all,best}",
+        help=f"vertex order: one of {', '.join(orders)}; 'all' (each of them, then best) or "
+        "'best' (default)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the pattern coloured by colour class (needs matplotlib)")
+
+
+def _matrix_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} report [matrix]",
+        description="Colour the columns (forward mode) and/or rows (reverse mode) of the "
+        "sparsity pattern in FILE and report colours, lower bounds, compression and time.",
+    )
+    p.add_argument("file", metavar="FILE", help="Matrix Market (.mtx) or scipy (.npz) file")
+    p.add_argument(
+        "--partition",
+        choices=[*PARTITIONS, "auto", "all"],
+        default="all",
+        help="which side to colour: columns, rows, both (bidirectional), the cheapest of "
+        "the three (auto), or each of them (all, the default)",
+    )
+    _add_common(p, list(BIDIRECTIONAL_ORDERS))
+    p.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
+    p.add_argument(
+        "--effort", type=float, default=DEFAULT_EFFORT, metavar="E",
+        help=f"how much order 'best' may search, in work units of about a second on a "
+        f"reference machine, the same on every machine (default {DEFAULT_EFFORT:g}); its "
+        "natural and DSATUR passes always run")
+    p.add_argument(
+        "--time-budget", type=float, default=None, metavar="SECONDS",
+        help="an opt-in wall-clock limit on top of --effort (the result then depends on the "
+        "machine)")
+    return p
+
+
+def _function_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} report function",
+        description="Trace the numpy function ATTR of MODULE and report its Jacobian: pattern, "
+        "products per mode, the mode auto picks, and the time of one Jacobian against f.",
+    )
+    p.add_argument("function", metavar="MODULE:ATTR",
+                   help="the function: a dotted module name or a path to a .py file, a colon, "
+                   "and the attribute")
+    p.add_argument("--size", type=int, metavar="N",
+                   help="evaluate at N values uniform in [0.5, 1.5] (seed 0)")
+    p.add_argument("--x0", metavar="FILE.npy", help="the point, read from a .npy file")
+    _add_common(p, [o for o in BIDIRECTIONAL_ORDERS if not o.startswith("dense_")])
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser of the ``sparsejac`` command.
+    """Build the top-level parser of the ``sparsejac`` command (for ``--help``).
+
+    ``sparsejac report`` dispatches to one parser per input kind (see the module docstring).
 
     Returns
     -------
@@ -65,168 +119,56 @@ def build_parser() -> argparse.ArgumentParser:
     Examples
     --------
     >>> from sparsejac.cli import build_parser
-    >>> args = build_parser().parse_args(["report", "a.mtx", "--partition", "row"])
-    >>> args.command, args.file, args.partition, args.order
-    ('report', 'a.mtx', 'row', 'best')
+    >>> build_parser().parse_args(["report", "a.mtx"]).command
+    'report'
     """
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Sparse Jacobians of numpy programs: colouring reports for matrix files.",
+        description="Sparse Jacobians of numpy programs: colouring reports for matrix files "
+        "and functions.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     rep = sub.add_parser(
         "report",
-        help="colour a sparsity pattern file and report the number of AD passes",
-        description=(
-            "Colour the columns (forward mode) and/or rows (reverse mode) of the sparsity "
-            "pattern in FILE and report colours, lower bounds, compression and time."
-        ),
+        help="report the AD passes of a sparsity pattern file or of a function's Jacobian",
+        description="Report how many AD passes a Jacobian costs. Two forms, each with its "
+        "own options:\n\n"
+        f"  {PROG} report [matrix] FILE [--partition P] [--order O] [--seed N] [--effort E]\n"
+        "                   [--time-budget S] [--json] [--plot FILE.png]\n"
+        f"  {PROG} report function MODULE:ATTR (--size N | --x0 FILE.npy) [--order O]\n"
+        "                   [--json] [--plot FILE.png]\n\n"
+        f"'{PROG} report matrix --help' and '{PROG} report function --help' list the "
+        "options of each.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    rep.add_argument("file", metavar="FILE", nargs="?",
-                     help="Matrix Market (.mtx) or scipy (.npz) file (or use --function)")
-    rep.add_argument("--function", metavar="MODULE:ATTR",
-                     help="report on the Jacobian of the numpy function ATTR of MODULE (a "
-                     "dotted module name or a path to a .py file)")
-    rep.add_argument("--size", type=int, metavar="N",
-                     help="with --function: evaluate at N values uniform in [0.5, 1.5] (seed 0)")
-    rep.add_argument("--x0", metavar="FILE.npy",
-                     help="with --function: the point, read from a .npy file")
-    rep.add_argument("--plot", metavar="FILE.png",
-                     help="draw the pattern coloured by colour class (needs matplotlib)")
-    rep.add_argument(
-        "--partition",
-        choices=[*PARTITIONS, "auto", "all"],
-        default="all",
-        help="which side to colour: columns, rows, both (bidirectional), the cheapest of "
-        "the three (auto), or each of them (all, the default)",
-    )
-    rep.add_argument(
-        "--order",
-        choices=[*BIDIRECTIONAL_ORDERS, "all", "best"],
-        default="best",
-        metavar="{NAME,all,best}",
-        help=f"vertex order: one of {', '.join(BIDIRECTIONAL_ORDERS)} (the last two for "
-        "bidirectional and auto only); 'all' (each of them, then best) or 'best' (default)",
-    )
-    rep.add_argument("--json", action="store_true", help="print one JSON object")
-    rep.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
-    rep.add_argument(
-        "--effort",
-        type=float,
-        default=DEFAULT_EFFORT,
-        metavar="E",
-        help=f"how much order 'best' may search, in work units of about a second on a reference "
-        f"machine, the same on every machine (default {DEFAULT_EFFORT:g}); its natural and "
-        "DSATUR passes always run",
-    )
-    rep.add_argument(
-        "--time-budget",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="an opt-in wall-clock limit on top of --effort (the result then depends on the "
-        "machine)",
-    )
+    rep.add_argument("args", nargs="*", help=argparse.SUPPRESS)
     return parser
 
 
-def report(
-    pattern: SparsityPattern,
-    partitions: Sequence[str],
-    orders: Sequence[str],
-    *,
-    seed: int = 0,
-    effort: float = DEFAULT_EFFORT,
-    time_budget: float | None = None,
-) -> dict[str, Any]:
-    """Colour ``pattern`` for every (partition, order) and collect the report's figures.
+def _split_report_args(rest: list[str]) -> tuple[str, list[str]]:
+    """Which form (``matrix`` or ``function``) and its arguments."""
+    if rest and rest[0] in ("matrix", "function"):
+        return rest[0], rest[1:]
+    for i, a in enumerate(rest):
+        if a == "--function":  # the --function MODULE:ATTR spelling
+            if any(not r.startswith("-") for r in rest[:i]):
+                raise ValueError("give either a pattern FILE or --function, not both")
+            return "function", rest[:i] + rest[i + 1:]
+        if a.startswith("--function="):
+            return "function", [*rest[:i], a.split("=", 1)[1], *rest[i + 1:]]
+    return "matrix", rest
 
-    Parameters
-    ----------
-    pattern : SparsityPattern
-        The pattern.
-    partitions : sequence of str
-        Any of ``"column"``, ``"row"``, ``"bidirectional"`` and ``"auto"``.
-    orders : sequence of str
-        Names in :data:`~sparsejac.coloring.BIDIRECTIONAL_ORDERS` and/or ``"best"``; a
-        column or row partition skips the orders that are for bidirectional ones only.
-    seed : int, optional
-        Seed of the random orders.
-    effort, time_budget : float, optional
-        Effort (and the opt-in wall-clock limit) of ``"best"``.
 
-    Returns
-    -------
-    dict
-        ``shape``, ``nnz``, ``density``, ``max_row_count``, ``max_col_count``,
-        ``lower_bound`` (``{"column": .., "row": .., "bidirectional": ..}``) and
-        ``results``: one dict per (partition, order) with ``partition`` and ``order`` (as
-        requested), ``chosen`` (the result's partition: what ``auto`` picked),
-        ``found_by`` (the result's ``order``, e.g. ``"best:dsatur"``), ``n_colors``,
-        ``n_forward``, ``n_reverse``, ``lower_bound``, ``gap``, ``compression`` and
-        ``seconds``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsejac.pattern import as_pattern
-    >>> from sparsejac.cli import report
-    >>> rep = report(as_pattern(np.eye(3) + np.eye(3, k=1)), ["column"], ["natural"])
-    >>> rep["lower_bound"], [(r["order"], r["n_colors"]) for r in rep["results"]]
-    ({'column': 2, 'row': 2, 'bidirectional': 2}, [('natural', 2)])
-    """
-    warm_up()  # so that the first timing does not include loading compiled kernels
-    m, n = pattern.shape
-    row_counts, col_counts = pattern.row_counts, pattern.col_counts
-    max_row = int(row_counts.max()) if m else 0
-    max_col = int(col_counts.max()) if n else 0
-    found: dict[tuple[str, str], Any] = {}
-    for order in orders:
-        # bidirectional and auto share the one-sided searches: colour them together
-        parts = [
-            p
-            for p in partitions
-            if order == "best" or order in (BIDIRECTIONAL_ORDERS if p in TWO_SIDED else ORDERS)
-        ]
-        if parts:
-            got = color_partitions(pattern, parts, order, seed=seed, effort=effort,
-                                   time_budget=time_budget)
-            found.update(((p, order), r) for p, r in got.items())
-    results = []
-    for partition in partitions:
-        for order in orders:
-            if (partition, order) not in found:
-                continue  # dense_rows_first and dense_columns_first: bidirectional only
-            r = found[(partition, order)]
-            s = r.stats()
-            results.append(
-                {
-                    "partition": partition,
-                    "order": order,
-                    "chosen": r.partition,
-                    "found_by": r.order,
-                    "n_colors": r.n_colors,
-                    "n_forward": r.n_forward,
-                    "n_reverse": r.n_reverse,
-                    "lower_bound": r.lower_bound,
-                    "gap": s["gap"],
-                    "compression": s["compression"],
-                    "seconds": r.seconds,
-                }
-            )
-    return {
-        "shape": [m, n],
-        "nnz": pattern.nnz,
-        "density": pattern.density,
-        "max_row_count": max_row,
-        "max_col_count": max_col,
-        "lower_bound": {
-            "column": max(1, max_row),
-            "row": max(1, max_col),
-            "bidirectional": bidirectional_lower_bound(pattern),
-        },
-        "results": results,
-    }
+def _misplaced(kind: str, rest: Sequence[str]) -> str | None:
+    """An option of the other form, if one was given."""
+    other = MATRIX_ONLY if kind == "function" else FUNCTION_ONLY
+    for a in rest:
+        name = a.split("=", 1)[0]
+        if name in other:
+            where = ("matrix files only (sparsejac report FILE)" if kind == "function" else
+                     "functions only (sparsejac report function MODULE:ATTR)")
+            return f"{name} applies to {where}"
+    return None
 
 
 def _print_table(file: str, rep: dict[str, Any], out: TextIO) -> None:
@@ -306,21 +248,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["report", "missing.mtx"])
     2
     """
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage and the error
-        return int(exc.code) if isinstance(exc.code, int) else 2
-    if args.function is not None:
-        return _main_function(args)
-    if args.file is None:
-        parser.print_usage(sys.stderr)
-        print(f"{PROG} report: error: give a pattern FILE or --function MODULE:ATTR",
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "report" or any(a in ("-h", "--help") for a in argv[1:2]):
+        try:  # the top-level parser: --help, usage errors, `report --help`
+            build_parser().parse_args(argv)
+        except SystemExit as exc:  # argparse already printed its help or the error
+            return int(exc.code) if isinstance(exc.code, int) else 2
+    rest = argv[1:]
+    if not rest:
+        print(f"usage: {PROG} report [matrix] FILE ... | {PROG} report function MODULE:ATTR ...",
+              file=sys.stderr)
+        print(f"{PROG} report: error: give a pattern FILE or a function MODULE:ATTR",
               file=sys.stderr)
         return 2
-    if args.size is not None or args.x0 is not None:
-        print(f"{PROG} report: error: --size and --x0 go with --function", file=sys.stderr)
+    try:
+        kind, rest = _split_report_args(rest)
+    except ValueError as exc:
+        print(f"{PROG} report: error: {exc}", file=sys.stderr)
         return 2
+    bad = _misplaced(kind, rest)
+    if bad is not None:
+        print(f"{PROG} report {kind}: error: {bad}", file=sys.stderr)
+        return 2
+    parser = _function_parser() if kind == "function" else _matrix_parser()
+    try:
+        args = parser.parse_args(rest)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    return _main_function(args) if kind == "function" else _main_matrix(args)
+
+
+def _main_matrix(args: argparse.Namespace) -> int:
     try:
         pattern = read_pattern_file(args.file)
     except PatternFileError as exc:
@@ -329,8 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     partitions = [*PARTITIONS, "auto"] if args.partition == "all" else [args.partition]
     orders = [*BIDIRECTIONAL_ORDERS, "best"] if args.order == "all" else [args.order]
     try:
-        rep = report(pattern, partitions, orders, seed=args.seed, effort=args.effort,
-                     time_budget=args.time_budget)
+        rep = matrix_report(pattern, partitions, orders, seed=args.seed, effort=args.effort,
+                            time_budget=args.time_budget)
     except (TypeError, ValueError) as exc:  # e.g. a negative --time-budget
         print(f"{PROG} report: error: {exc}", file=sys.stderr)
         return 2
@@ -384,19 +342,19 @@ def load_function(spec: str) -> Callable[..., Any]:
     >>> load_function("numpy")
     Traceback (most recent call last):
         ...
-    ValueError: `--function` must be MODULE:ATTR; got 'numpy'
+    ValueError: the function must be MODULE:ATTR; got 'numpy'
     """
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"`--function` must be MODULE:ATTR; got {spec!r}")
+        raise ValueError(f"the function must be MODULE:ATTR; got {spec!r}")
     try:
         if module_name.endswith(".py"):
             path = Path(module_name)
             if not path.is_file():
-                raise ValueError(f"`--function`: no such file {module_name!r}")
+                raise ValueError(f"the function: no such file {module_name!r}")
             mod_spec = importlib.util.spec_from_file_location(path.stem, path)
             if mod_spec is None or mod_spec.loader is None:
-                raise ValueError(f"`--function`: cannot import {module_name!r}")
+                raise ValueError(f"the function: cannot import {module_name!r}")
             module = importlib.util.module_from_spec(mod_spec)
             mod_spec.loader.exec_module(module)
         else:
@@ -406,12 +364,12 @@ def load_function(spec: str) -> Callable[..., Any]:
     except ValueError:
         raise
     except Exception as exc:
-        raise ValueError(f"`--function`: cannot import {module_name!r} ({exc})") from exc
+        raise ValueError(f"the function: cannot import {module_name!r} ({exc})") from exc
     fn = getattr(module, attr, None)
     if fn is None:
-        raise ValueError(f"`--function`: module {module_name!r} has no attribute {attr!r}")
+        raise ValueError(f"the function: module {module_name!r} has no attribute {attr!r}")
     if not callable(fn):
-        raise ValueError(f"`--function`: {spec!r} is not callable")
+        raise ValueError(f"the function: {spec!r} is not callable")
     return fn  # type: ignore[no-any-return]
 
 
@@ -427,22 +385,18 @@ def _load_x0(args: argparse.Namespace) -> np.ndarray:
 
 
 def _main_function(args: argparse.Namespace) -> int:
-    from sparsejac.api import jacobian_report
     from sparsejac.errors import ConcretizationError, UnsupportedPrimitiveError
 
-    err = f"{PROG} report: error:"
-    if args.file is not None:
-        print(f"{err} give either FILE or --function, not both", file=sys.stderr)
-        return 2
+    err = f"{PROG} report function: error:"
     if (args.size is None) == (args.x0 is None):
-        print(f"{err} --function needs exactly one of --size N or --x0 FILE.npy",
+        print(f"{err} a function needs exactly one of --size N or --x0 FILE.npy",
               file=sys.stderr)
         return 2
     order = "best" if args.order == "all" else args.order
     try:
         fn = load_function(args.function)
         x0 = _load_x0(args)
-        rep, jac = jacobian_report(fn, x0, order=order, return_jacobian=True)
+        rep, jac = function_report(fn, x0, order=order, return_jacobian=True)
     except (ValueError, TypeError, ConcretizationError, UnsupportedPrimitiveError) as exc:
         print(f"{err} {exc}", file=sys.stderr)
         return 2

@@ -7,14 +7,14 @@ it, so a user never has to read sparsejac's source to get going again.
 from __future__ import annotations
 
 __all__ = [
+    "SUPPORTED_FUNCTIONS_DOC",
     "ConcretizationError",
-    "SupportedFunctionsDoc",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
 ]
 
 #: Where the list of supported numpy functions lives (generated from the registry).
-SupportedFunctionsDoc = "docs/supported.md"
+SUPPORTED_FUNCTIONS_DOC = "docs/supported.md"
 
 
 class UnsupportedPrimitiveError(NotImplementedError):
@@ -39,7 +39,7 @@ class UnsupportedPrimitiveError(NotImplementedError):
         if detail:
             msg += f" ({detail})"
         msg += (
-            f". The supported numpy functions are listed in {SupportedFunctionsDoc}; "
+            f". The supported numpy functions are listed in {SUPPORTED_FUNCTIONS_DOC}; "
             "rewrite the call with supported ones, or pass `sparsity=` and use mode='fd' "
             "for a black-box function (to add a rule: docs/adding_a_primitive.md)."
         )

@@ -245,3 +245,32 @@ def test_root_jacobian_returns_dense_exact_values(rng):
     np.testing.assert_allclose(got, expected, rtol=EXACT_TOL, atol=EXACT_TOL * 7)
     assert repr(jac).startswith("RootJacobian(SparseJacobian(coupled_cubic, shape=(7, 7)")
     assert jac.sparsity.nnz == 14
+
+
+def _coupled(t, y, coupling):
+    """Decoupled y' = -y (4 entries), plus a coupling between neighbours when asked."""
+    dy = -y
+    if coupling:  # a Python branch on a constant argument: the pattern depends on args
+        dy = dy + 0.5 * np.roll(y, 1)
+    return dy
+
+
+@pytest.mark.parametrize("adapter", ["ode", "least_squares", "root"])
+def test_sparsity_follows_a_new_preparation(adapter):
+    """Regression: the adapters' sparsity is the pattern in use, not the first preparation's
+    (an ode_jacobian whose second args add a coupling reported nnz 4 instead of 8)."""
+    y0 = np.ones(4)
+    off, on = False, True
+    if adapter == "ode":
+        jac = sparsejac.ode_jacobian(_coupled, 0.0, y0, args=(off,))
+        assert jac.sparsity.nnz == 4
+        got = jac(0.0, y0, on)
+    else:
+        make = (sparsejac.least_squares_jacobian if adapter == "least_squares"
+                else sparsejac.root_jacobian)
+        jac = make(lambda y, c: _coupled(0.0, y, c), y0, args=(off,))
+        assert jac.sparsity.nnz == 4
+        got = sp.csr_array(jac(y0, on))
+    assert jac.sparsity.nnz == 8
+    assert getattr(jac, "prepared", jac).sparsity.nnz == 8  # least_squares: it is the prepared
+    assert sp.csr_array(got).nnz == 8

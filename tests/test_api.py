@@ -10,15 +10,18 @@ value-dependent functions) and the bad-input errors (each names the argument).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
+import threading
+import time
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import sparsejac
-from sparsejac.api import DEFAULT_REVERSE_COST
+from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.errors import ConcretizationError, UnsupportedPrimitiveError
 from tests.scenarios import SCENARIOS, by_name, random_point, scenario_params
 
@@ -65,13 +68,26 @@ def test_jacobian_matches_analytic(s, mode, rng):
     assert jac.nnz == s.pattern.sum()
 
 
+def expected_auto_mode(stats: dict, reverse_cost: float) -> str:
+    """The cost rule, re-derived: lowest forward + reverse_cost x reverse products; ties go to
+    forward, reverse, mixed; a one-sided mixed colouring counts as that side's mode."""
+    order = ["forward", "reverse", "mixed"]
+    products = stats["products"]
+    fwd, rev = products["mixed"]
+    if (rev == 0 and stats["colors"]["forward"] <= fwd + rev) or (
+            fwd == 0 and stats["colors"]["reverse"] <= fwd + rev):
+        order.remove("mixed")
+    cost = {m: products[m][0] + reverse_cost * products[m][1] for m in order}
+    return min(order, key=lambda m: (cost[m], order.index(m)))
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("s", scenario_params())
 def test_prepared_matches_analytic_at_new_points(s, mode, rng):
     """A ``SparseJacobian`` prepared at x0 is exact at x0 and at new points (no re-tracing)."""
     jac = sparsejac.SparseJacobian(s.f, s.x0, mode=mode)
-    assert jac.mode == (mode if mode != "auto" else jac.mode)
-    assert jac.mode in ("forward", "reverse", "mixed", "fd")
+    assert jac.mode == (mode if mode != "auto" else expected_auto_mode(jac.stats(),
+                                                                       DEFAULT_REVERSE_COST))
     assert_jacobian(jac(s.x0), s.jacobian(s.x0), tol_of(mode))
     for _ in range(2):
         x = random_point(s, rng)
@@ -177,8 +193,8 @@ def test_stats_keys_and_values(mode):
     st = jac.stats()
     json.dumps(st)
     assert set(st) == {"shape", "nnz", "mode", "reason", "n_products", "exact",
-                       "retraced_each_call", "colors", "lower_bound", "coloring_budget",
-                       "seconds", "engine", "preparations"}
+                       "retraced_each_call", "colors", "products", "costs", "lower_bound",
+                       "coloring_budget", "coloring_work", "seconds", "engine", "preparations"}
     assert st["shape"] == [s.m, s.n]
     assert st["nnz"] == s.pattern.sum() == jac.sparsity.nnz
     assert st["mode"] == jac.mode
@@ -188,15 +204,17 @@ def test_stats_keys_and_values(mode):
     assert st["colors"][jac.mode] == jac.n_products
     # arrowhead: one dense row and one dense column, so 8 colours one-sided either way
     assert st["lower_bound"] == {"column": s.n, "row": s.m}
-    assert {"detection", "coloring", "preparation", "calibration"} <= set(st["seconds"])
-    assert all(v >= 0 for k, v in st["seconds"].items() if k != "calibration")
+    assert {"detection", "coloring", "preparation"} <= set(st["seconds"])
+    assert all(v >= 0 for v in st["seconds"].values())  # seconds only: costs are elsewhere
+    assert "calibration" not in st["seconds"]  # no timing unless calibrate=True
     assert (st["engine"] is None) == (mode == "fd")
     assert st["preparations"] == 1
     # the default search effort: a function of the pattern's size (no clock)
     assert st["coloring_budget"] == sparsejac.coloring.budget.prepared_effort(st["nnz"])
     if mode == "auto":
         assert set(st["colors"]) >= {"forward", "reverse"}
-        assert st["reason"].startswith("fastest when timed at x0")
+        assert st["reason"].startswith("lowest cost = forward products + ")  # no timing
+        assert st["mode"] == expected_auto_mode(st, DEFAULT_REVERSE_COST)
     else:
         assert st["colors"] == {mode: jac.n_products}
         assert st["reason"] == f"mode={mode!r} was requested"
@@ -234,25 +252,42 @@ def test_auto_without_calibration_follows_the_cost_rule(f, reverse_cost, expecte
     fwd, rev = jac.stats()["colors"]["forward"], jac.stats()["colors"]["reverse"]
     costs = {"forward": fwd, "reverse": reverse_cost * rev}
     assert costs[expected] == min(costs.values())
-    calibration = jac.stats()["seconds"]["calibration"]
-    assert calibration["forward"] == costs["forward"]
-    assert calibration["reverse"] == costs["reverse"]
+    st = jac.stats()
+    assert st["costs"]["forward"] == costs["forward"]
+    assert st["costs"]["reverse"] == costs["reverse"]
+    # regression: with calibrate=False, the seconds hold seconds only (no product counts)
+    assert "calibration" not in st["seconds"]
 
 
 def test_auto_with_calibration_never_times_a_hopeless_mode():
-    """Calibration skips a mode that needs far more products (the dense row in forward mode)."""
+    """Calibration (opt-in) skips a mode that needs far more products (the dense row in
+    forward mode) and keeps the earliest timed mode unless a later one is clearly faster."""
     x0 = np.linspace(0.5, 1.5, 200)
-    jac = sparsejac.SparseJacobian(_dense_row, x0)
-    assert jac.mode in ("reverse", "mixed")  # both need 2 products; timing decides
+    jac = sparsejac.SparseJacobian(_dense_row, x0, calibrate=True)
     assert "forward not timed (200 products)" in jac.reason
+    timed = jac.stats()["seconds"]["calibration"]
+    assert all(v > 0 for v in timed.values())
+    assert "forward" not in timed
+    expected = next(iter(timed))
+    for m, t in list(timed.items())[1:]:
+        if t < timed[expected] / (1 + sparsejac.pipeline.CALIBRATION_MARGIN):
+            expected = m
+    assert jac.mode == expected
     assert_jacobian(jac(x0), np.vstack([np.diag(2 * x0), np.ones((1, 200))]))
 
 
-@pytest.mark.parametrize("reverse_cost", [0, -1.0, "1.5", None])
-def test_bad_reverse_cost_is_refused(reverse_cost):
-    """``reverse_cost`` must be a positive number."""
-    with pytest.raises(ValueError, match=r"`reverse_cost` must be a positive number; got"):
-        sparsejac.SparseJacobian(_dense_row, np.ones(3), reverse_cost=reverse_cost)
+@pytest.mark.parametrize(("reverse_cost", "error"), [(0, ValueError), (-1.0, ValueError),
+                                                      ("1.5", TypeError), (None, TypeError)])
+@pytest.mark.parametrize("entry", ["jacobian", "SparseJacobian", "color"])
+def test_bad_reverse_cost_is_refused(reverse_cost, error, entry):
+    """``reverse_cost`` must be a positive number: one rule and message everywhere."""
+    def call():
+        if entry == "color":
+            return sparsejac.color(np.eye(3), "auto", reverse_cost=reverse_cost)
+        return getattr(sparsejac, entry)(_dense_row, np.ones(3), reverse_cost=reverse_cost)
+
+    with pytest.raises(error, match=r"`reverse_cost` must be a positive"):
+        call()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -738,9 +773,96 @@ def test_auto_at_n_16000_with_default_settings(dense_column, modes, most, rng):
     f = functools.partial(_tridiagonal_plus, dense_column=dense_column)
     jac = sparsejac.SparseJacobian(f, rng.uniform(0.5, 1.5, n))
     assert jac.mode in modes
+    assert jac.mode == expected_auto_mode(jac.stats(), DEFAULT_REVERSE_COST)
     assert jac.n_products <= most
     x = rng.uniform(0.5, 1.5, n)
     got = jac(x)
     rows = np.r_[0:3, n // 2 - 1:n // 2 + 2, n - 3:n]
     want_rows = np.stack([_tridiagonal_plus_row(x, r, dense_column) for r in rows])
     np.testing.assert_allclose(got[rows].toarray(), want_rows, rtol=1e-13, atol=1e-13)
+
+
+# ---------------------------------------------------------------------------------------------
+# reproducible: the same f, x0 and options give the same pattern, colouring and mode
+# ---------------------------------------------------------------------------------------------
+
+
+def _forward_leaning(x):
+    return x[1:] ** 2 - 2.5 * x[:-1]
+
+
+def _mixed_leaning(x):
+    return _tridiagonal_plus(x, dense_column=True)
+
+
+def _preparation(f, x0):
+    jac = sparsejac.SparseJacobian(f, x0)
+    st = jac.stats()
+    groups = {m: (None if c.column_groups is None else c.column_groups.tolist(),
+                  None if c.row_groups is None else c.row_groups.tolist())
+              for m, c in jac.plan.colorings.items()}
+    return jac.mode, st["colors"], st["products"], groups
+
+
+def _fake_clock(step):
+    ticks = itertools.count()
+    return lambda: 1e4 + step * next(ticks)
+
+
+@pytest.mark.parametrize("f", [_forward_leaning, _dense_row, _mixed_leaning],
+                         ids=["forward_leaning", "reverse_leaning", "mixed_leaning"])
+def test_same_modes_and_colourings_under_any_clock(f, monkeypatch):
+    """A clock reporting a very fast or a very slow machine changes neither the mode nor any
+    colouring of a preparation (nothing is timed by default)."""
+    x0 = np.linspace(0.5, 1.5, 300)
+    real = _preparation(f, x0)
+    for step in (1e-9, 10.0):
+        monkeypatch.setattr(time, "perf_counter", _fake_clock(step))
+        assert _preparation(f, x0) == real
+        monkeypatch.undo()
+
+
+def test_thirty_preparations_under_load_choose_one_mode():
+    """30 preparations of x[1:]**2 - 2.5*x[:-1] at n=2,000, with a busy thread loading the
+    process, all choose the same mode and colouring."""
+    stop = threading.Event()
+
+    def busy():
+        a = np.random.default_rng(0).normal(size=(200, 200))
+        while not stop.is_set():
+            a = a @ a.T / np.linalg.norm(a)
+
+    loaders = [threading.Thread(target=busy, daemon=True) for _ in range(2)]
+    for t in loaders:
+        t.start()
+    try:
+        x0 = np.linspace(0.5, 1.5, 2000)
+        seen = {(p[0], str(p[1])) for p in (_preparation(_forward_leaning, x0) for _ in range(30))}
+    finally:
+        stop.set()
+    assert len(seen) == 1, seen
+
+
+def test_jacobian_accepts_args_kwargs_and_reverse_cost(rng):
+    """jacobian() takes the same args / kwargs / reverse_cost as SparseJacobian."""
+    def f(x, a, *, b):
+        return a * x[1:] ** 2 - b * x[:-1]
+
+    x = rng.uniform(0.5, 1.5, 6)
+    want = sparsejac.SparseJacobian(f, x, args=(2.0,), kwargs={"b": 3.0}, reverse_cost=0.5)(x)
+    got = sparsejac.jacobian(f, x, args=(2.0,), kwargs={"b": 3.0}, reverse_cost=0.5)
+    np.testing.assert_array_equal(got.toarray(), want.toarray())
+    hand = np.zeros((5, 6))
+    hand[np.arange(5), np.arange(1, 6)] = 4.0 * x[1:]
+    hand[np.arange(5), np.arange(5)] = -3.0
+    np.testing.assert_allclose(got.toarray(), hand, rtol=1e-14)
+
+
+def test_jacobian_honours_the_compressed_size_limit(monkeypatch):
+    """A one-off Jacobian refuses a mode whose compressed block is too large, as a prepared one
+    does (MemoryError naming the mode and the way out)."""
+    monkeypatch.setattr(sparsejac.validation, "MAX_COMPRESSED_ENTRIES", 50)
+    with pytest.raises(MemoryError, match="mode='forward' would allocate"):
+        sparsejac.jacobian(_dense_row, np.ones(20), mode="forward")
+    with pytest.raises(MemoryError, match="mode='forward' would allocate"):
+        sparsejac.SparseJacobian(_dense_row, np.ones(20), mode="forward")(np.ones(20))

@@ -104,7 +104,14 @@ def test_plot_without_matplotlib(tmp_path, capsys, monkeypatch):
         (["--function", "tests.cli_functions:branches", "--size", "4"], "local=True"),
         (["some.mtx", "--function", "tests.cli_functions:tridiagonal", "--size", "3"],
          "not both"),
-        (["some.mtx", "--size", "3"], "go with --function"),
+        (["some.mtx", "--size", "3"], "--size applies to functions only"),
+        (["--function", "tests.cli_functions:tridiagonal", "--size", "3", "--partition", "row"],
+         "--partition applies to matrix files only"),
+        (["function", "tests.cli_functions:tridiagonal", "--size", "3", "--seed", "1"],
+         "--seed applies to matrix files only"),
+        (["function", "tests.cli_functions:tridiagonal", "--size", "3", "--effort=1"],
+         "--effort applies to matrix files only"),
+        (["some.mtx", "--x0", "a.npy"], "--x0 applies to functions only"),
     ],
 )
 def test_errors(argv, message, capsys):

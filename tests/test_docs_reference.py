@@ -1,11 +1,13 @@
-"""Every public name is in the API reference (docs/api.md) with an example that doctest runs.
+"""Every exported name is documented: the public ones on docs/api.md, the rest on
+docs/developer_reference.md, each with an example that doctest runs.
 
-Public names are the ``__all__`` of the modules in :data:`MODULES`. A function or class must be
-listed in one of the page's ``autosummary`` tables (under a ``currentmodule`` from which it
-resolves to the same object) and carry a numpydoc ``Examples`` section with ``>>>`` lines
-(classes: in the class docstring); those run with ``pytest --doctest-modules``. A constant
-or type alias has no docstring of its own: it must appear in a ``>>>`` line of the page,
-whose examples run in tests/test_docs.py.
+Public names are :data:`PUBLIC` (``sparsejac.__all__`` and a few user-facing names of the
+subpackages); every other name in the ``__all__`` of :data:`MODULES` is internal. A function or
+class must be listed in an ``autosummary`` table of its page (under a ``currentmodule`` from
+which it resolves to the same object) and carry a numpydoc ``Examples`` section with ``>>>``
+lines (classes: in the class docstring); those run with ``pytest --doctest-modules``. A
+constant or type alias has no docstring of its own: it must appear in a ``>>>`` line of its
+page, whose examples run in tests/test_docs.py.
 """
 
 from __future__ import annotations
@@ -18,10 +20,33 @@ from typing import Any
 
 import pytest
 
-API = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+API = DOCS / "api.md"
+DEV = DOCS / "developer_reference.md"
+#: What users call (module -> names); ``sparsejac`` means its whole ``__all__``.
+PUBLIC: dict[str, tuple[str, ...]] = {
+    "sparsejac": tuple(importlib.import_module("sparsejac").__all__),
+    "sparsejac.ad": ("jvp", "vjp"),
+    "sparsejac.coloring": ("intersection_graph", "ORDERS", "BIDIRECTIONAL_ORDERS",
+                           "DEFAULT_EFFORT", "color", "ColoringResult"),
+    "sparsejac.plot": ("plot_coloring",),
+}
 MODULES = ("sparsejac", "sparsejac.ad", "sparsejac.fd", "sparsejac.coloring", "sparsejac.plot",
-           "sparsejac.cli", "sparsejac.pattern", "sparsejac.detection")
+           "sparsejac.cli", "sparsejac.pattern", "sparsejac.detection", "sparsejac.pipeline",
+           "sparsejac.validation", "sparsejac.tracing", "sparsejac.primitives",
+           "sparsejac.numeric", "sparsejac.errors", "sparsejac.jacobian",
+           "sparsejac.sparse_jacobian", "sparsejac.adapters", "sparsejac.report")
 EXAMPLES = re.compile(r"^Examples\n-{8,}\n(.*)", re.M | re.S)
+
+
+def _is_public(module: str, name: str) -> bool:
+    """A name of PUBLIC, or a re-export of the same function or class."""
+    if name in PUBLIC.get(module, ()):
+        return True
+    obj = getattr(importlib.import_module(module), name)
+    return is_documented_object(obj) and any(
+        getattr(importlib.import_module(m), n) is obj for m, names in PUBLIC.items()
+        for n in names)
 
 
 def public_names() -> list[tuple[str, str]]:
@@ -52,10 +77,12 @@ def autosummary_entries(text: str) -> set[tuple[str, str]]:
     return entries
 
 
-TEXT = API.read_text()
-LISTED = autosummary_entries(TEXT)
-DOCTEST_LINES = "\n".join(line for line in TEXT.splitlines()
-                          if line.startswith((">>> ", "... ")))
+def _doctest_lines(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if line.startswith((">>> ", "... ")))
+
+
+PAGES = {page: (autosummary_entries(page.read_text()), _doctest_lines(page.read_text()))
+         for page in (API, DEV)}
 
 
 def _resolve(module: str, name: str) -> Any:
@@ -68,14 +95,25 @@ def _resolve(module: str, name: str) -> Any:
 @pytest.mark.parametrize(("module", "name"), [pytest.param(m, n, id=f"{m}.{n}")
                                               for m, n in public_names()])
 def test_public_name_is_in_the_reference(module: str, name: str) -> None:
-    """The name is listed on docs/api.md (a table entry, or a checked example for data)."""
+    """The name is on its page: api.md if public, developer_reference.md otherwise (a table
+    entry, or a checked example for data)."""
     obj = getattr(importlib.import_module(module), name)
+    page = API if _is_public(module, name) else DEV
+    listed, doctest_lines = PAGES[page]
     if is_documented_object(obj):
-        assert any(_resolve(m, n) is obj for m, n in LISTED), (
-            f"{module}.{name} is not in an autosummary table of docs/api.md")
+        assert any(_resolve(m, n) is obj for m, n in listed), (
+            f"{module}.{name} is not in an autosummary table of docs/{page.name}")
     else:
-        assert re.search(rf"\b{re.escape(name)}\b", DOCTEST_LINES), (
-            f"the constant {module}.{name} appears in no `>>>` example of docs/api.md")
+        assert re.search(rf"\b{re.escape(name)}\b", doctest_lines), (
+            f"the constant {module}.{name} appears in no `>>>` example of docs/{page.name}")
+
+
+def test_api_page_lists_only_public_names() -> None:
+    """docs/api.md is what users call: every entry of its tables is a public name."""
+    public = {id(getattr(importlib.import_module(m), n)) for m, names in PUBLIC.items()
+              for n in names}
+    extra = sorted(f"{m}.{n}" for m, n in PAGES[API][0] if id(_resolve(m, n)) not in public)
+    assert not extra, f"internal names on docs/api.md (move them to the developer page): {extra}"
 
 
 @pytest.mark.parametrize(("module", "name"), [pytest.param(m, n, id=f"{m}.{n}")
@@ -93,5 +131,6 @@ def test_public_name_has_a_doctested_example(module: str, name: str) -> None:
 
 def test_table_entries_resolve() -> None:
     """Every autosummary entry names an existing object (Sphinx would warn otherwise)."""
-    missing = sorted(f"{m}.{n}" for m, n in LISTED if _resolve(m, n) is None)
+    missing = sorted(f"{m}.{n}" for page in PAGES.values() for m, n in page[0]
+                     if _resolve(m, n) is None)
     assert not missing, missing

@@ -13,8 +13,8 @@ import scipy.special as special
 
 import sparsejac
 from sparsejac.errors import (
+    SUPPORTED_FUNCTIONS_DOC,
     ConcretizationError,
-    SupportedFunctionsDoc,
     TracedConversionError,
     UnsupportedPrimitiveError,
 )
@@ -261,7 +261,7 @@ def test_unsupported_function_names_itself_and_the_docs(f: Callable[[Any], Any],
     assert err.function == name
     msg = str(err)
     assert msg.startswith(f"{name} is not supported")
-    assert SupportedFunctionsDoc in msg
+    assert SUPPORTED_FUNCTIONS_DOC in msg
     assert detail in msg
 
 
@@ -290,7 +290,7 @@ def test_supported_docs_path_exists() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    assert (root / SupportedFunctionsDoc).is_file()
+    assert (root / SUPPORTED_FUNCTIONS_DOC).is_file()
 
 
 # ---------------------------------------------------------------------------------------------

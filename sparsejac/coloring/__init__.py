@@ -45,9 +45,12 @@ from sparsejac.coloring.check import (
 from sparsejac.coloring.graph import PARTITIONS, BipartiteGraph, Partition
 from sparsejac.coloring.interface import (
     DEFAULT_REVERSE_COST,
+    MODE_PARTITIONS,
+    check_reverse_cost,
     color,
     color_partitions,
     partition_cost,
+    partition_for_mode,
     warm_up,
 )
 from sparsejac.coloring.interop import intersection_graph
@@ -59,6 +62,7 @@ __all__ = [
     "DEFAULT_EFFORT",
     "DEFAULT_REVERSE_COST",
     "EFFORT_UNIT",
+    "MODE_PARTITIONS",
     "ORDERS",
     "PARTITIONS",
     "BipartiteGraph",
@@ -69,10 +73,12 @@ __all__ = [
     "check_bicoloring",
     "check_groups",
     "check_result",
+    "check_reverse_cost",
     "check_structurally_orthogonal",
     "color",
     "color_partitions",
     "intersection_graph",
     "partition_cost",
+    "partition_for_mode",
     "warm_up",
 ]

@@ -53,26 +53,73 @@ __all__ = [
     "DEFAULT_EFFORT",
     "DEFAULT_REVERSE_COST",
     "MAX_RESTARTS",
+    "MODE_PARTITIONS",
     "N_RANDOM",
     "RECOLOR_SHARE",
     "RESTART_SHARE",
+    "check_reverse_cost",
     "color",
     "color_partitions",
     "partition_cost",
+    "partition_for_mode",
     "warm_up",
 ]
 
 
+#: The partition each evaluation mode decompresses with: forward mode (and finite
+#: differences) read columns of ``B = J @ S``, reverse mode rows of ``C = W @ J``, mixed mode
+#: both; ``"auto"`` compares the three.
+MODE_PARTITIONS: dict[str, str] = {
+    "forward": "column", "fd": "column", "reverse": "row", "mixed": "bidirectional",
+    "auto": "auto",
+}
 
-def _check_reverse_cost(reverse_cost: Any) -> float:
+
+def partition_for_mode(mode: str) -> str:
+    """The partition whose colouring an evaluation ``mode`` needs.
+
+    Examples
+    --------
+    >>> from sparsejac.coloring import partition_for_mode
+    >>> partition_for_mode("reverse"), partition_for_mode("mixed")
+    ('row', 'bidirectional')
+    >>> partition_for_mode("backward")
+    Traceback (most recent call last):
+        ...
+    ValueError: Unknown `mode` 'backward'; expected one of ['forward', 'fd', 'reverse', \
+'mixed', 'auto'].
+    """
+    try:
+        return MODE_PARTITIONS[mode]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown `mode` {mode!r}; expected one of {list(MODE_PARTITIONS)}.") from None
+
+
+def check_reverse_cost(reverse_cost: Any) -> float:
+    """Return ``reverse_cost`` as a float if it is a positive finite number, else raise.
+
+    The one rule for ``reverse_cost`` wherever it is accepted (colouring and Jacobians).
+
+    Examples
+    --------
+    >>> from sparsejac.coloring import check_reverse_cost
+    >>> check_reverse_cost(2)
+    2.0
+    >>> check_reverse_cost(0)
+    Traceback (most recent call last):
+        ...
+    ValueError: `reverse_cost` must be a positive finite number (the cost of a reverse \
+product relative to a forward one); got 0
+    """
     if isinstance(reverse_cost, bool) or not isinstance(reverse_cost, (int, float)):
         raise TypeError(
-            "`reverse_cost` must be a positive number (cost of a reverse product relative "
+            "`reverse_cost` must be a positive number (the cost of a reverse product relative "
             f"to a forward one); got {type(reverse_cost).__name__}"
         )
     if not (math.isfinite(reverse_cost) and reverse_cost > 0):
         raise ValueError(
-            "`reverse_cost` must be a positive finite number (cost of a reverse product "
+            "`reverse_cost` must be a positive finite number (the cost of a reverse product "
             f"relative to a forward one); got {reverse_cost!r}"
         )
     return float(reverse_cost)
@@ -434,7 +481,7 @@ def color_partitions(
     parts = [check_partition(p, allow_auto=True) for p in partitions]
     work = check_effort(effort) * EFFORT_UNIT
     seconds = check_time_budget(time_budget)
-    cost = _check_reverse_cost(reverse_cost)
+    cost = check_reverse_cost(reverse_cost)
     best = isinstance(order, str) and order == "best"
     if not best:
         for part in parts:  # a one-sided partition refuses the bidirectional-only orders

@@ -19,7 +19,15 @@ __all__ = ["FUNCTIONS", "UFUNCS", "Entry", "Primitive", "supported_entries"]
 
 
 def supported_entries() -> list[Entry]:
-    """Every registered numpy function and ufunc method, sorted by family and name."""
+    """Every registered numpy function and ufunc method, sorted by family and name.
+
+    Examples
+    --------
+    >>> from sparsejac.primitives import supported_entries
+    >>> names = [e.name for e in supported_entries()]
+    >>> "numpy.roll" in names and "numpy.add.at" in names
+    True
+    """
     entries = list(FUNCTIONS.values())
     for u in UFUNCS.values():
         entries.extend(u.methods.values())

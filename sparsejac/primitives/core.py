@@ -105,6 +105,29 @@ class Primitive:
     local Jacobian of fixed structure (then it is listed in :data:`OPAQUE`).
     ``zero_derivative`` marks operations whose derivative is identically zero (comparisons,
     ``floor``, ...): their outputs are never active.
+
+    Examples
+    --------
+    A linear primitive states its value and its local Jacobian; its rules are derived:
+
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.primitives.core import LocalJac, Primitive, bind
+    >>> from sparsejac.tracing import trace
+    >>> class Double(Primitive):
+    ...     name = "double"
+    ...     def impl(self, x):
+    ...         return 2.0 * x
+    ...     def linearize(self, node):
+    ...         k = np.arange(node.out.size)
+    ...         return [LocalJac(k, k, const=2.0)]
+    >>> prog = trace(lambda x: bind(Double(), (x,)), np.ones(3))
+    >>> sparsejac.detection.program_sparsity(prog).nnz
+    3
+    >>> sparsejac.ad.program_jvp(prog, np.eye(3))[1]
+    array([[2., 0., 0.],
+           [0., 2., 0.],
+           [0., 0., 2.]])
     """
 
     name: str = "primitive"
@@ -164,6 +187,13 @@ class Entry:
         supported functions.
     note : str
         Restrictions, e.g. "constant `where=` only".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.primitives import FUNCTIONS
+    >>> FUNCTIONS[np.roll].name, FUNCTIONS[np.roll].family, FUNCTIONS[np.roll].via
+    ('numpy.roll', 'movement', 'gather')
     """
 
     name: str

@@ -29,7 +29,18 @@ __all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "trace"]
 
 
 def as_float_input(x: Any, name: str = "x") -> np.ndarray:
-    """``x`` as a fresh float64 array, or a clear error for what cannot be differentiated."""
+    """``x`` as a fresh float64 array, or a clear error for what cannot be differentiated.
+
+    Examples
+    --------
+    >>> from sparsejac.tracing import as_float_input
+    >>> as_float_input([1, 2])
+    array([1., 2.])
+    >>> as_float_input([1j], "x0")
+    Traceback (most recent call last):
+        ...
+    TypeError: `x0` must be an array of real numbers; got an array of complex numbers
+    """
     if isinstance(x, Tracer):
         raise TypeError(f"`{name}` is already a traced array; nested tracing is not supported")
     try:
@@ -145,6 +156,15 @@ def trace(
     Returns
     -------
     Program
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.tracing import trace
+    >>> prog = trace(lambda x: np.sin(x) * x[0], np.ones(3))
+    >>> [node.prim.name for node in prog.nodes], prog.out.shape
+    (['sin', 'gather', 'multiply'], (3,))
     """
     registry()  # a clear error if no primitive registry is installed
     x_arr = as_float_input(x)

@@ -49,6 +49,15 @@ class Var:
         Whether derivatives with respect to the input can flow through this value.
     value : ndarray
         The value at the trace point (for constants, the constant itself).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.tracing import trace
+    >>> prog = trace(lambda x: x * 2.0, np.ones(3))
+    >>> prog.x.kind, prog.x.active, prog.out.kind, prog.out.shape
+    ('input', True, 'node', (3,))
     """
 
     __slots__ = ("active", "dtype", "id", "kind", "shape", "value")
@@ -108,7 +117,17 @@ class Operation(Protocol):
 
 @dataclass(eq=False)
 class Node:
-    """A primitive applied to input variables with static parameters."""
+    """A primitive applied to input variables with static parameters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.tracing import trace
+    >>> node = trace(lambda x: np.exp(x), np.ones(2)).nodes[0]
+    >>> node.prim.name, node.inputs[0].kind
+    ('exp', 'input')
+    """
 
     prim: Operation
     inputs: tuple[Var, ...]
@@ -140,6 +159,15 @@ class Program:
     value_dependent : bool
         True when the trace consulted values (local mode): the program is then valid at the
         trace point only, and must be recorded again for another ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.tracing import trace
+    >>> prog = trace(lambda x: x[1:] - x[:-1], np.ones(4))
+    >>> prog.n_in, prog.n_out, len(prog.active_nodes())
+    (4, 3, 3)
     """
 
     x: Var

@@ -44,6 +44,17 @@ class Tracer:
     Users never build one: :func:`sparsejac.jacobian_sparsity` and the AD entry points pass
     a Tracer to ``f`` in place of ``x``. It supports numpy's operators, methods and the
     functions listed in ``docs/supported.md``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def f(x):
+    ...     print(type(x).__name__, x.shape)
+    ...     return x ** 2
+    >>> sparsejac.jacobian_sparsity(f, np.ones(3)).nnz
+    Tracer (3,)
+    3
     """
 
     __slots__ = ("__weakref__", "_base", "_trace", "_var", "_views")

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 import sparsejac
 from sparsejac.coloring import ORDERS, check_result
 from sparsejac.coloring.interface import BEST_ORDERS, MAX_RESTARTS, N_RANDOM
+from sparsejac.pattern import as_pattern
 
 from .helpers import arrowhead, laplacian_2d, random_pattern, small_matrices
 
@@ -122,7 +123,7 @@ def test_accepts_every_input(fmt):
         "csr_array": sp.csr_array(a),
         "csc_matrix": sp.csc_matrix(a),
         "coo_array": sp.coo_array(a),
-        "pattern": sparsejac.as_pattern(a),
+        "pattern": as_pattern(a),
         "list": a.tolist(),
     }[fmt]
     r = sparsejac.color(obj, order="natural")

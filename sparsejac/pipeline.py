@@ -1,0 +1,499 @@
+"""The one pipeline: detect, colour, choose the mode, prepare an engine, evaluate.
+
+:func:`prepare` is the single preparation path behind :func:`sparsejac.jacobian`,
+:class:`sparsejac.SparseJacobian`, the solver adapters and the reports. It returns a frozen
+:class:`Plan`: the pattern, the colouring of every candidate mode, the chosen mode and why,
+and the *engine* that computes the Jacobian's values:
+
+* ``prepared`` -- the recorded program linearised once (:class:`~sparsejac.ad.PreparedProgram`),
+  replayed at every ``x`` (a global trace);
+* ``eager`` -- the eager interpreters on the trace at its own point (a one-off Jacobian);
+* ``retrace`` -- ``f`` traced again at every ``x`` (it branches on values; a user pattern
+  covers every branch);
+* ``fd`` -- compressed finite differences (approximate; black-box ``f``).
+
+**Mode choice.** ``mode="auto"`` colours the column, row and bidirectional partitions and
+picks the lowest cost ``forward products + reverse_cost × reverse products`` (ties: forward,
+then reverse, then mixed; a bidirectional colouring that is one-sided is that mode). It reads
+no clock, so the choice is the same on every machine. ``calibrate=True`` (opt-in) times the
+candidates at ``x0`` instead and keeps the fastest.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac import fd as _fd
+from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
+from sparsejac.coloring import (
+    DEFAULT_REVERSE_COST,
+    ColoringResult,
+    color_partitions,
+    partition_cost,
+    partition_for_mode,
+)
+from sparsejac.coloring.budget import prepared_effort
+from sparsejac.detection import program_sparsity
+from sparsejac.errors import ConcretizationError
+from sparsejac.pattern import SparsityPattern, as_pattern
+from sparsejac.tracing import Program, trace
+from sparsejac.validation import check_compressed_size, check_subset
+
+__all__ = [
+    "CALIBRATION_MARGIN",
+    "CALIBRATION_REPEATS",
+    "CALIBRATION_WINDOW",
+    "CANDIDATE_MODES",
+    "Engine",
+    "Plan",
+    "prepare",
+]
+
+#: The exact modes ``auto`` compares, in its order of preference on equal cost.
+CANDIDATE_MODES: tuple[str, ...] = ("forward", "reverse", "mixed")
+#: Repeats of each candidate evaluation when ``calibrate=True`` (the minimum is kept).
+CALIBRATION_REPEATS = 3
+#: With ``calibrate=True``, a later mode must be faster by more than this fraction to win.
+CALIBRATION_MARGIN = 0.1
+#: With ``calibrate=True``, only the modes whose cost is within this factor of the lowest
+#: are timed.
+CALIBRATION_WINDOW = 4.0
+
+
+def _groups(c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
+    """Column groups, forward products, row groups, reverse products (-1: not seeded)."""
+    m, n = c.pattern.shape
+    cg = c.column_groups if c.column_groups is not None else np.full(n, -1)
+    rg = c.row_groups if c.row_groups is not None else np.full(m, -1)
+    return cg, c.n_forward, rg, c.n_reverse
+
+
+def _decompress(c: ColoringResult, b: np.ndarray | None, cmat: np.ndarray | None,
+                out: np.ndarray | None) -> np.ndarray:
+    match c.partition:
+        case "column":
+            return c.decompress_data(B=b if b is not None else np.zeros(c.compressed_shape),
+                                     out=out)
+        case "row":
+            return c.decompress_data(C=cmat if cmat is not None else
+                                     np.zeros(c.compressed_shape), out=out)
+        case _:
+            return c.decompress_data(B=b, C=cmat, out=out)
+
+
+def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None) -> np.ndarray:
+    """J's nonzeros at the trace point, by the eager interpreters and colouring ``c``."""
+    s, w = c.seed_matrices()
+    b = cmat = None
+    if s is not None and s.shape[1]:
+        p = s.shape[1]
+        _, t = program_jvp(prog, np.ascontiguousarray(s.T).reshape((p, *prog.x.shape)))
+        b = np.ascontiguousarray(t.reshape(p, -1).T)
+    if w is not None and w.shape[0]:
+        q = w.shape[0]
+        _, ct = program_vjp(prog, w.reshape((q, *prog.out.shape)))
+        cmat = ct.reshape(q, -1)
+    return _decompress(c, b, cmat, out)
+
+
+# ---------------------------------------------------------------------------------------
+# engines
+# ---------------------------------------------------------------------------------------
+
+
+class Engine(Protocol):
+    """What computes the Jacobian's values for a colouring (see the module docstring).
+
+    ``kind`` is ``"prepared"``, ``"eager"``, ``"retrace"`` or ``"fd"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pipeline import prepare
+    >>> prepare(lambda x: x ** 2, np.ones(3)).engine.kind
+    'prepared'
+    >>> prepare(lambda x: x ** 2, np.ones(3), one_shot=True).engine.kind
+    'eager'
+    """
+
+    @property
+    def kind(self) -> str:
+        """The engine's kind."""
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> np.ndarray:
+        """J's nonzeros at ``x`` in CSR order, by ``mode`` with colouring ``c``."""
+
+    def stats(self) -> dict[str, Any] | None:
+        """Sizes of the engine (or None)."""
+
+
+@dataclass(frozen=True)
+class PreparedEngine:
+    """The recorded program, linearised once and replayed at every ``x``."""
+
+    program: PreparedProgram
+    kind: str = "prepared"
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> np.ndarray:
+        """Replay the prepared program with the seeds of ``c``; decompress."""
+        cg, p, rg, q = _groups(c)
+        b = cmat = None
+        if mode == "mixed" and p and q:
+            _, b, cmat = self.program.mixed(x, cg, p, rg, q, params=params)
+        elif mode in ("forward", "mixed") and p:
+            _, b = self.program.forward(x, cg, p, params=params)
+        elif mode in ("reverse", "mixed") and q:
+            _, cmat = self.program.reverse(x, rg, q, params=params)
+        return _decompress(c, b, cmat, out)
+
+    def stats(self) -> dict[str, Any] | None:
+        """The prepared program's sizes."""
+        return self.program.stats()
+
+
+@dataclass(frozen=True)
+class EagerEngine:
+    """The eager interpreters on the trace, at its own point only (a one-off Jacobian)."""
+
+    program: Program
+    kind: str = "eager"
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> np.ndarray:
+        """J at the trace point (any other point would need a replay or a new trace)."""
+        if not np.array_equal(x, self.program.x.value):  # pragma: no cover - internal misuse
+            raise RuntimeError("an eager plan evaluates at its trace point only")
+        return _eager_data(self.program, c, out)
+
+    def stats(self) -> dict[str, Any] | None:
+        """None: nothing is prepared."""
+        return None
+
+
+@dataclass(frozen=True)
+class RetraceEngine:
+    """``f`` traced again (locally) at every ``x``: for value-dependent ``f``."""
+
+    call: Callable[..., Any]
+    pattern: SparsityPattern
+    name: str
+    kind: str = "retrace"
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> np.ndarray:
+        """Trace at ``x``, check the local pattern against the plan's, eager products."""
+        prog = trace(self.call, x, local=True, params=params, name=self.name)
+        check_subset(program_sparsity(prog, local=True), self.pattern)
+        return _eager_data(prog, c, out)
+
+    def stats(self) -> dict[str, Any] | None:
+        """None: nothing is prepared."""
+        return None
+
+
+@dataclass(frozen=True)
+class FdEngine:
+    """Compressed finite differences (approximate)."""
+
+    call: Callable[..., Any]
+    method: str
+    n_out: int
+    kind: str = "fd"
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> np.ndarray:
+        """``p + 1`` (``2p`` for 3-point) evaluations of ``f``."""
+        return _fd.fd_jacobian_data(lambda z: self.call(z, *params), x, c, method=self.method,
+                                    n_out=self.n_out, out=out)
+
+    def stats(self) -> dict[str, Any] | None:
+        """None: nothing is prepared."""
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# the plan
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a Jacobian needs to be evaluated: pattern, colourings, mode, engine.
+
+    Attributes
+    ----------
+    pattern : SparsityPattern
+        The pattern used (detected, or the user's).
+    colorings : dict
+        The colouring of every candidate mode.
+    mode : str
+        The chosen mode (never ``"auto"``).
+    reason : str
+        Why it was chosen.
+    costs : dict
+        Per candidate mode: ``forward products + reverse_cost × reverse products``.
+    engine : Engine
+        What computes the values.
+    effort : float
+        The colouring search's effort.
+    seconds : dict
+        ``detection``, ``coloring``, ``preparation`` (the engine) and, with calibration,
+        ``calibration`` (seconds per timed mode).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pipeline import prepare
+    >>> plan = prepare(lambda x: np.concatenate([x ** 2, [x.sum()]]), np.ones(4))
+    >>> plan.mode, plan.costs
+    ('reverse', {'forward': 4.0, 'reverse': 2.0, 'mixed': 2.0})
+    >>> plan.matrix(plan.evaluate(np.arange(4.0))).toarray()
+    array([[0., 0., 0., 0.],
+           [0., 2., 0., 0.],
+           [0., 0., 4., 0.],
+           [0., 0., 0., 6.],
+           [1., 1., 1., 1.]])
+    """
+
+    pattern: SparsityPattern
+    colorings: dict[str, ColoringResult]
+    mode: str
+    reason: str
+    costs: dict[str, float]
+    engine: Engine
+    effort: float
+    seconds: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def coloring(self) -> ColoringResult:
+        """The colouring of the chosen mode."""
+        return self.colorings[self.mode]
+
+    @property
+    def n_products(self) -> int:
+        """Products per Jacobian (JVPs, VJPs, both, or f evaluations beyond the base point)."""
+        return int(self.coloring.n_colors)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(m, n)``."""
+        return self.pattern.shape
+
+    def evaluate(self, x: np.ndarray, params: Sequence[Any] = (),
+                 out: np.ndarray | None = None) -> np.ndarray:
+        """J's nonzeros at ``x`` (a checked float64 array of ``x0``'s shape), CSR order."""
+        return self._evaluate_mode(self.mode, x, params, out)
+
+    def _evaluate_mode(self, mode: str, x: np.ndarray, params: Sequence[Any],
+                       out: np.ndarray | None) -> np.ndarray:
+        c = self.colorings[mode]
+        if mode != "fd":
+            _, p, _, q = _groups(c)
+            check_compressed_size(mode, self.pattern.shape, p, q)
+        return self.engine.evaluate(mode, c, x, params, out)
+
+    def matrix(self, data: np.ndarray) -> sp.csr_array:
+        """A ``csr_array`` with ``data`` on the pattern (sharing its index arrays)."""
+        pat = self.pattern
+        out = sp.csr_array((data, pat.indices, pat.indptr), shape=pat.shape, copy=False)
+        out.has_sorted_indices = True
+        out.has_canonical_format = True
+        return out
+
+
+def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name: str,
+           mode: str, sparsity: Any, one_shot: bool) -> tuple[Program | None, bool]:
+    """The global trace, or (one-off) the local one, or None for a retrace plan."""
+    try:
+        return trace(call, x0, params=params, name=name), False
+    except ConcretizationError as exc:
+        if one_shot:  # exact at this x: the branches taken here
+            return trace(call, x0, local=True, params=params, name=name), True
+        if sparsity is None:
+            raise ConcretizationError(
+                f"{exc} To prepare a Jacobian for such an f anyway, pass `sparsity=` (a "
+                "pattern valid at every x you will evaluate, e.g. "
+                "sparsejac.jacobian_sparsity(f, x, local=True) when the branches do not "
+                "change it); f is then traced again at every call.") from exc
+        return None, False
+
+
+def _colour(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: float,
+            time_budget: float | None, reverse_cost: float) -> dict[str, ColoringResult]:
+    """The colouring of every mode (the one place the pipeline colours)."""
+    partitions = {m: partition_for_mode(m) for m in modes}
+    found = color_partitions(pattern, sorted(set(partitions.values())), order=order,
+                             effort=effort, time_budget=time_budget,
+                             reverse_cost=reverse_cost)
+    return {m: found[p] for m, p in partitions.items()}
+
+
+def prepare(
+    call: Callable[..., Any],
+    x0: np.ndarray,
+    *,
+    params: Sequence[Any] = (),
+    name: str = "f",
+    sparsity: Any = None,
+    mode: str = "auto",
+    order: Any = "best",
+    effort: float | None = None,
+    time_budget: float | None = None,
+    fd_method: str = "2-point",
+    calibrate: bool = False,
+    reverse_cost: float = DEFAULT_REVERSE_COST,
+    one_shot: bool = False,
+) -> Plan:
+    """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
+
+    Arguments are checked by the caller (:mod:`sparsejac.validation`).
+
+    Parameters
+    ----------
+    call : callable
+        ``call(x, *params) -> array``: ``f`` with its constant arguments bound.
+    x0 : ndarray
+        The representative point (float64).
+    params : sequence
+        Traced, non-differentiated inputs (an ODE's ``t``) at the preparation.
+    name : str
+        Name of ``f`` in messages.
+    sparsity : optional
+        A user pattern (must contain the detected one, except for ``fd``).
+    mode, order, effort, time_budget, fd_method, calibrate, reverse_cost
+        As for :class:`sparsejac.SparseJacobian`; ``effort=None`` is the default for the
+        plan's kind (:func:`~sparsejac.coloring.budget.prepared_effort`, or 0 one-off).
+    one_shot : bool
+        A plan for one Jacobian at ``x0``: no search beyond the mandatory colouring passes,
+        the eager interpreters on the trace, a local trace when ``f`` branches on values.
+
+    Returns
+    -------
+    Plan
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.pipeline import prepare
+    >>> plan = prepare(lambda x: x[1:] * x[:-1], np.ones(4))
+    >>> plan.mode, plan.n_products, plan.engine.kind
+    ('forward', 2, 'prepared')
+    >>> plan.matrix(plan.evaluate(np.arange(4.0))).toarray()
+    array([[1., 0., 0., 0.],
+           [0., 2., 1., 0.],
+           [0., 0., 3., 2.]])
+    """
+    seconds: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    program: Program | None = None
+    retrace = False
+    if sparsity is not None and mode == "fd":
+        pattern = as_pattern(sparsity, name="sparsity")
+    else:
+        program, local = _trace(call, x0, params, name, mode, sparsity, one_shot)
+        retrace = program is None
+        if program is None:
+            pattern = as_pattern(sparsity, name="sparsity")
+        else:
+            detected = program_sparsity(program, local=local)
+            if sparsity is None:
+                pattern = as_pattern(detected) if detected.nnz else \
+                    SparsityPattern(detected.shape, [], [])
+            else:
+                pattern = as_pattern(sparsity, name="sparsity")
+                check_subset(detected, pattern)
+    seconds["detection"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    modes = list(CANDIDATE_MODES) if mode == "auto" else [mode]
+    if effort is None:
+        effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
+    colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
+    seconds["coloring"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    engine: Engine
+    if mode == "fd":
+        engine = FdEngine(call, fd_method, pattern.shape[0])
+    elif retrace:
+        engine = RetraceEngine(call, pattern, name)
+    elif one_shot or (program is not None and program.value_dependent):
+        assert program is not None
+        engine = EagerEngine(program)
+    else:
+        assert program is not None
+        width = min(c.n_colors for c in colorings.values())
+        engine = PreparedEngine(PreparedProgram(program, width=max(width, 1)))
+    seconds["preparation"] = time.perf_counter() - t0
+
+    costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}
+    chosen, reason, timed = _choose(modes, colorings, costs, reverse_cost,
+                                    calibrate and not one_shot, engine, pattern, x0, params)
+    if timed:
+        seconds["calibration"] = timed
+    return Plan(pattern, colorings, chosen, reason, costs, engine, float(effort), seconds)
+
+
+def _choose(modes: list[str], colorings: dict[str, ColoringResult], costs: dict[str, float],
+            reverse_cost: float, calibrate: bool, engine: Engine, pattern: SparsityPattern,
+            x0: np.ndarray, params: Sequence[Any]) -> tuple[str, str, dict[str, float]]:
+    """The mode, the reason, and the calibration timings (empty without calibration)."""
+    if len(modes) == 1:
+        return modes[0], f"mode={modes[0]!r} was requested", {}
+    note = ""
+    bi = colorings["mixed"]
+    for side, same in (("forward", bi.n_reverse == 0), ("reverse", bi.n_forward == 0)):
+        if same and colorings[side].n_colors <= bi.n_colors:
+            # a one-sided bicolouring is that mode itself
+            modes = [m for m in modes if m != "mixed"]
+            note = f"; the mixed colouring is one-sided ({side} mode)"
+            break
+    if calibrate:
+        floor = min(costs[m] for m in modes)
+        timed_modes = [m for m in modes if costs[m] <= CALIBRATION_WINDOW * floor
+                       and _fits(colorings[m], pattern)] or [min(modes, key=costs.__getitem__)]
+        timed: dict[str, float] = {}
+        plan_like = Plan(pattern, colorings, modes[0], "", costs, engine, 0.0)
+        for m in timed_modes:
+            best = math.inf
+            for _ in range(CALIBRATION_REPEATS):
+                t0 = time.perf_counter()
+                plan_like._evaluate_mode(m, x0, params, None)
+                best = min(best, time.perf_counter() - t0)
+            timed[m] = best
+        # the earliest of forward, reverse, mixed unless a later one is clearly faster
+        chosen = timed_modes[0]
+        for m in timed_modes[1:]:
+            if timed[m] < timed[chosen] / (1.0 + CALIBRATION_MARGIN):
+                chosen = m
+        detail = ", ".join(f"{m} {timed[m] * 1e3:.3g} ms" if m in timed else
+                           f"{m} not timed ({colorings[m].n_colors} products)" for m in modes)
+        return chosen, f"fastest when timed at x0 ({detail}){note}", timed
+    chosen = min(modes, key=lambda m: (costs[m], modes.index(m)))
+    detail = ", ".join(f"{m} {_num(costs[m])}" for m in modes)
+    return chosen, (f"lowest cost = forward products + {reverse_cost:g} x reverse products "
+                    f"({detail}){note}"), {}
+
+
+def _num(c: float) -> str:
+    """A cost for the reason: an integer as one, otherwise four significant digits."""
+    return str(int(c)) if float(c).is_integer() else f"{c:.4g}"
+
+
+def _fits(c: ColoringResult, pattern: SparsityPattern) -> bool:
+    _, p, _, q = _groups(c)
+    try:
+        check_compressed_size("auto", pattern.shape, p, q)
+    except MemoryError:
+        return False
+    return True

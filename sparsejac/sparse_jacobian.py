@@ -1,0 +1,342 @@
+"""A Jacobian prepared once and evaluated at many points: :class:`SparseJacobian`.
+
+It checks its arguments (:mod:`sparsejac.validation`), runs the one pipeline
+(:func:`sparsejac.pipeline.prepare`), prepares again when ``f``'s arguments change, and
+evaluates the plan. The solver adapters (:mod:`sparsejac.adapters`) build on its public
+members; the one-off :func:`sparsejac.jacobian` runs the same pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
+from sparsejac.pipeline import Plan, prepare
+from sparsejac.validation import (
+    Mode,
+    check_args,
+    check_callable,
+    check_fd_method,
+    check_kwargs,
+    check_mode,
+    check_reverse_cost,
+    check_x,
+)
+
+__all__ = ["SparseJacobian", "bind_arguments"]
+
+
+def bind_arguments(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                   ) -> Callable[..., Any]:
+    """``call(x, *params) = f(x, *params, *args, **kwargs)`` (``f`` itself without them).
+
+    Examples
+    --------
+    >>> from sparsejac.sparse_jacobian import bind_arguments
+    >>> bind_arguments(lambda x, a, b=0: x + a + b, (1,), {"b": 2})(10)
+    13
+    """
+    if not args and not kwargs:
+        return f
+    return lambda x, *params: f(x, *params, *args, **kwargs)
+
+
+def _count(k: int, what: str) -> str:
+    return f"{k:,} {what}" + ("" if k == 1 else "s")
+
+
+class SparseJacobian:
+    """A sparse Jacobian prepared once and evaluated at many points.
+
+    Preparation traces ``f`` at ``x0`` (sparsity detection), colours the pattern, chooses
+    the mode and records the program; each call then only evaluates and decompresses. The
+    object is a drop-in ``jac=`` for ``scipy.optimize.least_squares`` and ``root`` (called
+    as ``jac(x, *args)``); see :func:`sparsejac.ode_jacobian` for ``solve_ivp``.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *params, *args, **kwargs)`` written with numpy; ``x`` may have any shape.
+    x0 : array_like
+        A representative point (every later ``x`` must have its shape).
+    sparsity : sparse matrix, array_like or path, optional
+        The pattern to use, shape ``(f(x).size, x.size)``. By default it is detected. A given
+        pattern must contain the detected one (checked); for ``mode="fd"`` it is trusted.
+    mode : {"auto", "forward", "reverse", "mixed", "fd"}
+        ``forward``: column colouring, ``B = J @ S``; ``reverse``: row colouring,
+        ``C = W @ J``; ``mixed``: bidirectional colouring, both; ``fd``: compressed finite
+        differences (approximate, for black-box ``f``); ``auto``: the exact mode of lowest
+        cost = forward products + ``reverse_cost`` × reverse products (ties: forward, reverse,
+        mixed), the same on every machine; or the fastest when timed (``calibrate=True``).
+    order : str or callable
+        Vertex order for :func:`sparsejac.color` (default ``"best"``).
+    effort : float, optional
+        How much the ``"best"`` colouring search may spend per candidate mode (see
+        :func:`sparsejac.color`). Default:
+        :func:`~sparsejac.coloring.budget.prepared_effort` of the pattern (small for small
+        patterns); raise it for a problem solved many times, where one colour fewer pays.
+    time_budget : float, optional
+        An opt-in wall-clock limit (seconds) on that search.
+    params : sequence, optional
+        Traced, non-differentiated inputs of ``f`` after ``x`` (an ODE's time ``t``): the
+        Jacobian is prepared once for all their values; pass new ones to :meth:`evaluate`.
+    args, kwargs : optional
+        Further arguments of ``f``, constants of the preparation. Calls may pass the same
+        objects again (as scipy's solvers do); other objects trigger a new preparation.
+    fd_method : {"2-point", "3-point", "cs"}, optional
+        Finite-difference scheme, for ``mode="fd"`` only (default ``"2-point"``).
+    calibrate : bool
+        For ``mode="auto"``: time each candidate mode at ``x0`` and keep the fastest (the
+        choice then depends on the machine).
+    reverse_cost : float
+        Cost of a reverse product relative to a forward one in the cost rule.
+    name : str, optional
+        Name of ``f`` in messages and the repr (default ``"f"``, the argument's name; the
+        solver adapters pass the user's function name).
+
+    Attributes
+    ----------
+    sparsity : scipy.sparse.csr_array of bool
+        The pattern in use (it follows a new preparation).
+    coloring : ColoringResult
+        The colouring of the chosen mode.
+    mode : str
+        The chosen mode (never ``"auto"``).
+    reason : str
+        Why.
+    n_products : int
+        Compressed products per Jacobian (JVPs, VJPs, both, or f evaluations for fd).
+    plan : Plan
+        The current preparation (:class:`sparsejac.pipeline.Plan`).
+
+    Raises
+    ------
+    ValueError
+        A bad ``mode``, ``fd_method``, ``x0``, or a ``sparsity`` missing detected entries.
+    ConcretizationError
+        ``f`` branches on values and no ``sparsity`` was given (see the message).
+
+    See Also
+    --------
+    sparsejac.jacobian : a single Jacobian.
+    sparsejac.ode_jacobian : the adapter for ``solve_ivp``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def f(x):
+    ...     return x[1:] ** 2 - x[:-1]
+    >>> jac = sparsejac.SparseJacobian(f, np.ones(5), mode="forward")
+    >>> jac
+    SparseJacobian(f, shape=(4, 5), nnz=8, mode='forward': 2 JVPs instead of 5)
+    >>> jac(np.arange(5.0)).toarray()
+    array([[-1.,  2.,  0.,  0.,  0.],
+           [ 0., -1.,  4.,  0.,  0.],
+           [ 0.,  0., -1.,  6.,  0.],
+           [ 0.,  0.,  0., -1.,  8.]])
+    """
+
+    def __init__(
+        self,
+        f: Callable[..., Any],
+        x0: Any,
+        *,
+        sparsity: Any = None,
+        mode: Mode = "auto",
+        order: Any = "best",
+        effort: float | None = None,
+        time_budget: float | None = None,
+        params: Sequence[Any] = (),
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        fd_method: str | None = None,
+        calibrate: bool = False,
+        reverse_cost: float = DEFAULT_REVERSE_COST,
+        name: str | None = None,
+    ) -> None:
+        self._f = check_callable(f, x0)
+        self._mode = check_mode(mode)
+        self._fd_method = check_fd_method(fd_method, self._mode)
+        self._reverse_cost = check_reverse_cost(reverse_cost)
+        self._x0 = check_x(x0, name="x0")
+        self._name = "f" if name is None else str(name)
+        self._options: dict[str, Any] = {
+            "sparsity": sparsity, "mode": self._mode, "order": order, "effort": effort,
+            "time_budget": time_budget, "fd_method": self._fd_method,
+            "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost}
+        self._params0 = tuple(params)
+        self._n_prepared = 0
+        self._prepare(check_args(args), check_kwargs(kwargs))
+
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self._args, self._kwargs = args, kwargs
+        self._call = bind_arguments(self._f, args, kwargs)
+        self._plan = prepare(self._call, self._x0, params=self._params0, name=self._name,
+                             **self._options)
+        self._n_prepared += 1
+
+    # -- the current preparation -----------------------------------------------------------
+
+    @property
+    def plan(self) -> Plan:
+        """The current preparation."""
+        return self._plan
+
+    @property
+    def sparsity(self) -> sp.csr_array:
+        """The pattern in use, as a boolean ``csr_array`` (follows a new preparation)."""
+        return self._plan.pattern.to_csr_array()
+
+    @property
+    def mode(self) -> str:
+        """The chosen mode."""
+        return self._plan.mode
+
+    @property
+    def reason(self) -> str:
+        """Why the mode was chosen."""
+        return self._plan.reason
+
+    @property
+    def coloring(self) -> ColoringResult:
+        """The colouring of the chosen mode."""
+        return self._plan.coloring
+
+    @property
+    def n_products(self) -> int:
+        """Compressed products per Jacobian."""
+        return self._plan.n_products
+
+    @property
+    def x0(self) -> np.ndarray:
+        """The preparation point (a copy)."""
+        return self._x0.copy()
+
+    # -- evaluation ----------------------------------------------------------------------
+
+    def __call__(self, x: Any, *args: Any, out: sp.csr_array | None = None,
+                 **kwargs: Any) -> sp.csr_array:
+        """The Jacobian at ``x`` as a ``csr_array`` (same index arrays every call).
+
+        Parameters
+        ----------
+        x : array_like
+            Same shape as ``x0`` (a flat vector of the same size is accepted too).
+        *args, **kwargs
+            Passed to ``f`` (as scipy's solvers do). The same objects as at preparation
+            reuse it; other objects prepare again.
+        out : csr_array, optional
+            A matrix returned by an earlier call, refilled in place.
+
+        Returns
+        -------
+        scipy.sparse.csr_array of float64
+        """
+        return self.evaluate(x, args=args or None, kwargs=kwargs or None, out=out)
+
+    def evaluate(self, x: Any, *, params: Sequence[Any] | None = None,
+                 args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None,
+                 out: sp.csr_array | None = None) -> sp.csr_array:
+        """The Jacobian at ``x``, with new ``params`` values and, if given, ``args``/``kwargs``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> jac = sparsejac.SparseJacobian(lambda x, t: np.sin(t) * x ** 2, np.ones(2),
+        ...                                params=(0.0,))
+        >>> jac.evaluate(np.ones(2), params=(np.pi / 2,)).toarray()
+        array([[2., 0.],
+               [0., 2.]])
+        """
+        if args is not None or kwargs is not None:
+            self.use_args(() if args is None else tuple(args), kwargs or {})
+        xa = check_x(x, self._x0.shape)
+        ps = self._params0 if params is None else tuple(params)
+        plan = self._plan
+        if out is None:
+            return plan.matrix(plan.evaluate(xa, ps))
+        if not (isinstance(out, sp.csr_array) and out.shape == plan.shape
+                and out.nnz == plan.pattern.nnz and out.data.dtype == np.float64):
+            raise ValueError(
+                "`out` must be a csr_array returned by this SparseJacobian (shape "
+                f"{plan.shape}, nnz {plan.pattern.nnz}, float64)")
+        plan.evaluate(xa, ps, out=out.data)
+        return out
+
+    def use_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Prepare again unless ``args``/``kwargs`` are the preparation's own objects."""
+        args, kwargs = check_args(args), check_kwargs(kwargs)
+        same = len(args) == len(self._args) and all(
+            a is b for a, b in zip(args, self._args, strict=True)
+        ) and kwargs.keys() == self._kwargs.keys() and all(
+            kwargs[k] is self._kwargs[k] for k in kwargs)
+        if not same:
+            self._prepare(args, kwargs)
+
+    def f(self, x: Any) -> Any:
+        """``f(x, *params, *args, **kwargs)`` with the preparation's arguments."""
+        return self._call(check_x(x, self._x0.shape), *self._params0)
+
+    # -- introspection -------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Figures of the preparation: sizes, colours per mode, the choice and timings.
+
+        Returns
+        -------
+        dict
+            JSON-ready: ``shape``, ``nnz``, ``mode``, ``reason``, ``n_products``, ``exact``,
+            ``retraced_each_call``, ``colors`` (products per candidate mode), ``products``
+            (``[forward, reverse]`` per candidate mode), ``costs`` (the cost rule's value per
+            candidate mode), ``lower_bound`` (column and row), ``coloring_budget`` (the
+            search effort), ``coloring_work`` (the work it spent), ``seconds`` (detection,
+            coloring, preparation, and with ``calibrate=True`` calibration per timed mode),
+            ``engine`` and ``preparations``.
+        """
+        plan = self._plan
+        m, n = plan.shape
+        rows, cols = plan.pattern.row_counts, plan.pattern.col_counts
+        return {
+            "shape": [m, n],
+            "nnz": int(plan.pattern.nnz),
+            "mode": plan.mode,
+            "reason": plan.reason,
+            "n_products": plan.n_products,
+            "exact": plan.mode != "fd",
+            "retraced_each_call": plan.engine.kind == "retrace",
+            "colors": {md: int(c.n_colors) for md, c in plan.colorings.items()},
+            "products": {md: [int(c.n_forward), int(c.n_reverse)]
+                         for md, c in plan.colorings.items()},
+            "costs": dict(plan.costs),
+            "lower_bound": {"column": int(rows.max()) if rows.size else 0,
+                            "row": int(cols.max()) if cols.size else 0},
+            "coloring_budget": plan.effort,
+            "coloring_work": float(sum(c.work for c in plan.colorings.values())),
+            "seconds": dict(plan.seconds),
+            "engine": plan.engine.stats(),
+            "preparations": self._n_prepared,
+        }
+
+    def __repr__(self) -> str:
+        m, n = self._plan.shape
+        c = self.coloring
+        match self.mode:
+            case "forward":
+                work = _count(c.n_forward, "JVP")
+            case "reverse":
+                work = _count(c.n_reverse, "VJP")
+            case "mixed":
+                work = f"{_count(c.n_forward, 'JVP')} + {_count(c.n_reverse, 'VJP')}"
+            case _:
+                work = _count(c.n_colors, "f evaluation")
+        full = m if self.mode == "reverse" else (min(m, n) if self.mode == "mixed" else n)
+        note = ", approximate" if self.mode == "fd" else ""
+        return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
+                f"nnz={self._plan.pattern.nnz:,}, mode={self.mode!r}: {work} instead of "
+                f"{full:,}{note})")

@@ -1,0 +1,221 @@
+"""Argument validation of the Jacobian entry points, in one place.
+
+Every public entry point (:func:`sparsejac.jacobian`, :class:`sparsejac.SparseJacobian`, the
+solver adapters, the reports) checks its arguments here, so each argument has one rule and one
+message: the argument in backticks, what was received, what is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.coloring import check_reverse_cost
+from sparsejac.fd import check_method
+from sparsejac.pattern import SparsityPattern
+from sparsejac.tracing import as_float_input
+
+__all__ = [
+    "MAX_COMPRESSED_ENTRIES",
+    "MODES",
+    "Mode",
+    "check_args",
+    "check_callable",
+    "check_compressed_size",
+    "check_fd_method",
+    "check_kwargs",
+    "check_mode",
+    "check_reverse_cost",
+    "check_subset",
+    "check_x",
+]
+
+Mode = Literal["auto", "forward", "reverse", "mixed", "fd"]
+#: The evaluation modes, in the order ``auto`` considers them (ties go to the earlier one).
+MODES: tuple[str, ...] = ("auto", "forward", "reverse", "mixed", "fd")
+#: Largest compressed matrix (``m × p`` or ``q × n`` entries) a mode may allocate (800 MB).
+MAX_COMPRESSED_ENTRIES = 100_000_000
+
+
+def check_mode(mode: Any) -> str:
+    """``mode`` if it is one of :data:`MODES`, else a ValueError listing them.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_mode
+    >>> check_mode("reverse")
+    'reverse'
+    """
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"Unknown `mode` {mode!r}; expected one of {list(MODES)}.")
+    return mode
+
+
+def check_callable(f: Any, x: Any = None, name: str = "f") -> Callable[..., Any]:
+    """``f`` if it is callable; a TypeError that also spots swapped ``(x, f)`` arguments.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.validation import check_callable
+    >>> check_callable(np.ones(3), np.sin)
+    Traceback (most recent call last):
+        ...
+    TypeError: `f` must be callable; got ndarray. The arguments look swapped: the function \
+comes first, then the point: jacobian(f, x).
+    """
+    if callable(f):
+        return f  # type: ignore[no-any-return]
+    hint = ""
+    if callable(x):
+        hint = (" The arguments look swapped: the function comes first, then the point: "
+                "jacobian(f, x).")
+    raise TypeError(f"`{name}` must be callable; got {type(f).__name__}.{hint}")
+
+
+def check_args(args: Any) -> tuple[Any, ...]:
+    """``args`` as a tuple: the further positional arguments of ``f``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.validation import check_args
+    >>> check_args([1, 2])
+    (1, 2)
+    >>> check_args(np.ones(3))
+    Traceback (most recent call last):
+        ...
+    TypeError: `args` must be a tuple of further arguments of f; got ndarray (for one \
+argument write args=(value,)).
+    """
+    if isinstance(args, (tuple, list)):
+        return tuple(args)
+    raise TypeError(
+        f"`args` must be a tuple of further arguments of f; got {type(args).__name__} (for "
+        "one argument write args=(value,)).")
+
+
+def check_kwargs(kwargs: Any) -> dict[str, Any]:
+    """``kwargs`` (or None) as a dict: the keyword arguments of ``f``.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_kwargs
+    >>> check_kwargs(None), check_kwargs({"a": 1})
+    ({}, {'a': 1})
+    """
+    if kwargs is None:
+        return {}
+    if isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs):
+        return dict(kwargs)
+    raise TypeError(
+        f"`kwargs` must be a dict of keyword arguments of f; got {type(kwargs).__name__}.")
+
+
+def check_fd_method(fd_method: Any, mode: str) -> str:
+    """The finite-difference scheme: ``"2-point"`` by default, only with ``mode="fd"``.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_fd_method
+    >>> check_fd_method(None, "fd"), check_fd_method("3-point", "fd")
+    ('2-point', '3-point')
+    >>> check_fd_method("3-point", "forward")
+    Traceback (most recent call last):
+        ...
+    ValueError: `fd_method` applies to mode='fd' only (finite differences); mode='forward' is \
+exact and uses no step. Drop `fd_method`, or pass mode='fd'.
+    """
+    if fd_method is None:
+        return "2-point"
+    method = check_method(fd_method)
+    if mode != "fd":
+        raise ValueError(
+            f"`fd_method` applies to mode='fd' only (finite differences); mode={mode!r} is "
+            "exact and uses no step. Drop `fd_method`, or pass mode='fd'.")
+    return method
+
+
+def check_x(x: Any, shape: tuple[int, ...] | None = None, name: str = "x") -> np.ndarray:
+    """``x`` as a fresh float64 array of ``shape`` (a flat vector of its size is reshaped).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.validation import check_x
+    >>> check_x([1, 2, 3, 4], (2, 2)).shape
+    (2, 2)
+    >>> check_x(np.ones(3), (2, 2))
+    Traceback (most recent call last):
+        ...
+    ValueError: `x` has shape (3,) but this Jacobian was prepared for `x0` of shape (2, 2)
+    """
+    arr = as_float_input(x, name)
+    if shape is None or arr.shape == shape:
+        return arr
+    if arr.ndim == 1 and arr.size == int(np.prod(shape, dtype=np.int64)):
+        return arr.reshape(shape)
+    raise ValueError(
+        f"`{name}` has shape {arr.shape} but this Jacobian was prepared for `x0` of shape "
+        f"{shape}")
+
+
+def check_compressed_size(mode: str, shape: tuple[int, int], p: int, q: int) -> None:
+    """Refuse a mode whose compressed blocks (``m × p``, ``q × n``) would be too large.
+
+    Raises
+    ------
+    MemoryError
+        Naming the mode, the sizes and the modes that avoid it.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_compressed_size
+    >>> check_compressed_size("forward", (10, 10), 3, 0)
+    >>> check_compressed_size("forward", (10**6, 10**6), 10**6, 0)
+    Traceback (most recent call last):
+        ...
+    MemoryError: mode='forward' would allocate a compressed matrix of 1,000,000,000,000 ...
+    """
+    m, n = shape
+    if m * p > MAX_COMPRESSED_ENTRIES or q * n > MAX_COMPRESSED_ENTRIES:
+        raise MemoryError(
+            f"mode={mode!r} would allocate a compressed matrix of {max(m * p, q * n):,} "
+            f"entries ({p} forward and {q} reverse products on a {m}x{n} Jacobian); use "
+            "mode='auto' or another mode (a dense row needs reverse or mixed mode, a dense "
+            "column forward or mixed mode)")
+
+
+def check_subset(detected: sp.csr_array, user: SparsityPattern) -> None:
+    """Refuse a user pattern that misses dependencies the trace found (it would be wrong).
+
+    Raises
+    ------
+    ValueError
+        A wrong shape, or the first missing entry and how many are missing.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sparsejac.pattern import as_pattern
+    >>> from sparsejac.validation import check_subset
+    >>> check_subset(sp.csr_array(np.eye(2)), as_pattern(np.ones((2, 2))))
+    >>> check_subset(sp.csr_array(np.ones((2, 2))), as_pattern(np.eye(2)))
+    Traceback (most recent call last):
+        ...
+    ValueError: `sparsity` misses 2 entries that f depends on (the trace found them), e.g. ...
+    """
+    if detected.shape != user.shape:
+        raise ValueError(
+            f"`sparsity` has shape {user.shape} but the Jacobian of f has shape {detected.shape}")
+    missing = sp.csr_array(
+        (detected.astype(np.int8) - user.to_csr_array().astype(np.int8)) > 0)
+    if missing.nnz:
+        rows, cols = missing.nonzero()
+        raise ValueError(
+            f"`sparsity` misses {missing.nnz} entries that f depends on (the trace found them), "
+            f"e.g. ({int(rows[0])}, {int(cols[0])}); a compressed Jacobian with it would be "
+            "wrong. Pass a superset, or omit `sparsity` to use the detected pattern.")
