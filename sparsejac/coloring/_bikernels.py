@@ -25,6 +25,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from sparsejac.coloring._dense import _FULL, _ONE, _next_free
+
 __all__: list[str] = []
 
 _njit = numba.njit(cache=True, nogil=True)
@@ -34,7 +36,76 @@ _njit = numba.njit(cache=True, nogil=True)
 
 
 @_njit
-def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, limit):  # type: ignore[no-untyped-def]
+def _big_vertices(ptr, big_min, max_big):  # type: ignore[no-untyped-def]
+    """Index among the *big* vertices (degree >= big_min; the max_big largest), else -1."""
+    nv = ptr.size - 1
+    deg = np.empty(nv, dtype=np.int64)
+    n = 0
+    for v in range(nv):
+        deg[v] = ptr[v + 1] - ptr[v]
+        if deg[v] >= big_min:
+            n += 1
+    big = np.full(nv, -1, dtype=np.int64)
+    if n == 0 or max_big <= 0:
+        return big, 0
+    by_degree = np.argsort(-deg, kind="mergesort")
+    k = min(n, max_big)
+    chosen = np.sort(by_degree[:k])
+    for i in range(k):
+        big[chosen[i]] = i
+    return big, k
+
+
+@_njit
+def _slot_find(key, val, k):  # type: ignore[no-untyped-def]
+    mask = key.size - 1
+    i = ((k * np.int64(0x5851F42D4C957F2D)) >> 17) & mask
+    while True:
+        if key[i] == k:
+            return val[i]
+        if key[i] == -1:
+            return -1
+        i = (i + 1) & mask
+
+
+@_njit
+def _slot_add(key, val, k, s):  # type: ignore[no-untyped-def]
+    mask = key.size - 1
+    i = ((k * np.int64(0x5851F42D4C957F2D)) >> 17) & mask
+    while key[i] != -1:
+        i = (i + 1) & mask
+    key[i] = k
+    val[i] = s
+
+
+@_njit
+def _slot_grow(key, val):  # type: ignore[no-untyped-def]
+    nk = np.full(key.size * 2, -1, dtype=np.int64)
+    nv = np.empty(key.size * 2, dtype=np.int64)
+    for i in range(key.size):
+        if key[i] != -1:
+            _slot_add(nk, nv, key[i], val[i])
+    return nk, nv
+
+
+@_njit
+def _bit_on(b0, b1, i, c):  # type: ignore[no-untyped-def]
+    w = c >> 6
+    b0[i, w] |= _ONE << np.uint64(c & 63)
+    if b0[i, w] == _FULL:
+        b1[i, w >> 6] |= _ONE << np.uint64(w & 63)
+
+
+@_njit
+def _bit_off(b0, b1, i, c):  # type: ignore[no-untyped-def]
+    w = c >> 6
+    b0[i, w] &= ~(_ONE << np.uint64(c & 63))
+    b1[i, w >> 6] &= ~(_ONE << np.uint64(w & 63))
+
+
+@_njit
+def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, limit,  # type: ignore[no-untyped-def]
+                 big_min=256, max_big=64):
     """Greedy star colouring of the augmented graph in ``order``; colours numbered per side.
 
     Follows Gebremedhin, Manne, Tarafdar and Pothen (2007), Algorithm 4.1 (star colouring
@@ -49,8 +120,13 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
 
     Instead of walking the neighbours of a neighbour, each vertex keeps the distinct colours
     of its coloured neighbours in *slots* (colour, first edge to that colour, count), so a
-    step costs the number of distinct colours around a neighbour, not its degree: an
-    arrowhead costs ``O(nnz * colours)`` rather than ``O(n**2)``.
+    step costs the number of distinct colours around a neighbour, not its degree. A *big*
+    vertex (degree at least ``big_min``; the ``max_big`` largest) can gather many colours
+    (a dense row in a bad order: one per column), so it also keeps two bit sets of colours
+    -- all its slots', and those of its slots with one edge whose star has the other end as
+    hub -- and a hash from colour to slot: a neighbour's constraints through it are then one
+    set each, and the colour chosen is the smallest outside the stamped colours and these
+    sets (leap-frogging between them), so no step scans a big vertex's slots.
 
     With ``shared``, columns and rows draw their colours from one sequence, as in a
     symmetric star colouring of H (SMC's ``star_coloring``): a vertex then also avoids its
@@ -78,6 +154,17 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
     hub = np.empty(rows.size, dtype=np.int64)
     n_stars = 0
     n_side = np.zeros(2, dtype=np.int64)
+    big, n_big = _big_vertices(ptr, big_min, max_big)
+    words = (width >> 6) + 2
+    all0 = np.zeros((n_big, words), dtype=np.uint64)  # colours of a big vertex's slots
+    all1 = np.zeros((n_big, (words >> 6) + 2), dtype=np.uint64)
+    hub0 = np.zeros((n_big, words), dtype=np.uint64)  # ... of its one-edge hubbed slots
+    hub1 = np.zeros((n_big, (words >> 6) + 2), dtype=np.uint64)
+    h_key = np.full(1024, -1, dtype=np.int64)  # (big index, colour) -> slot
+    h_val = np.empty(1024, dtype=np.int64)
+    n_keys = 0
+    reg_kind = np.empty(2 * nv + 2, dtype=np.int64)  # sets registered for v: (kind, big)
+    reg_big = np.empty(2 * nv + 2, dtype=np.int64)
     for t in range(order.size):
         v = order[t]
         a0 = ptr[v]
@@ -94,13 +181,19 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
                     break
             if not uncovered:
                 continue
+        n_reg = 0
         for a in range(a0, a1):
             w = adj[a]
             cw = color[w]
             if cw < 0:
                 if implicit:
-                    for s in range(ptr[w], ptr[w] + n_slot[w]):
-                        forb[sv, s_col[s]] = v
+                    if big[w] >= 0:
+                        reg_kind[n_reg] = 0
+                        reg_big[n_reg] = big[w]
+                        n_reg += 1
+                    else:
+                        for s in range(ptr[w], ptr[w] + n_slot[w]):
+                            forb[sv, s_col[s]] = v
                 continue
             if shared:
                 forb[sv, cw] = v
@@ -109,63 +202,124 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
                 # with spokes q and w, so no other neighbour of q or w may share v's colour.
                 q = first_w[so, cw]
                 if treated[q] != v:
-                    for s in range(ptr[q], ptr[q] + n_slot[q]):
-                        forb[sv, s_col[s]] = v
+                    if big[q] >= 0:
+                        reg_kind[n_reg] = 0
+                        reg_big[n_reg] = big[q]
+                        n_reg += 1
+                    else:
+                        for s in range(ptr[q], ptr[q] + n_slot[q]):
+                            forb[sv, s_col[s]] = v
                     treated[q] = v
-                for s in range(ptr[w], ptr[w] + n_slot[w]):
-                    forb[sv, s_col[s]] = v
-                treated[w] = v
+                if treated[w] != v:
+                    if big[w] >= 0:
+                        reg_kind[n_reg] = 0
+                        reg_big[n_reg] = big[w]
+                        n_reg += 1
+                    else:
+                        for s in range(ptr[w], ptr[w] + n_slot[w]):
+                            forb[sv, s_col[s]] = v
+                    treated[w] = v
             else:
                 first_v[so, cw] = v
                 first_w[so, cw] = w
                 first_e[so, cw] = eid[a]
                 # w is a spoke of stars whose hubs are its unique neighbours of a colour:
                 # v must avoid those hubs' colours.
-                for s in range(ptr[w], ptr[w] + n_slot[w]):
-                    if s_cnt[s] == 1:
-                        e = s_edge[s]
-                        x = rows[e] + n_cols if w < n_cols else cols[e]
-                        if hub[star[e]] == x:
-                            forb[sv, s_col[s]] = v
+                if big[w] >= 0:
+                    reg_kind[n_reg] = 1
+                    reg_big[n_reg] = big[w]
+                    n_reg += 1
+                else:
+                    for s in range(ptr[w], ptr[w] + n_slot[w]):
+                        if s_cnt[s] == 1:
+                            e = s_edge[s]
+                            x = rows[e] + n_cols if w < n_cols else cols[e]
+                            if hub[star[e]] == x:
+                                forb[sv, s_col[s]] = v
         c = 0
-        while forb[sv, c] == v:
-            c += 1
+        while True:
+            moved = True
+            while moved:
+                moved = False
+                for i in range(n_reg):
+                    if reg_kind[i] == 0:
+                        c2 = _next_free(all0, all1, reg_big[i], c)
+                    else:
+                        c2 = _next_free(hub0, hub1, reg_big[i], c)
+                    if c2 != c:
+                        c = c2
+                        moved = True
+            if forb[sv, c] == v:
+                c += 1
+                continue
+            break
         color[v] = c
         if c + 1 > n_side[sv]:
             n_side[sv] = c + 1
             if n_side[0] + n_side[1] > limit:
                 return color, n_side
         # Grow the stars around v, and record v's colour in each neighbour's slots.
+        bv = big[v]
         for a in range(a0, a1):
             w = adj[a]
             cw = color[w]
             e = eid[a]
+            bw = big[w]
             found = -1
-            for s in range(ptr[w], ptr[w] + n_slot[w]):
-                if s_col[s] == c:
-                    found = s
-                    break
+            if bw >= 0:
+                found = _slot_find(h_key, h_val, bw * width + c)
+            else:
+                for s in range(ptr[w], ptr[w] + n_slot[w]):
+                    if s_col[s] == c:
+                        found = s
+                        break
             if cw >= 0:
                 if found >= 0:  # w already has a neighbour of colour c: w is a hub
                     st = star[s_edge[found]]
-                    hub[st] = w
+                    if hub[st] != w:  # decided now: its one spoke y gets hub w
+                        hub[st] = w
+                        f = s_edge[found]
+                        y = rows[f] + n_cols if w < n_cols else cols[f]
+                        if big[y] >= 0:
+                            sy = _slot_find(h_key, h_val, big[y] * width + cw)
+                            if s_cnt[sy] == 1:
+                                _bit_on(hub0, hub1, big[y], cw)
                     star[e] = st
+                    if bv >= 0:  # v is a spoke of w's star
+                        sv2 = _slot_find(h_key, h_val, bv * width + cw)
+                        if s_cnt[sv2] == 1:
+                            _bit_on(hub0, hub1, bv, cw)
                 elif first_v[so, cw] == v and first_w[so, cw] != w:  # v is a hub
                     st = star[first_e[so, cw]]
                     hub[st] = v
                     star[e] = st
+                    q = first_w[so, cw]
+                    if big[q] >= 0:
+                        sq = _slot_find(h_key, h_val, big[q] * width + c)
+                        if s_cnt[sq] == 1:
+                            _bit_on(hub0, hub1, big[q], c)
                 else:  # a new star of one edge, hub not decided
                     star[e] = n_stars
                     hub[n_stars] = -1
                     n_stars += 1
             if found >= 0:
                 s_cnt[found] += 1
+                if bw >= 0 and s_cnt[found] == 2:
+                    _bit_off(hub0, hub1, bw, c)
             else:
                 s = ptr[w] + n_slot[w]
                 n_slot[w] += 1
                 s_col[s] = c
                 s_edge[s] = e
                 s_cnt[s] = 1
+                if bw >= 0:
+                    if 2 * (n_keys + 1) > h_key.size:
+                        h_key, h_val = _slot_grow(h_key, h_val)
+                    _slot_add(h_key, h_val, bw * width + c, s)
+                    n_keys += 1
+                    _bit_on(all0, all1, bw, c)
+                    if cw >= 0 and hub[star[e]] == v:
+                        _bit_on(hub0, hub1, bw, c)
     return color, n_side
 
 

@@ -26,6 +26,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from sparsejac.coloring import _kernels
+from sparsejac.coloring.dense import DenseNets, select_dense_nets
 from sparsejac.pattern import SparsityPattern
 
 __all__ = [
@@ -177,10 +178,37 @@ class BipartiteGraph:
         return max(1, int(sizes.max()) if sizes.size else 0)
 
     @cached_property
-    def work(self) -> int:
-        """Sum of squared net sizes: the cost, in edge visits, of one greedy pass."""
+    def pair_work(self) -> int:
+        """Sum of squared net sizes: the pairs a walk over every net visits."""
         sizes = self.net_sizes
         return int(np.dot(sizes, sizes))
+
+    @cached_property
+    def work(self) -> int:
+        """The walk work of one pass: what the kernels visit, in edge visits.
+
+        Without dense nets, :attr:`pair_work` (the sum of squared net sizes). With dense
+        nets (:attr:`dense`), the sum of squared sizes of the other nets plus ``n_vertices``
+        per group of the dense structure: the dense nets are never walked pair by pair.
+        """
+        if self.dense is None:
+            return self.pair_work
+        light = np.delete(self.net_sizes, self.dense.nets)
+        return int(np.dot(light, light)) + self.dense.n_groups * self.n_vertices
+
+    @cached_property
+    def dense(self) -> DenseNets | None:
+        """The dense nets and their group structure (:mod:`~sparsejac.coloring.dense`).
+
+        None when no net is dense, and always for ``"bidirectional"`` (every net is one
+        nonzero). Computed once, on first use, in ``O(nnz + W_light)``.
+        """
+        if self.partition == "bidirectional":
+            return None
+        candidates = select_dense_nets(self.net_sizes, self.n_vertices)
+        if candidates.size == 0:
+            return None
+        return DenseNets.for_graph(self.arrays, candidates)
 
     @cached_property
     def color_bound(self) -> int:
@@ -213,6 +241,8 @@ class BipartiteGraph:
         """
         if self.partition == "bidirectional":
             deg = np.diff(self.vptr)
+        elif self.dense is not None:
+            deg = self.dense.degrees
         else:
             deg = _kernels.distance2_degrees(*self.arrays)
         deg.setflags(write=False)

@@ -96,6 +96,8 @@ def greedy_color(graph: BipartiteGraph, order: np.ndarray | None = None) -> np.n
     >>> greedy_color(g, np.array([1, 0, 2])).tolist()
     [1, 0, 1]
     """
+    if graph.dense is not None:
+        return graph.dense.greedy(None if order is None else kernel_array(order))
     return _greedy_arrays(graph.arrays, order, graph.mask_words)
 
 
@@ -114,6 +116,8 @@ def dsatur_color(graph: BipartiteGraph) -> tuple[np.ndarray, np.ndarray]:
     >>> [a.tolist() for a in dsatur_color(g)]
     [[1, 0, 1], [1, 0, 2]]
     """
+    if graph.dense is not None:
+        return graph.dense.dsatur(graph.degrees)
     colors, seq = _kernels.dsatur(*graph.arrays, graph.degrees)
     return colors, seq
 
@@ -182,20 +186,26 @@ def restart(graph: BipartiteGraph, name: str, rng: np.random.Generator) -> np.nd
     perm = rng.permutation(graph.n_vertices).astype(np.int64)
     arrays = relabel(graph, perm)
     deg = kernel_array(graph.degrees[perm])
-    if name == "dsatur":
+    if name not in (*RESTART_ORDERS, "dynamic_largest_first"):
+        raise ValueError(
+            f"Unknown restart order {name!r}; expected one of "
+            f"{[*RESTART_ORDERS, 'dynamic_largest_first']}."
+        )
+    if graph.dense is not None:
+        dense = graph.dense.relabel(arrays)
+        if name == "dsatur":
+            colors_new = dense.dsatur(deg)[0]
+        else:
+            colors_new = dense.greedy(dense.dynamic_order(name))
+    elif name == "dsatur":
         colors_new, _ = _kernels.dsatur(*arrays, deg)
     else:
         if name == "incidence_degree":
             order = _kernels.incidence_degree(*arrays)
         elif name == "smallest_last":
             order = _kernels.smallest_last(*arrays, deg)
-        elif name == "dynamic_largest_first":
-            order = _kernels.dynamic_largest_first(*arrays, deg)
         else:
-            raise ValueError(
-                f"Unknown restart order {name!r}; expected one of "
-                f"{[*RESTART_ORDERS, 'dynamic_largest_first']}."
-            )
+            order = _kernels.dynamic_largest_first(*arrays, deg)
         colors_new = _greedy_arrays(arrays, order, graph.mask_words)
     colors: np.ndarray = np.empty_like(colors_new)
     colors[perm] = colors_new

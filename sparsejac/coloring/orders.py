@@ -230,6 +230,8 @@ def smallest_last(
     [2, 1, 0]
     """
     g = _graph(pattern, partition)
+    if g.dense is not None:
+        return g.dense.dynamic_order("smallest_last")
     order: np.ndarray = _kernels.smallest_last(*g.arrays, g.degrees)
     return order
 
@@ -270,6 +272,8 @@ def incidence_degree(
     [0, 2, 1]
     """
     g = _graph(pattern, partition)
+    if g.dense is not None:
+        return g.dense.dynamic_order("incidence_degree")
     order: np.ndarray = _kernels.incidence_degree(*g.arrays)
     return order
 
@@ -311,6 +315,8 @@ def dynamic_largest_first(
     [1, 2, 0]
     """
     g = _graph(pattern, partition)
+    if g.dense is not None:
+        return g.dense.dynamic_order("dynamic_largest_first")
     order: np.ndarray = _kernels.dynamic_largest_first(*g.arrays, g.degrees)
     return order
 
@@ -354,6 +360,8 @@ def dsatur(
     [1, 0, 2]
     """
     g = _graph(pattern, partition)
+    if g.dense is not None:
+        return g.dense.dsatur(g.degrees)[1]
     _, seq = _kernels.dsatur(*g.arrays, g.degrees)
     out: np.ndarray = seq
     return out
