@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from sparsejac.coloring._dense import _FULL, _ONE, _next_free
+from sparsejac.coloring._dense import _add, _colour_sets, _discard, _next_free
 
 __all__: list[str] = []
 
@@ -89,21 +89,6 @@ def _slot_grow(key, val):  # type: ignore[no-untyped-def]
 
 
 @_njit
-def _bit_on(b0, b1, i, c):  # type: ignore[no-untyped-def]
-    w = c >> 6
-    b0[i, w] |= _ONE << np.uint64(c & 63)
-    if b0[i, w] == _FULL:
-        b1[i, w >> 6] |= _ONE << np.uint64(w & 63)
-
-
-@_njit
-def _bit_off(b0, b1, i, c):  # type: ignore[no-untyped-def]
-    w = c >> 6
-    b0[i, w] &= ~(_ONE << np.uint64(c & 63))
-    b1[i, w >> 6] &= ~(_ONE << np.uint64(w & 63))
-
-
-@_njit
 def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, limit,  # type: ignore[no-untyped-def]
                  big_min=256, max_big=64):
     """Greedy star colouring of the augmented graph in ``order``; colours numbered per side.
@@ -155,11 +140,8 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
     n_stars = 0
     n_side = np.zeros(2, dtype=np.int64)
     big, n_big = _big_vertices(ptr, big_min, max_big)
-    words = (width >> 6) + 2
-    all0 = np.zeros((n_big, words), dtype=np.uint64)  # colours of a big vertex's slots
-    all1 = np.zeros((n_big, (words >> 6) + 2), dtype=np.uint64)
-    hub0 = np.zeros((n_big, words), dtype=np.uint64)  # ... of its one-edge hubbed slots
-    hub1 = np.zeros((n_big, (words >> 6) + 2), dtype=np.uint64)
+    all0, all1, all_low = _colour_sets(n_big, width)  # colours of a big vertex's slots
+    hub0, hub1, hub_low = _colour_sets(n_big, width)  # ... of its one-edge hubbed slots
     h_key = np.full(1024, -1, dtype=np.int64)  # (big index, colour) -> slot
     h_val = np.empty(1024, dtype=np.int64)
     n_keys = 0
@@ -242,10 +224,11 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
             while moved:
                 moved = False
                 for i in range(n_reg):
+                    b = reg_big[i]
                     if reg_kind[i] == 0:
-                        c2 = _next_free(all0, all1, reg_big[i], c)
+                        c2 = all_low[b] if c <= all_low[b] else _next_free(all0, all1, b, c)
                     else:
-                        c2 = _next_free(hub0, hub1, reg_big[i], c)
+                        c2 = hub_low[b] if c <= hub_low[b] else _next_free(hub0, hub1, b, c)
                     if c2 != c:
                         c = c2
                         moved = True
@@ -283,12 +266,12 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
                         if big[y] >= 0:
                             sy = _slot_find(h_key, h_val, big[y] * width + cw)
                             if s_cnt[sy] == 1:
-                                _bit_on(hub0, hub1, big[y], cw)
+                                _add(hub0, hub1, hub_low, big[y], cw)
                     star[e] = st
                     if bv >= 0:  # v is a spoke of w's star
                         sv2 = _slot_find(h_key, h_val, bv * width + cw)
                         if s_cnt[sv2] == 1:
-                            _bit_on(hub0, hub1, bv, cw)
+                            _add(hub0, hub1, hub_low, bv, cw)
                 elif first_v[so, cw] == v and first_w[so, cw] != w:  # v is a hub
                     st = star[first_e[so, cw]]
                     hub[st] = v
@@ -297,7 +280,7 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
                     if big[q] >= 0:
                         sq = _slot_find(h_key, h_val, big[q] * width + c)
                         if s_cnt[sq] == 1:
-                            _bit_on(hub0, hub1, big[q], c)
+                            _add(hub0, hub1, hub_low, big[q], c)
                 else:  # a new star of one edge, hub not decided
                     star[e] = n_stars
                     hub[n_stars] = -1
@@ -305,7 +288,7 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
             if found >= 0:
                 s_cnt[found] += 1
                 if bw >= 0 and s_cnt[found] == 2:
-                    _bit_off(hub0, hub1, bw, c)
+                    _discard(hub0, hub1, hub_low, bw, c)
             else:
                 s = ptr[w] + n_slot[w]
                 n_slot[w] += 1
@@ -317,9 +300,9 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
                         h_key, h_val = _slot_grow(h_key, h_val)
                     _slot_add(h_key, h_val, bw * width + c, s)
                     n_keys += 1
-                    _bit_on(all0, all1, bw, c)
+                    _add(all0, all1, all_low, bw, c)
                     if cw >= 0 and hub[star[e]] == v:
-                        _bit_on(hub0, hub1, bw, c)
+                        _add(hub0, hub1, hub_low, bw, c)
     return color, n_side
 
 

@@ -54,7 +54,6 @@ from sparsejac.coloring._kernels import (
 __all__: list[str] = []
 
 _njit = numba.njit(cache=True, nogil=True)
-_inline = numba.njit(cache=True, nogil=True, inline="always")
 
 _ONE = np.uint64(1)
 _FULL = ~np.uint64(0)
@@ -227,18 +226,18 @@ def dense_structure(vptr, vidx, nptr, nidx, hid, n_dense):  # type: ignore[no-un
 # -- colour sets of the dense nets ---------------------------------------------------------
 
 
-@_inline
+@_njit
 def _lowest_set(y):  # type: ignore[no-untyped-def]
     """Index of the lowest set bit of the nonzero uint64 ``y``."""
     return _lowest_zero(~y)[0]
 
 
-@_inline
+@_njit
 def _has(bits0, h, c):  # type: ignore[no-untyped-def]
     return (bits0[h, c >> _SIX] >> np.uint64(c & 63)) & _ONE
 
 
-@_inline
+@_njit
 def _put(bits0, full1, h, c):  # type: ignore[no-untyped-def]
     w = c >> _SIX
     bits0[h, w] |= _ONE << np.uint64(c & 63)
@@ -264,14 +263,33 @@ def _next_free(bits0, full1, h, c):  # type: ignore[no-untyped-def]
 
 
 @_njit
-def _colour_sets(n_dense, n_colors):  # type: ignore[no-untyped-def]
+def _colour_sets(n_sets, n_colors):  # type: ignore[no-untyped-def]
+    """``n_sets`` empty sets of colours ``< n_colors``: ``(bits, full words, lowest free)``."""
     words = (n_colors >> 6) + 2
-    return (np.zeros((n_dense, words), dtype=np.uint64),
-            np.zeros((n_dense, (words >> 6) + 2), dtype=np.uint64))
+    return (np.zeros((n_sets, words), dtype=np.uint64),
+            np.zeros((n_sets, (words >> 6) + 2), dtype=np.uint64),
+            np.zeros(n_sets, dtype=np.int64))
 
 
 @_njit
-def _pick(v, hptr, hidx, bits0, full1, forbidden):  # type: ignore[no-untyped-def]
+def _add(bits0, full1, low, h, c):  # type: ignore[no-untyped-def]
+    """Put colour ``c`` in set ``h`` (``low[h]``: its smallest free colour)."""
+    _put(bits0, full1, h, c)
+    if c == low[h]:
+        low[h] = _next_free(bits0, full1, h, c + 1)
+
+
+@_njit
+def _discard(bits0, full1, low, h, c):  # type: ignore[no-untyped-def]
+    w = c >> _SIX
+    bits0[h, w] &= ~(_ONE << np.uint64(c & 63))
+    full1[h, w >> _SIX] &= ~(_ONE << np.uint64(w & 63))
+    if c < low[h]:
+        low[h] = c
+
+
+@_njit
+def _pick(v, hptr, hidx, bits0, full1, low, forbidden):  # type: ignore[no-untyped-def]
     """Smallest colour free on ``v``'s dense nets with ``forbidden[c] != v``."""
     c = 0
     while True:
@@ -279,7 +297,8 @@ def _pick(v, hptr, hidx, bits0, full1, forbidden):  # type: ignore[no-untyped-de
         while moved:
             moved = False
             for a in range(hptr[v], hptr[v + 1]):
-                c2 = _next_free(bits0, full1, hidx[a], c)
+                h = hidx[a]
+                c2 = low[h] if c <= low[h] else _next_free(bits0, full1, h, c)
                 if c2 != c:
                     c = c2
                     moved = True
@@ -310,15 +329,18 @@ def dense_greedy(vptr, vidx, nptr, nidx, hid, hptr, hidx, n_dense, order, natura
     nv = vptr.size - 1
     colors = np.full(nv, -1, dtype=np.int64)
     forbidden = np.full(nv + 2, -1, dtype=np.int64)
-    bits0, full1 = _colour_sets(n_dense, nv + 1)
+    bits0, full1, low = _colour_sets(n_dense, nv + 1)
     n_visit = nv if natural else order.size
     for t in range(n_visit):
         v = t if natural else order[t]
         _forbid_light(v, vptr, vidx, nptr, nidx, hid, colors, forbidden)
-        c = _pick(v, hptr, hidx, bits0, full1, forbidden)
+        c = _pick(v, hptr, hidx, bits0, full1, low, forbidden)
         colors[v] = c
         for a in range(hptr[v], hptr[v + 1]):
-            _put(bits0, full1, hidx[a], c)
+            h = hidx[a]
+            _put(bits0, full1, h, c)
+            if c == low[h]:
+                low[h] = _next_free(bits0, full1, h, c + 1)
     return colors
 
 
@@ -423,7 +445,7 @@ def dense_dsatur(vptr, vidx, nptr, nidx, hid, hptr, hidx, grp, gptr, gidx, hgptr
     colors = np.full(nv, -1, dtype=np.int64)
     seq = np.empty(nv, dtype=np.int64)
     forbidden = np.full(nv + 2, -1, dtype=np.int64)
-    bits0, full1 = _colour_sets(n_dense, base + 1)
+    bits0, full1, low = _colour_sets(n_dense, base + 1)
     class_head = np.full(base + 1, -1, dtype=np.int64)
     class_next = np.full(nv, -1, dtype=np.int64)
     seen = np.zeros((nv, n_words), dtype=np.uint64)
@@ -453,7 +475,7 @@ def dense_dsatur(vptr, vidx, nptr, nidx, hid, hptr, hidx, grp, gptr, gidx, hgptr
         size[gv] -= 1
         seq[t] = v
         _forbid_light(v, vptr, vidx, nptr, nidx, hid, colors, forbidden)
-        c = _pick(v, hptr, hidx, bits0, full1, forbidden)
+        c = _pick(v, hptr, hidx, bits0, full1, low, forbidden)
         colors[v] = c
         # c enters v's dense nets: the groups on them that did not have c gain it
         gain = False
@@ -476,7 +498,10 @@ def dense_dsatur(vptr, vidx, nptr, nidx, hid, hptr, hidx, grp, gptr, gidx, hgptr
                     off[g] += 1
                     gain = True
         for a in range(hptr[v], hptr[v + 1]):
-            _put(bits0, full1, hidx[a], c)
+            h = hidx[a]
+            _put(bits0, full1, h, c)
+            if c == low[h]:
+                low[h] = _next_free(bits0, full1, h, c + 1)
         if gain:  # their vertices that saw c through a light net: x -= 1
             u = class_head[c]
             while u != -1:

@@ -84,6 +84,7 @@ __all__ = [
     "MAX_NET_ENTRIES",
     "MAX_ROUNDS",
     "MAX_STALE",
+    "NET_ENTRIES_PER_NONZERO",
     "N_RANDOM",
     "STAR_ORDERS",
     "BiSearch",
@@ -112,8 +113,12 @@ N_RANDOM = 2
 MAX_ROUNDS = 8
 #: Step 5 stops after this many rounds in a row without fewer passes.
 MAX_STALE = 3
-#: Entries of the conflict nets :func:`color_assignment` builds exactly; beyond, a row whose
-#: nonzeros are read partly from B and partly from C becomes one net (more conflicts).
+#: Entries per nonzero of the pattern that the exact conflict nets of :func:`color_assignment`
+#: may have (and never more than :data:`MAX_NET_ENTRIES`); a row whose nonzeros are read
+#: partly from B and partly from C and that would exceed this becomes one net (more
+#: conflicts), the rows with the most entries first.
+NET_ENTRIES_PER_NONZERO = 8
+#: The most entries of the conflict nets, whatever the pattern's size.
 MAX_NET_ENTRIES = 20_000_000
 
 Covering = Literal["implicit", "full"]
@@ -389,7 +394,11 @@ def _conflict_nets(
     columns read from B and A the active ones: each column of F needs a colour of its own
     within A. If F = A the row is one net; else every active column j' outside F gives
     the net F + {j'} (so columns outside F may share colours), unless those nets would
-    exceed :data:`MAX_NET_ENTRIES` entries, where the row becomes the net A.
+    exceed the budget of entries (:data:`NET_ENTRIES_PER_NONZERO` per nonzero, at most
+    :data:`MAX_NET_ENTRIES`): rows are kept exact cheapest first (``(|A| - |F|) * (|F| +
+    1)`` entries, ties to the lower row), and the others become the net A. So the nets
+    never hold more than a constant times nnz entries: a dense row read half from B and half
+    from C would need ``n**2 / 4``.
     """
     m, n = pattern.shape
     rows, cols = pattern.rows, pattern.indices
@@ -399,8 +408,14 @@ def _conflict_nets(
     n_f = np.bincount(rows[to_b], minlength=m)
     n_a = np.bincount(rows[act], minlength=m)
     partial = (n_f > 0) & (n_f < n_a)
-    if int(((n_a - n_f) * (n_f + 1))[partial].sum()) > MAX_NET_ENTRIES:
+    cost = (n_a - n_f) * (n_f + 1)
+    cap = min(NET_ENTRIES_PER_NONZERO * pattern.nnz, MAX_NET_ENTRIES)
+    if int(cost[partial].sum()) > cap:
+        rows_p = np.flatnonzero(partial)
+        cheapest = rows_p[np.argsort(cost[rows_p], kind="stable")]
+        keep = cheapest[np.cumsum(cost[cheapest]) <= cap]
         partial[:] = False
+        partial[keep] = True
     whole = (n_f > 0) & ~partial
     k_whole = np.flatnonzero(act & whole[rows])
     others = np.flatnonzero(act & ~to_b & partial[rows])

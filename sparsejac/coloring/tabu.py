@@ -155,7 +155,7 @@ def tabu_reduce(
     start_k = k
     n = graph.n_vertices
     patience = default_patience(n) if patience is None else int(patience)
-    init_cost = dynamic_cost(graph.work, n)
+    init_cost = dynamic_cost(graph.pair_work, n)  # tabu_init walks every pair, dense nets too
     chunk_cost = tabu_cost(CHUNK_WORK)
     iterations = 0
     attempt = 0
