@@ -43,8 +43,8 @@ import numba
 import numpy as np
 
 from sparsejac.coloring._kernels import (
-    SEEN_TABLE_BYTES,
     _EMPTY,
+    SEEN_TABLE_BYTES,
     _above,
     _hash_grow,
     _hash_insert,

@@ -171,8 +171,10 @@ class DenseNets:
         hid = np.full(n_nets, -1, dtype=np.int64)
         hid[nets] = np.arange(nets.size, dtype=np.int64)
         hid = _ro(hid)
-        parts = _dense.dense_structure(*arrays, hid, nets.size)
-        return DenseNets(nets, hid, *(_ro(a) for a in parts), arrays)
+        hptr, hidx, grp, gptr, gidx, hgptr, hgidx, gsize, lex = (
+            _ro(a) for a in _dense.dense_structure(*arrays, hid, nets.size))
+        return DenseNets(nets, hid, hptr, hidx, grp, gptr, gidx, hgptr, hgidx, gsize, lex,
+                         arrays)
 
     @staticmethod
     def for_graph(arrays: _Arrays, candidates: np.ndarray) -> DenseNets | None:
