@@ -365,6 +365,10 @@ def dynamic_largest_first(vptr, vidx, nptr, nidx, deg):  # type: ignore[no-untyp
 # (slower) is only used when a huge input also needs many colours.
 
 SEEN_TABLE_BYTES = 64 * 2**20
+# The callers also keep the table within SEEN_BYTES_PER_INCIDENCE bytes per vertex-net
+# incidence (BipartiteGraph.seen_table_bytes), so that its memory stays linear in the
+# pattern's size: a dense line makes colours numerous, not the colours a vertex sees.
+SEEN_BYTES_PER_INCIDENCE = 16
 _EMPTY = -1
 
 

@@ -221,12 +221,18 @@ class DenseNets:
             *self.arrays, self.hid, self.hptr, self.hidx, self.n_dense, visit, natural)
         return colors
 
-    def dsatur(self, degrees: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """DSATUR: ``(colours, sequence)``, those of the pairwise kernel."""
+    def dsatur(self, degrees: np.ndarray | None = None, table_bytes: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """DSATUR: ``(colours, sequence)``, those of the pairwise kernel.
+
+        ``table_bytes`` bounds the seen-colour bit table (default: 16 bytes per incidence).
+        """
         deg = self.degrees if degrees is None else degrees
+        if table_bytes is None:
+            table_bytes = 16 * max(int(self.arrays[1].size), int(self.lex.size), 1)
         colors, seq = _dense.dense_dsatur(
             *self.arrays, self.hid, self.hptr, self.hidx, self.grp, self.gptr, self.gidx,
-            self.hgptr, self.hgidx, _ro(deg))
+            self.hgptr, self.hgidx, _ro(deg), int(table_bytes))
         return colors, seq
 
     def dynamic_order(self, name: str) -> np.ndarray:

@@ -233,6 +233,15 @@ class BipartiteGraph:
         words = -(-self.color_bound // 64)
         return words if (self.nptr.size - 1) * words * 8 <= MAX_MASK_BYTES else 0
 
+    @property
+    def seen_table_bytes(self) -> int:
+        """Bytes of DSATUR's seen-colour bit table (larger colours go to a hash set).
+
+        At most 64 MiB and 16 bytes per incidence (nonzero), so memory stays linear in nnz.
+        """
+        return int(min(_kernels.SEEN_TABLE_BYTES, _kernels.SEEN_BYTES_PER_INCIDENCE
+                       * max(int(self.vidx.size), self.n_vertices, 1)))
+
     @cached_property
     def degrees(self) -> np.ndarray:
         """Distance-2 degree of every vertex (its degree in the intersection graph).

@@ -117,8 +117,8 @@ def dsatur_color(graph: BipartiteGraph) -> tuple[np.ndarray, np.ndarray]:
     [[1, 0, 1], [1, 0, 2]]
     """
     if graph.dense is not None:
-        return graph.dense.dsatur(graph.degrees)
-    colors, seq = _kernels.dsatur(*graph.arrays, graph.degrees)
+        return graph.dense.dsatur(graph.degrees, graph.seen_table_bytes)
+    colors, seq = _kernels.dsatur(*graph.arrays, graph.degrees, graph.seen_table_bytes)
     return colors, seq
 
 
@@ -194,11 +194,11 @@ def restart(graph: BipartiteGraph, name: str, rng: np.random.Generator) -> np.nd
     if graph.dense is not None:
         dense = graph.dense.relabel(arrays)
         if name == "dsatur":
-            colors_new = dense.dsatur(deg)[0]
+            colors_new = dense.dsatur(deg, graph.seen_table_bytes)[0]
         else:
             colors_new = dense.greedy(dense.dynamic_order(name))
     elif name == "dsatur":
-        colors_new, _ = _kernels.dsatur(*arrays, deg)
+        colors_new, _ = _kernels.dsatur(*arrays, deg, graph.seen_table_bytes)
     else:
         if name == "incidence_degree":
             order = _kernels.incidence_degree(*arrays)

@@ -361,8 +361,8 @@ def dsatur(
     """
     g = _graph(pattern, partition)
     if g.dense is not None:
-        return g.dense.dsatur(g.degrees)[1]
-    _, seq = _kernels.dsatur(*g.arrays, g.degrees)
+        return g.dense.dsatur(g.degrees, g.seen_table_bytes)[1]
+    _, seq = _kernels.dsatur(*g.arrays, g.degrees, g.seen_table_bytes)
     out: np.ndarray = seq
     return out
 
