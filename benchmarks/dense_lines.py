@@ -158,7 +158,7 @@ def in_subprocess(fn: Callable[[], Any], timeout: float) -> dict[str, Any]:
         os.close(read)
         try:
             payload = json.dumps(_measure(fn))
-        except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        except BaseException as exc:  # reported by the parent
             payload = json.dumps({"error": f"{type(exc).__name__}: {exc}"})
         os.write(write, payload.encode())
         os._exit(0)
