@@ -10,6 +10,9 @@ Modules (each owns one thing):
   (and :data:`BIDIRECTIONAL_ORDERS`);
 * :mod:`~sparsejac.coloring.greedy` -- first-fit greedy colouring, DSATUR, random-tie
   restarts (compiled kernels in ``_kernels``);
+* :mod:`~sparsejac.coloring.dense` -- dense nets (rows or columns far longer than the
+  rest): which they are, and the kernels (``_dense``) that never walk their pairs, so that
+  every order stays near-linear in nnz;
 * :mod:`~sparsejac.coloring.recolor` -- Culberson's iterated greedy recolouring;
 * :mod:`~sparsejac.coloring.tabu` -- tabu search removing colours;
 * :mod:`~sparsejac.coloring.budget` -- the work a ``best`` search may spend, by a fixed

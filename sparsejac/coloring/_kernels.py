@@ -15,7 +15,9 @@ vertices are *distance-2 neighbours* when they share a net: they must get differ
 distance-2 neighbourhoods are never materialised; most kernels walk vertex -> net -> vertex
 and de-duplicate with a marker array stamped by the current vertex, so a pass costs
 ``O(W)`` with ``W = sum over nets of (net size)**2``. First-fit greedy avoids that walk:
-:func:`greedy_masks` keeps one colour bit mask per net and costs ``O(nnz * p / 64)``.
+:func:`greedy_masks` keeps one colour bit mask per net and costs ``O(nnz * p / 64)``. A
+dense net makes ``W`` quadratic (and ``p`` about n): graphs with dense nets use the kernels
+of :mod:`sparsejac.coloring._dense` instead, which give the same colourings.
 
 Dynamic orders keep their priorities in an *indexed* binary max-heap (``heap``: vertices,
 ``pos``: slot of each vertex or -1, ``key``: priority per vertex). Ties are broken by the

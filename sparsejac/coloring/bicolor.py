@@ -37,7 +37,8 @@ This module owns the constructions and the ``order="best"`` search for
    neutral): so ``best`` never needs more passes than either one-sided colouring;
 2. star bicolourings (implicit covering, then full) in :data:`STAR_ORDERS`, each stopped
    early once it needs more than ``2 * best + 8`` colours before post-processing (a dense
-   row makes a bad order cost ``O(n)`` colours and ``O(nnz * n)`` time);
+   row makes a bad order cost ``O(n)`` colours; the kernel keeps bit sets for the few
+   vertices of high degree, so the time stays near-linear);
 3. the split constructions for the ``k`` densest rows (or columns), ``k`` growing while
    a split can still win (fewer passes, or as many at a lower cost), coloured by DSATUR;
 4. :data:`N_RANDOM` star bicolourings in seeded random orders;

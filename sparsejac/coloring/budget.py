@@ -9,13 +9,21 @@ order, seed and effort therefore give the same colouring on every machine and un
 
 Work is counted in *nominal nanoseconds*: the coefficients were fitted to the kernels' times
 on the reference machine (a 2-core x86-64 VM), so one unit of :data:`EFFORT_UNIT` (10⁹) is
-about one second of searching there. Legend of the cost model (``W``: sum of squared net sizes,
-the edge visits of a greedy pass; ``n``: vertices; ``nnz``: nonzeros):
+about one second of searching there. Legend of the cost model (``W``: the walk work of the
+graph, :attr:`~sparsejac.coloring.graph.BipartiteGraph.work` -- the sum of squared net sizes,
+the edge visits of a pass; where some nets are dense (:mod:`~sparsejac.coloring.dense`) their
+squares are replaced by ``n`` per vertex group, as the kernels never walk their pairs, so a
+dense row costs ``O(n)``, not ``O(n**2)``; ``n``: vertices; ``nnz``: nonzeros):
 
-* a first-fit greedy pass (any static order, a recolouring round): ``0.5 W + 2 nnz + 10 n``;
+* a first-fit greedy pass (any static order, a recolouring round): ``0.5 W + 2 nnz + 10 n``
+  (with dense nets, as a dynamic order: measured 2-20 times slower than the mask kernel);
 * a dynamic order (DSATUR, incidence degree, smallest last, dynamic largest first, their
   random-tie restarts): ``5 W + 300 n``;
-* a tabu-search kernel call: ``5`` per candidate evaluation (a fixed number per call);
+* a tabu-search kernel call: ``5`` per candidate evaluation (a fixed number per call; ``12``
+  with dense nets, whose walks at every move read the tables at random); its
+  set-up walks every pair of every net, so it is charged as a dynamic order on the sum of
+  squared net sizes (dense nets included; the search is skipped when its tables, vertices ×
+  colours, would be too large, which bounds that sum);
 * a star bicolouring pass: ``2 W + 150 nnz`` over both sides.
 
 A wall-clock limit (``time_budget=`` seconds) remains available as an opt-in: a step then
@@ -65,6 +73,7 @@ PREPARED_WORK_PER_NONZERO = 400.0
 _GREEDY = (0.5, 2.0, 10.0)  # per W, per nnz, per vertex
 _DYNAMIC = (5.0, 300.0)  # per W, per vertex
 _TABU_PER_EVALUATION = 5.0
+_TABU_DENSE_PER_EVALUATION = 12.0  # moves walk dense nets: random access into the tables
 _STAR = (2.0, 150.0)  # per W, per nnz
 
 
@@ -78,9 +87,12 @@ def dynamic_cost(work: int, n: int) -> float:
     return _DYNAMIC[0] * work + _DYNAMIC[1] * n
 
 
-def tabu_cost(evaluations: int) -> float:
-    """Nominal cost of a tabu kernel call of ``evaluations`` candidate evaluations."""
-    return _TABU_PER_EVALUATION * evaluations
+def tabu_cost(evaluations: int, dense: bool = False) -> float:
+    """Nominal cost of a tabu kernel call of ``evaluations`` candidate evaluations.
+
+    ``dense``: the graph has dense nets, whose walks dominate the moves (see the legend).
+    """
+    return (_TABU_DENSE_PER_EVALUATION if dense else _TABU_PER_EVALUATION) * evaluations
 
 
 def star_cost(work: int, nnz: int) -> float:
@@ -97,9 +109,14 @@ class PassCosts:
     dynamic: float  # DSATUR, a dynamic order, a random-tie restart
 
     @staticmethod
-    def of(work: int, nnz: int, n: int) -> PassCosts:
-        """The costs for a graph with ``work`` (W), ``nnz`` incidences and ``n`` vertices."""
-        g = greedy_cost(work, nnz, n)
+    def of(work: int, nnz: int, n: int, dense: bool = False) -> PassCosts:
+        """The costs for a graph with ``work`` (W), ``nnz`` incidences and ``n`` vertices.
+
+        With ``dense`` (the graph has dense nets), a greedy pass costs as a dynamic order:
+        its kernel walks the light nets and visits every vertex's dense colour sets, with
+        the random memory access of a dynamic order.
+        """
+        g = dynamic_cost(work, n) if dense else greedy_cost(work, nnz, n)
         return PassCosts(g, g + _GREEDY[0] * 2 * work, dynamic_cost(work, n))
 
 

@@ -7,7 +7,9 @@ exactly scipy's ``group_columns`` with ``order=np.arange(n)``, the Curtis-Powell
 grouping). It keeps one colour bit mask per net, so a vertex's forbidden colours are the OR
 of its nets' masks: ``O(nnz * p / 64)`` work instead of the ``O(sum of squared net
 sizes)`` of walking every pair of vertices on a net (ColPack's and SMC's way, kept as the
-fallback when the masks would take too much memory). :func:`dsatur_color` runs the DSATUR
+fallback when the masks would take too much memory). Where some nets are dense (a dense row
+makes ``p`` about n, so neither is linear), the kernels of :mod:`~sparsejac.coloring.dense`
+run instead: ``O(W_light + nnz)``, the same colouring. :func:`dsatur_color` runs the DSATUR
 kernel directly. :func:`restart` reruns a dynamic order with random tie-breaking, which
 ``order="best"`` uses to diversify.
 
@@ -70,7 +72,8 @@ def greedy_color(graph: BipartiteGraph, order: np.ndarray | None = None) -> np.n
 
     Uses the per-net colour-mask kernel (``O(nnz * p / 64)``) when its table fits in
     :data:`~sparsejac.coloring.graph.MAX_MASK_BYTES`, else the ``O(W)`` kernel that walks
-    every pair of vertices on a net; both give the same colouring.
+    every pair of vertices on a net, and with dense nets the kernel of
+    :class:`~sparsejac.coloring.dense.DenseNets`; all give the same colouring.
 
     Parameters
     ----------

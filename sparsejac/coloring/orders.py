@@ -22,7 +22,11 @@ DSATUR break them by the smaller vertex index (so ``largest_first`` and ``dsatur
 networkx's ``greedy_color`` strategies exactly); the three degree-driven dynamic orders keep
 vertices in bucket queues (one linked list per degree, O(1) updates, as in ColPack), where
 the vertex that reached the extreme degree most recently is taken first and, before any
-update, the smaller index. Definitions follow ColPack and Gebremedhin, Manne and Pothen
+update, the smaller index. Where the graph has dense nets (:mod:`~sparsejac.coloring.dense`:
+a net far longer than the rest, whose pairs are never walked), a step changes the keys of
+the vertices on the taken vertex's dense nets at once, after the changes through its other
+nets, and "most recently" counts that joint change as one, later than those (vertices
+changed together keep their previous order among themselves); the tests replay this rule. Definitions follow ColPack and Gebremedhin, Manne and Pothen
 (2005), section 3.4; ``dsatur`` follows Brélaz (1979) and networkx:
 
 ``natural``

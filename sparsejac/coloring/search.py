@@ -6,8 +6,9 @@ order="best")`` for a ``"column"`` or ``"row"`` partition; the bidirectional sea
 steps, in this sequence:
 
 1. ``natural`` then ``dsatur``. These two always run, whatever the budget: a greedy pass
-   costs ``O(W)`` edge visits (``W`` = sum of squared net sizes) and DSATUR ``O(W log n)``,
-   so ``best`` never costs less than these two passes.
+   costs ``O(W)`` edge visits (``W``, :attr:`~.graph.BipartiteGraph.work`: the sum of
+   squared net sizes, the dense nets excepted) and DSATUR ``O(W log n)``, so ``best`` never
+   costs less than these two passes.
 2. ``incidence_degree``, ``smallest_last``, ``largest_first``, ``dynamic_largest_first``
    and :data:`N_RANDOM` seeded ``random`` orders.
 3. Up to :data:`MAX_RESTARTS` restarts of ``incidence_degree``, ``dsatur`` and
@@ -73,7 +74,8 @@ class Search:
     def __init__(self, graph: BipartiteGraph, budget: Budget) -> None:
         self.graph = graph
         self.budget = budget
-        self.costs = PassCosts.of(graph.work, int(graph.vidx.size), graph.n_vertices)
+        self.costs = PassCosts.of(graph.work, int(graph.vidx.size), graph.n_vertices,
+                                  dense=graph.dense is not None)
         self.target = graph.lower_bound
         self.groups: np.ndarray | None = None
         self.n_colors = graph.n_vertices + 1

@@ -156,7 +156,7 @@ def tabu_reduce(
     n = graph.n_vertices
     patience = default_patience(n) if patience is None else int(patience)
     init_cost = dynamic_cost(graph.pair_work, n)  # tabu_init walks every pair, dense nets too
-    chunk_cost = tabu_cost(CHUNK_WORK)
+    chunk_cost = tabu_cost(CHUNK_WORK, dense=graph.dense is not None)
     iterations = 0
     attempt = 0
     while k > max(target, 1) and 2 * n * (k - 1) * 4 <= MAX_TABLE_BYTES:
