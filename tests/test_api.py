@@ -866,3 +866,15 @@ def test_jacobian_honours_the_compressed_size_limit(monkeypatch):
         sparsejac.jacobian(_dense_row, np.ones(20), mode="forward")
     with pytest.raises(MemoryError, match="mode='forward' would allocate"):
         sparsejac.SparseJacobian(_dense_row, np.ones(20), mode="forward")(np.ones(20))
+
+
+def test_one_source_for_the_version_and_typed_package():
+    """The installed metadata's version is sparsejac.__version__, and py.typed ships."""
+    import importlib.metadata
+    from pathlib import Path
+
+    assert importlib.metadata.version("sparsejac-numpy") == sparsejac.__version__
+    assert (Path(sparsejac.__file__).parent / "py.typed").is_file()
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in text
+    assert "\nversion =" not in text.split("[tool.setuptools.dynamic]")[0]
