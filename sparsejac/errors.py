@@ -33,9 +33,10 @@ class UnsupportedPrimitiveError(NotImplementedError):
     sparsejac.errors.UnsupportedPrimitiveError: numpy.sort is not supported by sparsejac's tracer...
     """
 
-    def __init__(self, name: str, detail: str = "") -> None:
+    def __init__(self, name: str, detail: str = "", *,
+                 problem: str = "is not supported by sparsejac's tracer") -> None:
         self.function = name
-        msg = f"{name} is not supported by sparsejac's tracer"
+        msg = f"{name} {problem}"
         if detail:
             msg += f" ({detail})"
         msg += (

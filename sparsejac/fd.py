@@ -80,10 +80,14 @@ def fd_steps(x: np.ndarray, method: str) -> np.ndarray:
 
 def _evaluate(fun: Callable[[np.ndarray], Any], x: np.ndarray, n_out: int,
               complex_step: bool = False) -> np.ndarray:
-    """``fun(x)`` flattened, or a clear error for an output that cannot be differenced."""
-    val = fun(x)
+    """``fun(x)`` flattened, or a clear error for an output that cannot be differenced.
+
+    ``fun`` gets a fresh copy of ``x`` (it may write into its argument) and its result is
+    copied (it may return a buffer it reuses at the next call).
+    """
+    val = fun(np.array(x, copy=True))
     try:
-        arr = np.asarray(val)
+        arr = np.array(val, copy=True)
     except (TypeError, ValueError):  # ragged lists
         arr = np.asarray(None)
     if arr.dtype == object:

@@ -128,8 +128,11 @@ class Engine(Protocol):
         """The engine's kind."""
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
-        """J's nonzeros at ``x`` in CSR order, by ``mode`` with colouring ``c``."""
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """J's nonzeros at ``x`` (CSR order) and the replayed ``f(x)``.
+
+        The value is None when the engine called ``f`` itself instead of replaying.
+        """
 
     def stats(self) -> dict[str, Any] | None:
         """Sizes of the engine (or None)."""
@@ -143,17 +146,20 @@ class PreparedEngine:
     kind: str = "prepared"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """Replay the prepared program with the seeds of ``c``; decompress."""
         cg, p, rg, q = _groups(c)
         b = cmat = None
+        fx = None
         if mode == "mixed" and p and q:
-            _, b, cmat = self.program.mixed(x, cg, p, rg, q, params=params)
+            fx, b, cmat = self.program.mixed(x, cg, p, rg, q, params=params)
         elif mode in ("forward", "mixed") and p:
-            _, b = self.program.forward(x, cg, p, params=params)
+            fx, b = self.program.forward(x, cg, p, params=params)
         elif mode in ("reverse", "mixed") and q:
-            _, cmat = self.program.reverse(x, rg, q, params=params)
-        return _decompress(c, b, cmat, out)
+            fx, cmat = self.program.reverse(x, rg, q, params=params)
+        else:  # no product at all (an empty pattern): replay the value alone
+            fx = self.program.value(x, params=params)
+        return _decompress(c, b, cmat, out), fx
 
     def stats(self) -> dict[str, Any] | None:
         """The prepared program's sizes."""
@@ -168,11 +174,11 @@ class EagerEngine:
     kind: str = "eager"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """J at the trace point (any other point would need a replay or a new trace)."""
         if not np.array_equal(x, self.program.x.value):  # pragma: no cover - internal misuse
             raise RuntimeError("an eager plan evaluates at its trace point only")
-        return _eager_data(self.program, c, out)
+        return _eager_data(self.program, c, out), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""
@@ -189,11 +195,11 @@ class RetraceEngine:
     kind: str = "retrace"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """Trace at ``x``, check the local pattern against the plan's, eager products."""
         prog = trace(self.call, x, local=True, params=params, name=self.name)
         check_subset(program_sparsity(prog, local=True), self.pattern)
-        return _eager_data(prog, c, out)
+        return _eager_data(prog, c, out), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""
@@ -210,10 +216,10 @@ class FdEngine:
     kind: str = "fd"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """``p + 1`` (``2p`` for 3-point) evaluations of ``f``."""
         return _fd.fd_jacobian_data(lambda z: self.call(z, *params), x, c, method=self.method,
-                                    n_out=self.n_out, out=out)
+                                    n_out=self.n_out, out=out), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""
@@ -291,10 +297,25 @@ class Plan:
     def evaluate(self, x: np.ndarray, params: Sequence[Any] = (),
                  out: np.ndarray | None = None) -> np.ndarray:
         """J's nonzeros at ``x`` (a checked float64 array of ``x0``'s shape), CSR order."""
+        return self._evaluate_mode(self.mode, x, params, out)[0]
+
+    def evaluate_with_value(self, x: np.ndarray, params: Sequence[Any] = (),
+                            out: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """J's nonzeros, and the replayed value of ``f(x)`` (None if the engine called f)."""
         return self._evaluate_mode(self.mode, x, params, out)
 
+    @property
+    def replays(self) -> bool:
+        """Whether the engine replays a recorded program (rather than calling ``f``)."""
+        return isinstance(self.engine, PreparedEngine)
+
+    def replay_value(self, x: np.ndarray, params: Sequence[Any] = ()) -> Any:
+        """The recorded program's value at ``x`` (only for an engine that replays)."""
+        assert isinstance(self.engine, PreparedEngine)
+        return self.engine.program.value(x, params=params)
+
     def _evaluate_mode(self, mode: str, x: np.ndarray, params: Sequence[Any],
-                       out: np.ndarray | None) -> np.ndarray:
+                       out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         c = self.colorings[mode]
         if mode != "fd":
             _, p, _, q = _groups(c)

@@ -46,7 +46,10 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "dense implicit functions, not traced",
      "for a constant matrix, factorise or invert it outside `f` and apply the result as a "
      "constant (`Ainv @ u`, or a `scipy.sparse` matrix)"),
-    ("`np.fft.*`, complex inputs and outputs", "complex numbers are not supported",
+    ("`np.fft.*`, complex inputs, outputs and intermediates (`x * 1j`, a complex constant "
+     "times a traced value, `.astype(complex)`)", "complex numbers are not supported yet: a "
+     "traced call that produces complex values raises, naming the call (dropping the "
+     "imaginary part would give a wrong Jacobian)",
      "split real and imaginary parts by hand"),
     ("`ufunc.reduceat`, `ufunc.outer`, `np.maximum.accumulate` (and other ufuncs' "
      "`accumulate`), `ufunc.at` other than `np.add.at` / `np.subtract.at`",

@@ -617,14 +617,22 @@ def is_tracer(obj: Any) -> bool:
 def concretize(obj: Any, what: str) -> Any:
     """Plain value of ``obj`` for a use that needs one (an index array, a shape).
 
-    Constants and non-tracers pass through. A traced value is allowed in local mode only
-    (it has zero derivative where it is used as an index), and marks the program
-    value-dependent.
+    Constants and non-tracers pass through. An inactive traced value (integers, booleans,
+    results of zero-derivative operations: an index, a mask, a shift) is allowed in local mode
+    only, and marks the program value-dependent. An *active* value (one with a derivative
+    with respect to ``x``) is always refused: treating it as a constant would silently drop
+    its derivative.
     """
     if isinstance(obj, Tracer):
         var = obj._var
         if var.kind == CONST:
             return var.value
+        if var.active:
+            raise TracedConversionError(
+                f"{what} depends on x with a nonzero derivative, but it is used as a constant "
+                "(sparsejac cannot differentiate through this argument). Keep traced values in "
+                "the arguments sparsejac differentiates, or compute this argument from "
+                "constants.")
         if not obj._trace.local:
             raise ConcretizationError(f"{what} depends on traced values: {_GLOBAL_HINT}")
         obj._trace.mark_value_dependent(what)

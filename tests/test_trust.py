@@ -1,0 +1,199 @@
+"""Never a silently wrong Jacobian: the reproducers of inputs that once gave wrong results.
+
+Each test is a user's program that returned a wrong Jacobian without an error, with the exact
+Jacobian derived by hand (or the error the call must now raise).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import sparsejac
+from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
+
+EXACT_MODES = ["forward", "reverse", "mixed"]
+
+
+# -- traced arguments never become constants --------------------------------------------------
+
+
+def test_linspace_with_traced_ends_is_exact():
+    """np.linspace(x[0], x[1], 5): d/dstart = 1 - k/4, d/dstop = k/4 (was all zeros)."""
+    want = np.array([[1, 0], [0.75, 0.25], [0.5, 0.5], [0.25, 0.75], [0, 1]])
+    f = lambda x: np.linspace(x[0], x[1], 5)  # noqa: E731
+    x = np.array([1.2, 3.4])
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-15)
+    assert sparsejac.jacobian_sparsity(f, x).nnz == 8
+    for mode in EXACT_MODES:
+        jac = sparsejac.SparseJacobian(f, x, mode=mode)
+        np.testing.assert_allclose(jac(np.array([-1.0, 7.0])).toarray(), want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_arrays_axis_and_endpoint(endpoint, rng):
+    """Array ends, axis=1 and endpoint=False agree with fourth-order differences."""
+    from tests.test_rules import fd4_jacobian
+
+    def f(x):
+        return np.linspace(x[:2] ** 2, x[2:], 4, endpoint=endpoint, axis=1)
+
+    x = rng.uniform(0.5, 1.5, 4)
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), fd4_jacobian(f, x),
+                               rtol=1e-8, atol=1e-9)
+    np.testing.assert_array_equal(f(x), np.asarray(
+        np.linspace(x[:2] ** 2, x[2:], 4, endpoint=endpoint, axis=1)))
+
+
+def test_full_with_a_traced_fill_value_is_exact():
+    """np.full(3, x[0]**2) depends on x[0] with derivative 2 x[0] in every element."""
+    got = sparsejac.jacobian(lambda x: np.full(3, x[0] ** 2), np.array([3.0])).toarray()
+    np.testing.assert_array_equal(got, [[6.0], [6.0], [6.0]])
+
+
+def test_an_active_value_used_as_a_constant_raises():
+    """A value with a derivative used where only constants fit is refused, never folded."""
+    from sparsejac.tracing import trace
+    from sparsejac.tracing.tracer import concretize
+
+    def f(x):
+        return concretize(x[0] * 2.0, "a test argument") * x
+
+    with pytest.raises(TracedConversionError, match="a test argument depends on x"):
+        trace(f, np.ones(2), local=True)
+
+
+# -- complex values are refused where they appear ----------------------------------------------
+
+
+@pytest.mark.parametrize("f", [
+    pytest.param(lambda x: np.abs(x * (1 + 1j)), id="abs_times_complex"),
+    pytest.param(lambda x: np.abs(x[0] + 1j * x[1]), id="abs_of_sum"),
+    pytest.param(lambda x: np.abs(x * 1j + 2.0) ** 2, id="abs_squared"),
+    pytest.param(lambda x: (x.astype(complex) * 2).real, id="astype_complex"),
+])
+@pytest.mark.parametrize("entry", ["jacobian", "SparseJacobian", "jvp", "sparsity"])
+def test_complex_intermediates_raise_naming_the_call(f, entry):
+    """Zeros, wrong signs and garbage became an error that names the numpy call."""
+    x = np.ones(2)
+    calls = {
+        "jacobian": lambda: sparsejac.jacobian(f, x),
+        "SparseJacobian": lambda: sparsejac.SparseJacobian(f, x),
+        "jvp": lambda: sparsejac.ad.jvp(f, x, np.eye(2)),
+        "sparsity": lambda: sparsejac.jacobian_sparsity(f, x),
+    }
+    with pytest.raises(UnsupportedPrimitiveError, match=r"numpy\.\S+ .*complex"):
+        calls[entry]()
+
+
+# -- finite differences see a fresh point ------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["2-point", "3-point"])
+def test_fd_when_f_writes_into_its_argument(method):
+    """def f(x): x *= 2; return x**2 has derivative 8 x (was about 8e8 with 2-point)."""
+    def f(x):
+        x *= 2
+        return x**2
+
+    x = np.array([1.0, 2.0, 3.0])
+    got = sparsejac.jacobian(f, x, mode="fd", sparsity=np.eye(3), fd_method=method)
+    np.testing.assert_allclose(got.diagonal(), 8 * x, rtol=1e-6)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])  # the caller's array is untouched
+
+
+def test_fd_when_f_returns_a_buffer_it_reuses():
+    """f returning the same output buffer every call: the base value is not overwritten."""
+    buf = np.zeros(3)
+
+    def f(x):
+        buf[:] = x**2
+        return buf
+
+    got = sparsejac.jacobian(f, np.array([1.0, 2.0, 3.0]), mode="fd", sparsity=np.eye(3))
+    np.testing.assert_allclose(got.diagonal(), [2.0, 4.0, 6.0], rtol=1e-6)
+
+
+# -- a prepared Jacobian notices that f changed ------------------------------------------------
+
+
+def test_a_changed_global_is_noticed():
+    """K = 1.0; h = lambda x: K*x**2; prepare; K = 5.0: the diagonal is 10, not 2."""
+    scope = {"K": 1.0, "np": np}
+    exec("h = lambda x: K * x ** 2", scope)  # a real module-level global
+    jac = sparsejac.SparseJacobian(scope["h"], np.ones(3))
+    scope["K"] = 5.0
+    np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [10.0, 10.0, 10.0])
+    assert jac.stats()["preparations"] == 2
+
+
+@pytest.mark.parametrize("mode", EXACT_MODES)
+def test_a_parameter_sweep_through_a_dict_at_a_special_point(mode):
+    """p["a"] * sin(x) at x = 0 has the same value for every a, not the same derivative."""
+    p = {"a": 1.0}
+    jac = sparsejac.SparseJacobian(lambda x: p["a"] * np.sin(x), np.ones(4), mode=mode)
+    for a in (1.0, 2.0, 3.5):
+        p["a"] = a
+        np.testing.assert_array_equal(jac(np.zeros(4)).diagonal(), np.full(4, a))
+
+
+def test_a_changed_closure_variable_in_an_ode_right_hand_side(rng):
+    """A closure variable used only for t > 1 is checked at the current t."""
+    k = [1.0]
+
+    def rhs(t, y):
+        return -y + np.where(t > 1.0, k[0], 0.0) * np.roll(y, 1)
+
+    jac = sparsejac.ode_jacobian(rhs, 0.0, np.ones(5))
+    k[0] = 3.0
+    got = jac(2.0, rng.uniform(size=5)).toarray()
+    want = -np.eye(5) + 3.0 * np.roll(np.eye(5), 1, axis=0)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_verify_false_and_refresh():
+    """verify=False trusts the recording; refresh() prepares again on request."""
+    k = [1.0]
+    jac = sparsejac.SparseJacobian(lambda x: k[0] * x**2, np.ones(2), verify=False)
+    k[0] = 5.0
+    np.testing.assert_array_equal(jac(np.ones(2)).diagonal(), [2.0, 2.0])  # as documented
+    jac.refresh()
+    np.testing.assert_array_equal(jac(np.ones(2)).diagonal(), [10.0, 10.0])
+
+
+def test_a_random_f_cannot_be_verified():
+    """f that changes at every call raises a clear error instead of a stale Jacobian."""
+    rng = np.random.default_rng(0)
+    jac = sparsejac.SparseJacobian(lambda x: x * rng.random(), np.ones(2))
+    with pytest.raises(RuntimeError, match="deterministic function of x"):
+        jac(np.ones(2))
+
+
+# -- threads ----------------------------------------------------------------------------------
+
+
+def test_eight_threads_share_one_prepared_jacobian(rng):
+    """8 threads × 100 calls of one prepared Jacobian: every result is right."""
+    def f(x):
+        return np.sin(x[1:]) * x[:-1] + np.roll(x, 1)[1:] ** 2 - np.cumsum(x)[1:] * 0.1
+
+    n = 300
+    jac = sparsejac.SparseJacobian(f, np.ones(n))
+    points = [rng.uniform(0.5, 1.5, n) for _ in range(25)]
+    expected = [sparsejac.jacobian(f, x).toarray() for x in points]
+    wrong: list[int] = []
+
+    def work(k: int) -> None:
+        for i in range(100):
+            j = (i * 7 + k) % len(points)
+            if not np.allclose(jac(points[j]).toarray(), expected[j], rtol=1e-13, atol=1e-13):
+                wrong.append(j)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
