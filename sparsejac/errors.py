@@ -11,6 +11,7 @@ __all__ = [
     "ConcretizationError",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
+    "with_hint",
 ]
 
 #: Where the list of supported numpy functions lives (generated from the registry).
@@ -88,3 +89,19 @@ class TracedConversionError(TypeError):
     array([[ True, False],
            [ True,  True]])
     """
+
+
+def with_hint(exc: Exception, hint: str) -> Exception:
+    """A copy of ``exc`` (same type and attributes) whose message ends with ``hint``.
+
+    Examples
+    --------
+    >>> from sparsejac.errors import UnsupportedPrimitiveError, with_hint
+    >>> e = with_hint(UnsupportedPrimitiveError("numpy.sort"), " Pass `sparsity=`.")
+    >>> type(e).__name__, e.function, str(e).endswith("Pass `sparsity=`.")
+    ('UnsupportedPrimitiveError', 'numpy.sort', True)
+    """
+    new = type(exc).__new__(type(exc))
+    new.__dict__.update(exc.__dict__)
+    Exception.__init__(new, str(exc) + hint)
+    return new

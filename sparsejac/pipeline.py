@@ -41,7 +41,12 @@ from sparsejac.coloring import (
 )
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.detection import program_sparsity
-from sparsejac.errors import ConcretizationError
+from sparsejac.errors import (
+    ConcretizationError,
+    TracedConversionError,
+    UnsupportedPrimitiveError,
+    with_hint,
+)
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_compressed_size, check_subset
@@ -53,6 +58,7 @@ __all__ = [
     "CANDIDATE_MODES",
     "Engine",
     "Plan",
+    "fd_evaluations",
     "prepare",
 ]
 
@@ -65,6 +71,18 @@ CALIBRATION_MARGIN = 0.1
 #: With ``calibrate=True``, only the modes whose cost is within this factor of the lowest
 #: are timed.
 CALIBRATION_WINDOW = 4.0
+
+
+def fd_evaluations(method: str, p: int) -> int:
+    """Evaluations of ``f`` per finite-difference Jacobian with ``p`` column groups.
+
+    Examples
+    --------
+    >>> from sparsejac.pipeline import fd_evaluations
+    >>> fd_evaluations("2-point", 3), fd_evaluations("3-point", 3), fd_evaluations("cs", 3)
+    (4, 6, 3)
+    """
+    return {"2-point": p + 1, "3-point": 2 * p}.get(method, p)
 
 
 def _groups(c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
@@ -286,8 +304,15 @@ class Plan:
 
     @property
     def n_products(self) -> int:
-        """Products per Jacobian (JVPs, VJPs, both, or f evaluations beyond the base point)."""
-        return int(self.coloring.n_colors)
+        """Products per Jacobian: JVPs, VJPs, both, or (fd) the evaluations of ``f``.
+
+        Finite differences evaluate ``f`` ``p + 1`` times with ``"2-point"`` (the base point
+        too), ``2p`` times with ``"3-point"`` and ``p`` times with ``"cs"``, for ``p`` colours.
+        """
+        p = int(self.coloring.n_colors)
+        if isinstance(self.engine, FdEngine):
+            return fd_evaluations(self.engine.method, p)
+        return p
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -346,6 +371,16 @@ def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name
                 "sparsejac.jacobian_sparsity(f, x, local=True) when the branches do not "
                 "change it); f is then traced again at every call.") from exc
         return None, False
+
+
+def _check_fd_shape(pattern: SparsityPattern, call: Callable[..., Any], x0: np.ndarray,
+                    params: Sequence[Any]) -> None:
+    """A trusted pattern must have the Jacobian's shape: checked now, not at the first call."""
+    m = int(np.size(call(np.array(x0, copy=True), *params)))
+    if pattern.shape != (m, x0.size):
+        raise ValueError(
+            f"`sparsity` has shape {pattern.shape} but the Jacobian of f has shape "
+            f"{(m, x0.size)} (f(x0) has {m} values, x0 has {x0.size})")
 
 
 def _colour(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: float,
@@ -420,8 +455,17 @@ def prepare(
     retrace = False
     if sparsity is not None and mode == "fd":
         pattern = as_pattern(sparsity, name="sparsity")
+        _check_fd_shape(pattern, call, x0, params)
     else:
-        program, local = _trace(call, x0, params, name, mode, sparsity, one_shot)
+        try:
+            program, local = _trace(call, x0, params, name, mode, sparsity, one_shot)
+        except (UnsupportedPrimitiveError, TracedConversionError) as exc:
+            if mode == "fd":  # finite differences need no trace, only a pattern
+                raise with_hint(exc, " mode='fd' without `sparsity=` detects the pattern by "
+                                "tracing f, which failed here: pass `sparsity=` (the pattern, "
+                                "from what you know of f) to use finite differences on a "
+                                "black-box f.") from exc
+            raise
         retrace = program is None
         if program is None:
             pattern = as_pattern(sparsity, name="sparsity")

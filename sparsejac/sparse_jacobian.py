@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
-from sparsejac.pipeline import Plan, prepare
+from sparsejac.pipeline import Plan, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -444,8 +444,10 @@ class SparseJacobian:
             case "mixed":
                 work = f"{_count(c.n_forward, 'JVP')} + {_count(c.n_reverse, 'VJP')}"
             case _:
-                work = _count(c.n_colors, "f evaluation")
+                work = _count(self.n_products, "f evaluation")
         full = m if self.mode == "reverse" else (min(m, n) if self.mode == "mixed" else n)
+        if self.mode == "fd":  # the dense scheme: one (two for 3-point) evaluation per column
+            full = fd_evaluations(self._fd_method, n)
         note = ", approximate" if self.mode == "fd" else ""
         return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
                 f"nnz={self._plan.pattern.nnz:,}, mode={self.mode!r}: {work} instead of "

@@ -166,7 +166,8 @@ def test_calls_share_the_pattern_index_arrays(mode, rng):
 @pytest.mark.parametrize(("mode", "text"), [
     ("forward", "mode='forward': 2 JVPs instead of 9)"),
     ("reverse", "mode='reverse': 2 VJPs instead of 8)"),
-    ("fd", "mode='fd': 2 f evaluations instead of 9, approximate)"),
+    # fd counts the evaluations of f (2 colours + the base point, against n + 1 dense)
+    ("fd", "mode='fd': 3 f evaluations instead of 10, approximate)"),
 ])
 def test_repr_counts_products(mode, text):
     """The repr states the products per Jacobian against the uncompressed count."""
@@ -198,10 +199,11 @@ def test_stats_keys_and_values(mode):
     assert st["shape"] == [s.m, s.n]
     assert st["nnz"] == s.pattern.sum() == jac.sparsity.nnz
     assert st["mode"] == jac.mode
-    assert st["n_products"] == jac.n_products == jac.coloring.n_colors
+    assert st["n_products"] == jac.n_products
+    assert jac.n_products == jac.coloring.n_colors + (mode == "fd")  # fd: + the base point
     assert st["exact"] is (jac.mode != "fd")
     assert st["retraced_each_call"] is False
-    assert st["colors"][jac.mode] == jac.n_products
+    assert st["colors"][jac.mode] == jac.coloring.n_colors
     # arrowhead: one dense row and one dense column, so 8 colours one-sided either way
     assert st["lower_bound"] == {"column": s.n, "row": s.m}
     assert {"detection", "coloring", "preparation"} <= set(st["seconds"])
@@ -216,7 +218,7 @@ def test_stats_keys_and_values(mode):
         assert st["reason"].startswith("lowest cost = forward products + ")  # no timing
         assert st["mode"] == expected_auto_mode(st, DEFAULT_REVERSE_COST)
     else:
-        assert st["colors"] == {mode: jac.n_products}
+        assert st["colors"] == {mode: jac.coloring.n_colors}
         assert st["reason"] == f"mode={mode!r} was requested"
 
 

@@ -6,6 +6,7 @@ Jacobian derived by hand (or the error the call must now raise).
 
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -197,3 +198,83 @@ def test_eight_threads_share_one_prepared_jacobian(rng):
     for t in threads:
         t.join()
     assert wrong == []
+
+
+# -- crashes and misleading errors became clear ones ------------------------------------------
+
+
+def test_lists_mixing_traced_scalars_and_numbers_are_traced():
+    """np.append([x0, 2.0, x2], x3**2) is ordinary code: it is traced (was a dtype error)."""
+    got = sparsejac.jacobian(lambda x: np.append([x[0], 2.0, x[2]], x[3] ** 2),
+                             np.array([1.0, 2.0, 3.0, 4.0])).toarray()
+    np.testing.assert_array_equal(got, np.diag([1.0, 0.0, 1.0, 8.0]))
+    got = sparsejac.jacobian(lambda x: np.min(np.array([x[0], 1.0, x[1]])), np.array([0.5, 3.0]))
+    np.testing.assert_array_equal(got.toarray(), [[1.0, 0.0]])
+
+
+def test_kron_of_two_scalars():
+    """np.kron of two 0-d values is their product (was numpy's 'nonzero on 0d arrays')."""
+    got = sparsejac.jacobian(lambda x: np.kron(x[0], x[1]), np.array([2.0, 3.0])).toarray()
+    np.testing.assert_array_equal(got, [[3.0, 2.0]])
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    pytest.param(lambda x: __import__("scipy.special").special.polygamma(0, x),
+                 "scipy.special.polygamma", id="polygamma"),
+    pytest.param(lambda x: __import__("scipy.special").special.multigammaln(x[0], 2),
+                 "scipy.special.multigammaln", id="multigammaln"),
+    pytest.param(lambda x: __import__("scipy.special").special.logsumexp(x),
+                 "scipy.special.logsumexp", id="logsumexp"),
+    pytest.param(lambda x: __import__("scipy.special").special.softmax(x),
+                 "scipy.special.softmax", id="softmax"),
+    pytest.param(lambda x: __import__("scipy.signal").signal.convolve2d(
+        x.reshape(2, 2), np.ones((2, 2))), "scipy.signal.convolve2d", id="convolve2d"),
+    pytest.param(lambda x: __import__("scipy.ndimage").ndimage.laplace(x),
+                 "scipy.ndimage.laplace", id="laplace"),
+])
+def test_library_functions_that_convert_their_input_are_named(call, name):
+    """A scipy function that converts its input is named in the error (not 'np.asarray')."""
+    with pytest.raises(TracedConversionError, match=re.escape(name)):
+        sparsejac.jacobian(call, np.array([3.0, 4.0, 5.0, 6.0]))
+
+
+@pytest.mark.parametrize("rhs", [
+    pytest.param(lambda t, y: y * __import__("math").exp(-t), id="math.exp"),
+    pytest.param(lambda t, y: y * int(t), id="int"),
+    pytest.param(lambda t, y: y * min(t, 1.0), id="min"),
+])
+def test_python_scalars_of_t_say_that_t_is_traced(rhs):
+    """math.exp(-t), int(t), min(t, 1.0): the message is about t and suggests numpy."""
+    with pytest.raises(sparsejac.ConcretizationError,
+                       match=r"traced parameter \(such as the time t.*np\.exp\(-t\)"):
+        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3))
+
+
+def test_fd_without_sparsity_on_an_untraceable_f_says_what_fd_needs():
+    """mode='fd' without sparsity= on a black box: the error says to pass sparsity=."""
+    import scipy.special
+
+    with pytest.raises(UnsupportedPrimitiveError, match=r"mode='fd' without `sparsity=`"):
+        sparsejac.jacobian(lambda x: scipy.special.dawsn(x), np.ones(3), mode="fd")
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    pytest.param(lambda: sparsejac.jacobian(np.ones(3), np.ones(3)), TypeError,
+                 "`f` must be callable; got ndarray", id="f_array"),
+    pytest.param(lambda: sparsejac.jacobian(np.ones(3), np.sin), TypeError,
+                 "look swapped", id="swapped"),
+    pytest.param(lambda: sparsejac.jacobian(lambda x, a: x * a, np.ones(3), args=np.ones(3)),
+                 TypeError, "`args` must be a tuple", id="args_array"),
+    pytest.param(lambda: sparsejac.SparseJacobian(lambda x, a: x * a, np.ones(3), args=2.0),
+                 TypeError, "`args` must be a tuple", id="args_float"),
+    pytest.param(lambda: sparsejac.jacobian(np.sin, np.ones(3), fd_method="3-point"),
+                 ValueError, "`fd_method` applies to mode='fd' only", id="fd_method_exact"),
+    pytest.param(lambda: sparsejac.SparseJacobian(lambda x: x, np.ones(4), mode="fd",
+                                                  sparsity=np.eye(3)),
+                 ValueError, r"`sparsity` has shape \(3, 3\) but the Jacobian of f has shape "
+                 r"\(4, 4\)", id="fd_sparsity_shape"),
+])
+def test_bad_arguments_are_refused_at_the_call(call, error, message):
+    """Each bad argument is a clear error at the call, naming the argument."""
+    with pytest.raises(error, match=message):
+        call()

@@ -35,6 +35,8 @@ __all__ = ["Node", "Operation", "Program", "Trace", "Var", "current_trace"]
 _ids = itertools.count()
 
 INPUT, PARAM, CONST, NODE = "input", "param", "const", "node"
+#: Bits of :attr:`Var.sources`.
+FROM_X, FROM_PARAMS = 1, 2
 
 
 class Var:
@@ -60,9 +62,9 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "shape", "value")
+    __slots__ = ("active", "dtype", "id", "kind", "shape", "sources", "value")
 
-    def __init__(self, value: Any, kind: str, active: bool) -> None:
+    def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = np.asarray(value)
         # Python scalars stay Python scalars so that numpy's promotion rules (NEP 50: a
         # Python float does not widen a float32 array) are the same in replays as in f.
@@ -72,6 +74,8 @@ class Var:
         self.dtype: np.dtype[Any] = arr.dtype
         self.kind = kind
         self.active = active
+        #: what the value depends on, as bits: FROM_X (the input), FROM_PARAMS (a parameter)
+        self.sources = sources
         self.id = next(_ids)
 
     @property
@@ -217,7 +221,8 @@ class Trace:
 
     def new_input(self, value: np.ndarray, kind: str) -> Var:
         """A fresh input (active) or param (inactive) variable."""
-        return Var(value, kind, active=(kind == INPUT))
+        return Var(value, kind, active=(kind == INPUT),
+                   sources=FROM_X if kind == INPUT else FROM_PARAMS)
 
     def const(self, value: Any) -> Var:
         """A constant variable (nothing recorded)."""
@@ -242,7 +247,10 @@ class Trace:
         active = (not prim.zero_derivative) and any(v.active for v in inputs)
         if active and value.dtype.kind not in "fc":
             active = False  # integer and boolean results carry no derivative
-        out = Var(value, NODE, active=active)
+        sources = 0
+        for v in inputs:
+            sources |= v.sources
+        out = Var(value, NODE, active=active, sources=sources)
         self.nodes.append(Node(prim, inputs, params, out))
         return out
 

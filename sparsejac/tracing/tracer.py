@@ -17,6 +17,7 @@ Conversions to plain Python values are where tracing meets Python control flow:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from sparsejac.errors import (
     UnsupportedPrimitiveError,
 )
 from sparsejac.tracing.hooks import registry
-from sparsejac.tracing.program import CONST, Trace, Var
+from sparsejac.tracing.program import CONST, FROM_PARAMS, Trace, Var
 
 __all__ = ["Tracer", "concretize", "is_tracer"]
 
@@ -36,6 +37,48 @@ _GLOBAL_HINT = (
     "the values. Use np.where / np.maximum / np.clip for value-dependent choices, or ask for "
     "a pattern valid at this x only with local=True."
 )
+_PARAM_HINT = (
+    "it is computed from a traced parameter (such as the time t of an ODE right-hand side: "
+    "parameters are traced so that one preparation serves all their values), so Python "
+    "cannot read it. Write the expression with numpy: np.exp(-t) instead of math.exp(-t), "
+    "np.minimum(t, 1.0) instead of min(t, 1.0), np.where(t > 1.0, a, b) instead of "
+    "`if t > 1.0:`, t * y instead of int(t) * y."
+)
+_OWN_PACKAGES = ("numpy", "sparsejac")
+
+
+def _library_caller() -> str | None:
+    """The library function (outside numpy and sparsejac) whose code converts a traced value.
+
+    Walks the Python stack outwards from the conversion: the last frame of an installed
+    package before the user's code is the function the user called (``scipy.special.
+    logsumexp`` for an ``np.asarray`` inside it). None when the user's own code converts.
+    """
+    frame = sys._getframe(2)
+    found = None
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        top = module.partition(".")[0]
+        if top in _OWN_PACKAGES:
+            frame = frame.f_back  # type: ignore[assignment]
+            continue
+        path = frame.f_code.co_filename
+        if not any(p in path for p in ("site-packages", "dist-packages")) or not top:
+            break  # the user's code
+        public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+        found = f"{public}.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return found
+
+
+def _library_message(site: str) -> str:
+    return (
+        f"{site} received a traced array and converted it to a plain numpy array "
+        "(np.asarray), which would lose its dependence on x: it is not a numpy function the "
+        f"tracer can follow, and sparsejac has no rule for {site}. Write the computation "
+        "with the numpy functions of docs/supported.md, or pass `sparsity=` and use "
+        "mode='fd' (finite differences) for this f."
+    )
 
 
 class Tracer:
@@ -132,6 +175,9 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._var.is_const:
             return np.asarray(self._var.value, dtype=dtype)
+        site = _library_caller()
+        if site is not None:
+            raise TracedConversionError(_library_message(site))
         if self._var.shape == () and dtype is None and copy is not False:
             # np.array([a, b]) of traced scalars: numpy builds an object array holding the
             # Tracers; numpy's object loops keep them traced, and the array is lifted back to
@@ -167,6 +213,8 @@ class Tracer:
         if var.is_const:
             return var.value
         if not self._trace.local:
+            if var.sources == FROM_PARAMS:
+                raise ConcretizationError(f"{what} of a traced value: {_PARAM_HINT}")
             raise ConcretizationError(f"{what} of a traced array: {_GLOBAL_HINT}")
         self._trace.mark_value_dependent(what)
         return var.value
@@ -177,6 +225,9 @@ class Tracer:
         if var.is_const:
             return var.value
         if var.active:
+            site = _library_caller()
+            if site is not None:
+                raise TracedConversionError(_library_message(site))
             raise TracedConversionError(
                 f"{what} of a traced array that depends on x would drop that dependence; keep "
                 "the computation in numpy (e.g. y[0] instead of float(y[0])). numpy also calls "
