@@ -376,11 +376,26 @@ def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name
 def _check_fd_shape(pattern: SparsityPattern, call: Callable[..., Any], x0: np.ndarray,
                     params: Sequence[Any]) -> None:
     """A trusted pattern must have the Jacobian's shape: checked now, not at the first call."""
-    m = int(np.size(call(np.array(x0, copy=True), *params)))
+    m = int(np.size(_fd.evaluate_output(lambda z: call(z, *params), x0)))
     if pattern.shape != (m, x0.size):
         raise ValueError(
             f"`sparsity` has shape {pattern.shape} but the Jacobian of f has shape "
             f"{(m, x0.size)} (f(x0) has {m} values, x0 has {x0.size})")
+
+
+def _check_trusted(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any],
+                   coloring: ColoringResult) -> None:
+    """Refuse a trusted pattern that misses entries, naming them."""
+    entries, rows = _fd.missing_entries(lambda z: call(z, *params), x0, coloring)
+    if entries or rows:
+        shown = ", ".join(map(str, entries[:10])) + (" ..." if len(entries) > 10 else "")
+        extra = (f"; rows {rows[:10]}{' ...' if len(rows) > 10 else ''} miss entries whose "
+                 "columns could not be told apart") if rows else ""
+        raise ValueError(
+            f"`sparsity` misses entries of the Jacobian that finite-difference probes of f "
+            f"see at x0: {shown or 'none identified'}{extra}. Add them (and check the rows "
+            "again: a row may miss more than one); finite differences with this pattern "
+            "would attribute them to other entries.")
 
 
 def _colour(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: float,
@@ -408,6 +423,7 @@ def prepare(
     calibrate: bool = False,
     reverse_cost: float = DEFAULT_REVERSE_COST,
     one_shot: bool = False,
+    check: bool = False,
 ) -> Plan:
     """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
 
@@ -431,6 +447,10 @@ def prepare(
     one_shot : bool
         A plan for one Jacobian at ``x0``: no search beyond the mandatory colouring passes,
         the eager interpreters on the trace, a local trace when ``f`` branches on values.
+    check : bool
+        With ``mode="fd"`` and a user ``sparsity``: probe ``f`` with a few dense finite
+        differences and refuse the pattern if it misses entries, naming them
+        (:func:`sparsejac.fd.missing_entries`).
 
     Returns
     -------
@@ -485,6 +505,9 @@ def prepare(
         effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
     colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
     seconds["coloring"] = time.perf_counter() - t0
+
+    if check and mode == "fd" and sparsity is not None:
+        _check_trusted(call, x0, params, colorings["fd"])
 
     t0 = time.perf_counter()
     engine: Engine

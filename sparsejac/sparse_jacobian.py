@@ -37,6 +37,14 @@ __all__ = ["VERIFY_RTOL", "SparseJacobian", "bind_arguments"]
 VERIFY_RTOL = 1e-9
 
 
+def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
+             params: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
+             verify: bool) -> SparseJacobian:
+    """A SparseJacobian prepared again from the inputs of a pickled or copied one."""
+    return SparseJacobian(f, x0, params=params, args=args, kwargs=kwargs, name=name,
+                          verify=verify, **options)
+
+
 def _values(v: Any) -> np.ndarray | None:
     try:
         return np.asarray(v, dtype=np.float64).ravel()
@@ -129,6 +137,11 @@ class SparseJacobian:
         values per Jacobian; with ``False``, call :meth:`refresh` after changing such a
         constant. Finite differences and value-dependent ``f`` (traced again at every call)
         call ``f`` itself and need no check.
+    check : bool
+        For ``mode="fd"`` with a trusted ``sparsity``: probe ``f`` at ``x0`` with a few dense
+        finite differences (about ``log2(n) + 4`` extra evaluations) and refuse a pattern
+        that misses entries, naming them. (An exact mode checks a given pattern against the
+        traced one anyway.)
 
     Attributes
     ----------
@@ -191,6 +204,7 @@ class SparseJacobian:
         reverse_cost: float = DEFAULT_REVERSE_COST,
         name: str | None = None,
         verify: bool = True,
+        check: bool = False,
     ) -> None:
         self._f = check_callable(f, x0)
         self._mode = check_mode(mode)
@@ -201,7 +215,8 @@ class SparseJacobian:
         self._options: dict[str, Any] = {
             "sparsity": sparsity, "mode": self._mode, "order": order, "effort": effort,
             "time_budget": time_budget, "fd_method": self._fd_method,
-            "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost}
+            "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost,
+            "check": bool(check)}
         self._params0 = tuple(params)
         self._verify = bool(verify)
         rng = np.random.default_rng(20261124)  # a fixed, generic offset for verify
@@ -210,6 +225,17 @@ class SparseJacobian:
         self._lock = threading.RLock()
         self._n_prepared = 0
         self._prepare(check_args(args), check_kwargs(kwargs))
+
+    # -- copy and pickle: a prepared Jacobian is rebuilt from its inputs (prepare is
+    #    deterministic, so the copy has the same pattern, colouring and mode) ---------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = self._state
+        options = {k: v for k, v in self._options.items() if k != "fd_method"}
+        if self._mode == "fd":
+            options["fd_method"] = self._fd_method
+        return (_rebuild, (self._f, self._x0, options, self._params0, state.args, state.kwargs,
+                           self._name, self._verify))
 
     def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         call = bind_arguments(self._f, args, kwargs)

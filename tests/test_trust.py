@@ -278,3 +278,96 @@ def test_bad_arguments_are_refused_at_the_call(call, error, message):
     """Each bad argument is a clear error at the call, naming the argument."""
     with pytest.raises(error, match=message):
         call()
+
+
+# -- an opt-in check of trusted patterns --------------------------------------------------------
+
+
+def _sparse_f(pattern: np.ndarray):
+    """A nonlinear f whose Jacobian has exactly ``pattern``'s structure (at generic x)."""
+    rows, cols = np.nonzero(pattern)
+    w = 0.5 + np.arange(rows.size) % 7 / 7.0
+
+    def f(x):
+        out = np.zeros(pattern.shape[0], like=x)
+        np.add.at(out, rows, w * np.sin(x[cols]) + 0.1 * x[cols] ** 2)
+        return out
+
+    return f
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_check_names_a_missing_entry(seed):
+    """check=True finds the one entry removed from a random pattern, and passes the full one."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    true = (rng.random((30, n)) < 0.08) | np.eye(30, n, dtype=bool)
+    f = _sparse_f(true)
+    x0 = rng.uniform(0.5, 1.5, n)
+    sparsejac.SparseJacobian(f, x0, mode="fd", sparsity=true, check=True)  # complete: passes
+    rows, cols = np.nonzero(true)
+    k = int(rng.integers(rows.size))
+    user = true.copy()
+    user[rows[k], cols[k]] = False
+    with pytest.raises(ValueError, match=re.escape(f"({rows[k]}, {cols[k]})")):
+        sparsejac.SparseJacobian(f, x0, mode="fd", sparsity=user, check=True)
+    # without check=True the pattern is trusted (and the Jacobian is wrong at that entry)
+    jac = sparsejac.SparseJacobian(f, x0, mode="fd", sparsity=user)
+    assert jac(x0)[rows[k], cols[k]] == 0.0
+
+
+# -- copy and pickle -----------------------------------------------------------------------------
+
+
+def _scaled_bidiagonal(x, a):
+    return a * x[1:] ** 2 - x[:-1]
+
+
+def _rhs(t, y):
+    return -(y**3) + np.cos(t) * np.roll(y, 1)
+
+
+def _jacobian_in_a_worker(jac, x):
+    return jac(x, 2.0).toarray()
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse", "mixed", "fd"])
+@pytest.mark.parametrize("how", ["deepcopy", "copy", "pickle"])
+def test_prepared_jacobians_copy_and_pickle(mode, how):
+    """copy.deepcopy (was 'SparsityPattern is immutable') and pickle (was a local-object
+    error) give a prepared Jacobian with the same mode and values."""
+    import copy
+    import pickle
+
+    jac = sparsejac.SparseJacobian(_scaled_bidiagonal, np.ones(6), args=(2.0,), mode=mode)
+    other = {"deepcopy": copy.deepcopy, "copy": copy.copy,
+             "pickle": lambda j: pickle.loads(pickle.dumps(j))}[how](jac)
+    x = np.arange(6.0)
+    assert other.mode == jac.mode
+    assert other.coloring.n_colors == jac.coloring.n_colors
+    np.testing.assert_array_equal(other(x, 2.0).toarray(), jac(x, 2.0).toarray())
+
+
+def test_adapters_pickle():
+    """The solver adapters pickle when the user's function does."""
+    import pickle
+
+    ode = sparsejac.ode_jacobian(_rhs, 0.0, np.ones(6))
+    again = pickle.loads(pickle.dumps(ode))
+    np.testing.assert_array_equal(again(1.3, np.ones(6)).toarray(),
+                                  ode(1.3, np.ones(6)).toarray())
+    root = sparsejac.root_jacobian(_scaled_bidiagonal, np.ones(5), args=(2.0,))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(root))(np.ones(5), 2.0),
+                                  root(np.ones(5), 2.0))
+
+
+def test_a_prepared_jacobian_goes_to_a_process_pool():
+    """multiprocessing sends a prepared Jacobian to worker processes (it pickles)."""
+    import multiprocessing
+
+    jac = sparsejac.SparseJacobian(_scaled_bidiagonal, np.ones(5), args=(2.0,))
+    points = [np.arange(5.0) + k for k in range(4)]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        got = pool.starmap(_jacobian_in_a_worker, [(jac, x) for x in points])
+    for x, g in zip(points, got, strict=True):
+        np.testing.assert_array_equal(g, jac(x, 2.0).toarray())
