@@ -131,11 +131,11 @@ class SparseJacobian:
         solver adapters pass the user's function name).
     verify : bool
         At every call, compare the recorded program's value with a real call of ``f`` (at a
-        fixed generic offset of ``x``), and prepare again when they differ: ``f`` read a
-        global, a closure variable or a mutable container that has changed since the
-        preparation (a parameter sweep). Costs one evaluation of ``f`` and one replay of its
-        values per Jacobian; with ``False``, call :meth:`refresh` after changing such a
-        constant. Finite differences and value-dependent ``f`` (traced again at every call)
+        fixed generic point near ``x0``, with the call's ``params``), and prepare again when
+        they differ: ``f`` read a global, a closure variable or a mutable container that has
+        changed since the preparation (a parameter sweep). Costs one evaluation of ``f`` per
+        Jacobian (plus one replay of the values when ``params`` change, as an ODE's ``t``
+        does); with ``False``, call :meth:`refresh` after changing such a constant. Finite differences and value-dependent ``f`` (traced again at every call)
         call ``f`` itself and need no check.
     check : bool
         For ``mode="fd"`` with a trusted ``sparsity``: probe ``f`` at ``x0`` with a few dense
@@ -219,6 +219,7 @@ class SparseJacobian:
             "check": bool(check)}
         self._params0 = tuple(params)
         self._verify = bool(verify)
+        self._y_cache: tuple[Any, np.ndarray | None] | None = None
         rng = np.random.default_rng(20261124)  # a fixed, generic offset for verify
         self._offset = (1e-3 * (1.0 + np.abs(self._x0)) * rng.uniform(0.5, 1.0, self._x0.shape)
                         * rng.choice([-1.0, 1.0], self._x0.shape))
@@ -383,17 +384,19 @@ class SparseJacobian:
     def _agrees(self, state: _State, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether the recorded program still computes ``f``, to rounding.
 
-        Checked at ``y = x + d``, a fixed generic offset of ``x`` (``d`` is drawn once, relative
-        to ``x0``'s scale): a point where a changed constant shows even if ``x`` is special
-        (``K * x`` at ``x = 0`` has the same value for every ``K``, not the same
-        derivative). Costs one replay of the values and one call of ``f``. If ``f`` cannot
-        be evaluated at ``y`` (an error outside its domain), the check uses ``x`` itself,
-        whose replayed value is a by-product of the Jacobian.
+        Checked at ``y = x0 + d``, a fixed generic point near ``x0`` (``d`` is drawn once,
+        relative to ``x0``'s scale), with the call's ``params``: a point where a changed
+        constant shows even if ``x`` is special (``K * x`` at ``x = 0`` has the same value
+        for every ``K``, not the same derivative). The recorded program's value there is
+        replayed once per value of ``params`` and kept, so a call without new parameter
+        values costs one evaluation of ``f``. If ``f`` cannot be evaluated at ``y`` (outside
+        its domain), the check uses ``x`` itself, whose replayed value is a by-product of the
+        Jacobian.
         """
-        y = x + self._offset
+        y = self._x0 + self._offset
         try:
             real = _values(state.call(np.array(y, copy=True), *params))
-            recorded = _values(state.plan.replay_value(y, params))
+            recorded = self._recorded_at_y(state, y, params)
         except Exception:  # outside f's domain at y: check at x
             real = _values(state.call(np.array(x, copy=True), *params))
             recorded = _values(fx)
@@ -402,6 +405,17 @@ class SparseJacobian:
         scale = float(np.max(np.abs(real[np.isfinite(real)]), initial=0.0))
         return bool(np.allclose(recorded, real, rtol=VERIFY_RTOL, atol=VERIFY_RTOL * scale,
                                 equal_nan=True))
+
+    def _recorded_at_y(self, state: _State, y: np.ndarray, params: Sequence[Any]
+                       ) -> np.ndarray | None:
+        """The recorded program's value at ``y`` for ``params`` (the last one kept)."""
+        key = (id(state), tuple(np.asarray(p).tobytes() for p in params))
+        hit = self._y_cache
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = _values(state.plan.replay_value(y, params))
+        self._y_cache = (key, value)
+        return value
 
     def use_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Prepare again unless ``args``/``kwargs`` are the preparation's own objects."""
