@@ -13,16 +13,16 @@ Usage: ``python benchmarks/verify.py [--quick] [--repeats N]``
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
-import sys
 
 import numpy as np
 
 import sparsejac
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from jacobian import PROBLEMS  # noqa: E402
+from jacobian import PROBLEMS
 
 
 def _best(fn, repeats: int) -> float:
