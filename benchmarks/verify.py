@@ -25,13 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jacobian import PROBLEMS
 
 
-def _best(fn, repeats: int) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _time(fn, x) -> float:
+    t0 = time.perf_counter()
+    fn(x)
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -53,9 +50,9 @@ def main() -> None:
         off(x)
         t_f = t_on = t_off = np.inf
         for _ in range(args.repeats):  # interleaved: both see the same machine load
-            t_f = min(t_f, _best(lambda: f(x), 1))
-            t_on = min(t_on, _best(lambda: on(x), 1))
-            t_off = min(t_off, _best(lambda: off(x), 1))
+            t_f = min(t_f, _time(f, x))
+            t_on = min(t_on, _time(on, x))
+            t_off = min(t_off, _time(off, x))
         extra = t_on - t_off
         print(f"| {name} | {x0.size:,} | {t_f * 1e3:.3f} | {t_on * 1e3:.3f} | "
               f"{t_off * 1e3:.3f} | {extra * 1e3:.3f} | {extra / t_f:.1f} |")
