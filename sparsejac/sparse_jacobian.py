@@ -135,8 +135,9 @@ class SparseJacobian:
         they differ: ``f`` read a global, a closure variable or a mutable container that has
         changed since the preparation (a parameter sweep). Costs one evaluation of ``f`` per
         Jacobian (plus one replay of the values when ``params`` change, as an ODE's ``t``
-        does); with ``False``, call :meth:`refresh` after changing such a constant. Finite differences and value-dependent ``f`` (traced again at every call)
-        call ``f`` itself and need no check.
+        does); with ``False``, call :meth:`refresh` after changing such a constant. Finite
+        differences and value-dependent ``f`` (traced again at every call) call ``f`` itself
+        and need no check.
     check : bool
         For ``mode="fd"`` with a trusted ``sparsity``: probe ``f`` at ``x0`` with a few dense
         finite differences (about ``log2(n) + 4`` extra evaluations) and refuse a pattern
