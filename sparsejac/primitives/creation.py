@@ -5,8 +5,8 @@
 
 Arrays created from a traced array are *constant* Tracers: they depend on nothing, but unlike a
 plain numpy array they can receive traced values (``out = np.zeros_like(x); out[1:] = x[:-1]``).
-numpy gives ``np.zeros(shape)`` no hook into the trace, which is why the ``like=`` forms and the
-``*_like`` functions are the way to create output arrays inside a traced function.
+``np.zeros(shape)`` without a traced argument reaches no handler here; while a trace runs it
+is made traceable by :mod:`sparsejac.tracing.buffers` when the traced function calls it.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _with_like(func: Any) -> Any:
 
 for _f in (np.zeros, np.ones, np.empty, np.arange, np.identity, np.eye):
     register_function(_f, family="creation", via="constant",
-                      note="with `like=x` (a plain np.zeros(shape) cannot receive traced values)"
+                      note="also without `like=`: a buffer made inside f is traceable"
                       )(_with_like(_f))
 
 

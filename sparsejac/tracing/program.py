@@ -23,6 +23,7 @@ also *is* the evaluation of ``f(x0)`` (reverse mode reuses those values).
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -259,20 +260,28 @@ class Trace:
         self.value_dependent = True
 
 
-_STACK: list[Trace] = []
+class _Stack(threading.local):
+    """The traces being recorded, per thread (two threads may trace at once)."""
+
+    def __init__(self) -> None:
+        self.traces: list[Trace] = []
+
+
+_STACK = _Stack()
 
 
 def current_trace() -> Trace | None:
-    """The innermost trace being recorded, or ``None``."""
-    return _STACK[-1] if _STACK else None
+    """The innermost trace being recorded in this thread, or ``None``."""
+    traces = _STACK.traces
+    return traces[-1] if traces else None
 
 
 @contextmanager
 def recording(trace: Trace) -> Iterator[Trace]:
-    """Make ``trace`` the current trace for the duration of the block."""
-    _STACK.append(trace)
+    """Make ``trace`` this thread's current trace for the duration of the block."""
+    _STACK.traces.append(trace)
     try:
         yield trace
     finally:
-        _STACK.pop()
+        _STACK.traces.pop()
         trace.closed = True

@@ -189,18 +189,19 @@ class Tracer:
             raise TracedConversionError(
                 f"a traced scalar was converted to a plain numpy array of dtype {dtype} (as "
                 "np.array([a, b], dtype=float) does, or a numpy function given a list of traced "
-                "values, or assignment into an array made by np.zeros(shape) / "
-                "np.empty(shape)). That would lose its dependence on x. Drop `dtype=` "
-                "(np.array([a, b]) of traced values is traced), pass np.stack([a, b]) instead "
-                "of a list, and create output arrays from x: out = np.zeros_like(x), "
-                "np.empty_like(x), or np.zeros(shape, like=x)."
+                "values, or assignment into a plain array made outside f). That would lose its "
+                "dependence on x. Drop `dtype=` (np.array([a, b]) of traced values is "
+                "traced), pass np.stack([a, b]) instead of a list, and create output arrays "
+                "inside f (np.zeros(n), np.empty(n) there are traceable) or from x: "
+                "out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x)."
             )
         raise TracedConversionError(
             f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array "
-            "(np.asarray / np.array, or assignment into an array made by np.zeros(shape) / "
-            "np.empty(shape)). That would lose its dependence on x. Drop the np.asarray call "
-            "(the traced array already behaves like an ndarray), or create output arrays from "
-            "x: out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). A list "
+            "(np.asarray / np.array, or assignment into a plain array made outside f, e.g. a "
+            "global buffer). That would lose its dependence on x. Drop the np.asarray call "
+            "(the traced array already behaves like an ndarray), and create output arrays "
+            "inside f (np.zeros(n), np.empty(n) there are traceable) or from x: "
+            "out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). A list "
             "of traced values becomes an array with np.stack([...]) or np.array([...], like=x); "
             "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
         )
@@ -231,9 +232,10 @@ class Tracer:
             raise TracedConversionError(
                 f"{what} of a traced array that depends on x would drop that dependence; keep "
                 "the computation in numpy (e.g. y[0] instead of float(y[0])). numpy also calls "
-                "float() to store a traced element into a plain array (out[i] = y with "
-                "out = np.zeros(n)); create such arrays from x instead: out = np.zeros_like(x), "
-                "np.empty_like(x), or np.zeros(shape, like=x)."
+                "float() to store a traced element into a plain array made outside f (out[i] = "
+                "y with a global out); create such arrays inside f (np.zeros(n) there is "
+                "traceable) or from x: out = np.zeros_like(x), np.empty_like(x), or "
+                "np.zeros(shape, like=x)."
             )
         return self._concrete_zero_derivative(what)
 
