@@ -71,6 +71,23 @@ def _library_caller() -> str | None:
     return found
 
 
+def _user_line() -> str:
+    """`` (at FILE:LINE: `source`)`` for the innermost frame of the user's code, or ``""``."""
+    import linecache
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+        path = frame.f_code.co_filename
+        if top not in _OWN_PACKAGES and not any(
+                p in path for p in ("site-packages", "dist-packages")):
+            line = linecache.getline(path, frame.f_lineno).strip()
+            where = f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno}"
+            return f" (at {where}: `{line}`)" if line else f" (at {where})"
+        frame = frame.f_back  # type: ignore[assignment]
+    return ""
+
+
 def _library_message(site: str) -> str:
     return (
         f"{site} received a traced array and converted it to a plain numpy array "
@@ -215,8 +232,9 @@ class Tracer:
             return var.value
         if not self._trace.local:
             if var.sources == FROM_PARAMS:
-                raise ConcretizationError(f"{what} of a traced value: {_PARAM_HINT}")
-            raise ConcretizationError(f"{what} of a traced array: {_GLOBAL_HINT}")
+                raise ConcretizationError(f"{what} of a traced value{_user_line()}: "
+                                          f"{_PARAM_HINT}")
+            raise ConcretizationError(f"{what} of a traced array{_user_line()}: {_GLOBAL_HINT}")
         self._trace.mark_value_dependent(what)
         return var.value
 
@@ -230,7 +248,8 @@ class Tracer:
             if site is not None:
                 raise TracedConversionError(_library_message(site))
             raise TracedConversionError(
-                f"{what} of a traced array that depends on x would drop that dependence; keep "
+                f"{what} of a traced array that depends on x{_user_line()} would drop that "
+                "dependence (math.exp, math.sin ... call float(): use np.exp, np.sin); keep "
                 "the computation in numpy (e.g. y[0] instead of float(y[0])). numpy also calls "
                 "float() to store a traced element into a plain array made outside f (out[i] = "
                 "y with a global out); create such arrays inside f (np.zeros(n) there is "
