@@ -38,10 +38,26 @@ $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
 docs: $(VENV)/.installed-docs
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
-lint: $(VENV)/.installed-test
+$(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed-test
 	$(PIP) install -q -e '.[lint]'
+	touch $@
+
+## lint: ruff on the code, tests, benchmarks and examples; mypy --strict on the package
+lint: $(VENV)/.installed-lint
 	$(BIN)/ruff check sparsejac tests benchmarks examples
 	$(BIN)/mypy sparsejac
 
+## bench: every benchmark in its quick mode (minutes; the full runs are in benchmarks/README.md)
+bench: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/coloring.py --quick
+	$(BIN)/python benchmarks/detection.py --quick --no-asdex
+	$(BIN)/python benchmarks/jacobian.py --quick --no-asdex
+	$(BIN)/python benchmarks/rules.py --quick
+	$(BIN)/python benchmarks/reverse_cost.py
+
+## clean: the environment, build leftovers, the built docs and numba's on-disk kernel caches
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info sparsejac.egg-info sparsejac_numpy.egg-info \
+		.pytest_cache .mypy_cache .ruff_cache .hypothesis docs/_build docs/generated
+	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +
+	find . \( -name '*.nbi' -o -name '*.nbc' \) -not -path './.git/*' -delete

@@ -14,7 +14,7 @@ Problems (all as plain numpy functions, the same code for every contender):
 Columns of the main table:
 
     n, nnz       Jacobian size and nonzeros (square except bundle adjustment: m x n)
-    mode         mode chosen by SparseJacobian(f, x0) (mode="auto", calibrated)
+    mode         mode chosen by SparseJacobian(f, x0) (mode="auto": the cost rule)
     prep s       preparation: detection, colouring ("best"), recording, the auto-mode timing
     f ms         one evaluation of f
     J ms         one prepared Jacobian in the chosen mode, J = jac(x), as a csr_array

@@ -1,6 +1,6 @@
 """Measure the cost of a reverse product relative to a forward one (``DEFAULT_REVERSE_COST``).
 
-``mode="auto"`` with ``calibrate=False`` and ``sparsejac.color(..., partition="auto")`` rank
+``mode="auto"`` (by default) and ``sparsejac.color(..., partition="auto")`` rank
 modes by forward products + ``reverse_cost`` × reverse products. This script measures the
 ratio it stands for on the benchmark problems, with the same number of seeds both ways (8
 one-hot seeds), for the eager interpreters (one-shot ``sparsejac.jacobian``) and the prepared

@@ -31,6 +31,24 @@ __all__ = [
 ]
 
 
+class _StateFirst:
+    """``fun(t, y, *a)`` called as ``g(y, t, *a)`` (the state is what is differentiated).
+
+    A class rather than a lambda, so that an adapter pickles when ``fun`` does.
+    """
+
+    __slots__ = ("fun",)
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        self.fun = fun
+
+    def __call__(self, y: Any, t: Any, *args: Any) -> Any:
+        return self.fun(t, y, *args)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_StateFirst, (self.fun,))
+
+
 def _time(t: Any, name: str) -> float:
     try:
         return float(t)
@@ -72,7 +90,7 @@ class OdeJacobian:
                  **options: Any) -> None:
         fun = check_callable(fun, y0, name="fun")
         self.prepared = SparseJacobian(
-            lambda y, t, *a: fun(t, y, *a), y0, params=(_time(t0, "t0"),),
+            _StateFirst(fun), y0, params=(_time(t0, "t0"),),
             args=check_args(args), name=str(getattr(fun, "__name__", "fun")), **options)
 
     @property

@@ -37,7 +37,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from sparsejac.coloring import BIDIRECTIONAL_ORDERS, DEFAULT_EFFORT, PARTITIONS, color
+from sparsejac.coloring import BIDIRECTIONAL_ORDERS, DEFAULT_EFFORT, PARTITIONS
 from sparsejac.pattern import PatternFileError, read_pattern_file
 from sparsejac.report import function_report, matrix_report
 
@@ -287,8 +287,9 @@ def _main_matrix(args: argparse.Namespace) -> int:
     partitions = [*PARTITIONS, "auto"] if args.partition == "all" else [args.partition]
     orders = [*BIDIRECTIONAL_ORDERS, "best"] if args.order == "all" else [args.order]
     try:
-        rep = matrix_report(pattern, partitions, orders, seed=args.seed, effort=args.effort,
-                            time_budget=args.time_budget)
+        rep, found = matrix_report(pattern, partitions, orders, seed=args.seed,
+                                   effort=args.effort, time_budget=args.time_budget,
+                                   return_colorings=True)
     except (TypeError, ValueError) as exc:  # e.g. a negative --time-budget
         print(f"{PROG} report: error: {exc}", file=sys.stderr)
         return 2
@@ -298,8 +299,7 @@ def _main_matrix(args: argparse.Namespace) -> int:
         _print_table(args.file, rep, sys.stdout)
     if args.plot:
         best = min(rep["results"], key=lambda r: r["n_colors"])
-        result = color(pattern, best["partition"], best["order"], seed=args.seed,
-                       effort=args.effort, time_budget=args.time_budget)
+        result = found[(best["partition"], best["order"])]
         return _plot(result, args.plot,
                      f"{args.file}: {best['partition']} colouring, {result.n_colors} colours")
     return 0

@@ -11,6 +11,7 @@ __all__ = [
     "ConcretizationError",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
+    "with_hint",
 ]
 
 #: Where the list of supported numpy functions lives (generated from the registry).
@@ -33,9 +34,10 @@ class UnsupportedPrimitiveError(NotImplementedError):
     sparsejac.errors.UnsupportedPrimitiveError: numpy.sort is not supported by sparsejac's tracer...
     """
 
-    def __init__(self, name: str, detail: str = "") -> None:
+    def __init__(self, name: str, detail: str = "", *,
+                 problem: str = "is not supported by sparsejac's tracer") -> None:
         self.function = name
-        msg = f"{name} is not supported by sparsejac's tracer"
+        msg = f"{name} {problem}"
         if detail:
             msg += f" ({detail})"
         msg += (
@@ -61,7 +63,7 @@ class ConcretizationError(TypeError):
     >>> sparsejac.jacobian_sparsity(f, np.ones(2))
     Traceback (most recent call last):
         ...
-    sparsejac.errors.ConcretizationError: bool() of a traced array: ...
+    sparsejac.errors.ConcretizationError: bool() of a traced array (at ...): ...
     >>> sparsejac.jacobian_sparsity(f, np.ones(2), local=True).toarray()
     array([[ True, False],
            [False,  True]])
@@ -87,3 +89,19 @@ class TracedConversionError(TypeError):
     array([[ True, False],
            [ True,  True]])
     """
+
+
+def with_hint(exc: Exception, hint: str) -> Exception:
+    """A copy of ``exc`` (same type and attributes) whose message ends with ``hint``.
+
+    Examples
+    --------
+    >>> from sparsejac.errors import UnsupportedPrimitiveError, with_hint
+    >>> e = with_hint(UnsupportedPrimitiveError("numpy.sort"), " Pass `sparsity=`.")
+    >>> type(e).__name__, e.function, str(e).endswith("Pass `sparsity=`.")
+    ('UnsupportedPrimitiveError', 'numpy.sort', True)
+    """
+    new = type(exc).__new__(type(exc))
+    new.__dict__.update(exc.__dict__)
+    Exception.__init__(new, str(exc) + hint)
+    return new

@@ -17,10 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparsejac.coloring import ColoringResult
 
-__all__ = ["METHODS", "check_method", "fd_jacobian_data", "fd_steps"]
+__all__ = ["METHODS", "check_method", "evaluate_output", "fd_jacobian_data", "fd_steps",
+           "missing_entries"]
 
 #: The finite-difference schemes.
 METHODS = ("2-point", "3-point", "cs")
@@ -78,12 +80,35 @@ def fd_steps(x: np.ndarray, method: str) -> np.ndarray:
     return np.asarray(h)
 
 
-def _evaluate(fun: Callable[[np.ndarray], Any], x: np.ndarray, n_out: int,
+def evaluate_output(fun: Callable[[np.ndarray], Any], x: np.ndarray) -> np.ndarray:
+    """``fun(x)`` as a flat real array, or a clear error for an output that is not one.
+
+    ``fun`` gets a fresh copy of ``x``; the result is copied.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.fd import evaluate_output
+    >>> evaluate_output(lambda x: [x[0], 2 * x[1]], np.array([1.0, 2.0]))
+    array([1., 4.])
+    >>> evaluate_output(lambda x: None, np.ones(2))
+    Traceback (most recent call last):
+        ...
+    TypeError: `f` must return an array of numbers (or a list of them); got NoneType
+    """
+    return _evaluate(fun, x, None)
+
+
+def _evaluate(fun: Callable[[np.ndarray], Any], x: np.ndarray, n_out: int | None,
               complex_step: bool = False) -> np.ndarray:
-    """``fun(x)`` flattened, or a clear error for an output that cannot be differenced."""
-    val = fun(x)
+    """``fun(x)`` flattened, or a clear error for an output that cannot be differenced.
+
+    ``fun`` gets a fresh copy of ``x`` (it may write into its argument) and its result is
+    copied (it may return a buffer it reuses at the next call).
+    """
+    val = fun(np.array(x, copy=True))
     try:
-        arr = np.asarray(val)
+        arr = np.array(val, copy=True)
     except (TypeError, ValueError):  # ragged lists
         arr = np.asarray(None)
     if arr.dtype == object:
@@ -105,7 +130,7 @@ def _evaluate(fun: Callable[[np.ndarray], Any], x: np.ndarray, n_out: int,
     if arr.dtype.kind not in "iuf" and not complex_step:
         kind = "complex numbers" if arr.dtype.kind == "c" else f"dtype {arr.dtype}"
         raise TypeError(f"`f` must return real numbers; it returned an array of {kind}")
-    if arr.size != n_out:
+    if n_out is not None and arr.size != n_out:
         raise ValueError(
             f"`f` returned {arr.size} values (shape {arr.shape}); expected {n_out}, the "
             "number of rows of the sparsity pattern (f's output size must not change)"
@@ -188,3 +213,94 @@ def fd_jacobian_data(
     scale = 2.0 * h if method == "3-point" else h
     data /= scale[coloring.pattern.indices]
     return data
+
+
+def missing_entries(
+    fun: Callable[[np.ndarray], Any],
+    x: np.ndarray,
+    coloring: ColoringResult,
+    *,
+    n_probes: int = 3,
+    seed: int = 0,
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Entries of the Jacobian that a trusted pattern misses, by a few dense probes.
+
+    Forward differences along ``n_probes`` random dense directions ``v`` are compared with
+    ``J_P v``, ``J_P`` the compressed finite-difference Jacobian on the pattern; a row where
+    they differ beyond rounding misses entries. Their columns are found by ``ceil(log2 n)``
+    probes on the columns whose index has bit ``b`` set (one missing column per row decodes
+    exactly), each candidate confirmed by a probe along its own column. The cost is
+    ``p + 1 + n_probes + log2(n)`` evaluations of ``fun`` plus one per candidate.
+
+    Returns
+    -------
+    (entries, rows)
+        The confirmed missing entries ``(row, column)``, and the rows that miss entries whose
+        columns could not be told apart (several in one row).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.fd import missing_entries
+    >>> f = lambda x: np.append(x[:-1] * x[1:], x[-1] ** 2 + x[0])   # entry (3, 0) hidden
+    >>> c = sparsejac.color(np.eye(4) + np.eye(4, k=1), "column")
+    >>> missing_entries(f, np.arange(1.0, 5.0), c)
+    ([(3, 0)], [])
+    """
+    x = np.asarray(x, dtype=np.float64)
+    xf = x.ravel()
+    n = xf.size
+    pattern = coloring.pattern
+    m = pattern.shape[0]
+    f0 = _evaluate(fun, x, m)
+    jp = fd_jacobian_data(fun, x, coloring, method="2-point", n_out=m)
+    j_p = sp.csr_array((jp, pattern.indices, pattern.indptr), shape=pattern.shape)
+    h = fd_steps(xf, "2-point")
+    scale = float(np.max(np.abs(f0), initial=0.0))
+    rng = np.random.default_rng(seed)
+
+    def probe(v: np.ndarray) -> np.ndarray:
+        """|f(x + h v) - f(x) - h J_P v| relative to its rounding level, per row."""
+        dx = h * v
+        f1 = _evaluate(fun, (xf + dx).reshape(x.shape), m)
+        df = f1 - f0
+        pred = j_p @ dx
+        # rounding of the two evaluations, and the differences' relative truncation error
+        tol = 1e-6 * np.abs(pred) + 100 * _EPS * (np.abs(f0) + np.abs(f1) + 1e-6 * scale)
+        return np.asarray(np.abs(df - pred) > tol, dtype=bool)
+
+    flagged = np.zeros(m, dtype=bool)
+    for _ in range(n_probes):
+        flagged |= probe(rng.uniform(0.5, 1.5, n) * rng.choice([-1.0, 1.0], n))
+    rows = np.flatnonzero(flagged)
+    if rows.size == 0:
+        return [], []
+    # Bit probes (v_j = 1 where bit b of j is set). The compressed differences attribute a
+    # missing entry (i, j) to the pattern's entry (i, k) of j's colour, if row i has one, so
+    # the residual of row i shows bit b of j XOR bit b of k: decode j for every such k.
+    code = np.zeros(m, dtype=np.int64)
+    for b in range(max(int(n - 1).bit_length(), 1)):
+        bit = ((np.arange(n) >> b) & 1).astype(np.float64)
+        code |= probe(bit).astype(np.int64) << b
+    groups = coloring.column_groups
+    assert groups is not None
+    entries: list[tuple[int, int]] = []
+    unresolved: list[int] = []
+    unit: dict[int, np.ndarray] = {}
+    for i in rows:
+        present = pattern.indices[pattern.indptr[i]:pattern.indptr[i + 1]]
+        found = []
+        for k in [-1, *present.tolist()]:
+            j = int(code[i]) ^ (0 if k < 0 else k)
+            if j >= n or j in present or (k >= 0 and groups[j] != groups[k]):
+                continue
+            if j not in unit:
+                unit[j] = probe(np.eye(1, n, j).ravel())
+            if unit[j][i]:
+                found.append(j)
+        if found:
+            entries.extend((int(i), j) for j in sorted(set(found)))
+        else:
+            unresolved.append(int(i))
+    return entries, unresolved

@@ -145,6 +145,16 @@ class SparsityPattern:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("SparsityPattern is immutable")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt from its coordinates (pickle, copy): the constructor re-derives the rest
+        return (SparsityPattern, (self.shape, np.array(self.rows), np.array(self.indices)))
+
+    def __copy__(self) -> SparsityPattern:
+        return self  # immutable: a copy is the object itself
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SparsityPattern:
+        return self
+
     # -- construction -------------------------------------------------------------------
 
     @classmethod

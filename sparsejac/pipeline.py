@@ -41,7 +41,12 @@ from sparsejac.coloring import (
 )
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.detection import program_sparsity
-from sparsejac.errors import ConcretizationError
+from sparsejac.errors import (
+    ConcretizationError,
+    TracedConversionError,
+    UnsupportedPrimitiveError,
+    with_hint,
+)
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_compressed_size, check_subset
@@ -53,6 +58,7 @@ __all__ = [
     "CANDIDATE_MODES",
     "Engine",
     "Plan",
+    "fd_evaluations",
     "prepare",
 ]
 
@@ -65,6 +71,18 @@ CALIBRATION_MARGIN = 0.1
 #: With ``calibrate=True``, only the modes whose cost is within this factor of the lowest
 #: are timed.
 CALIBRATION_WINDOW = 4.0
+
+
+def fd_evaluations(method: str, p: int) -> int:
+    """Evaluations of ``f`` per finite-difference Jacobian with ``p`` column groups.
+
+    Examples
+    --------
+    >>> from sparsejac.pipeline import fd_evaluations
+    >>> fd_evaluations("2-point", 3), fd_evaluations("3-point", 3), fd_evaluations("cs", 3)
+    (4, 6, 3)
+    """
+    return {"2-point": p + 1, "3-point": 2 * p}.get(method, p)
 
 
 def _groups(c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
@@ -128,8 +146,11 @@ class Engine(Protocol):
         """The engine's kind."""
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
-        """J's nonzeros at ``x`` in CSR order, by ``mode`` with colouring ``c``."""
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """J's nonzeros at ``x`` (CSR order) and the replayed ``f(x)``.
+
+        The value is None when the engine called ``f`` itself instead of replaying.
+        """
 
     def stats(self) -> dict[str, Any] | None:
         """Sizes of the engine (or None)."""
@@ -143,17 +164,20 @@ class PreparedEngine:
     kind: str = "prepared"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """Replay the prepared program with the seeds of ``c``; decompress."""
         cg, p, rg, q = _groups(c)
         b = cmat = None
+        fx = None
         if mode == "mixed" and p and q:
-            _, b, cmat = self.program.mixed(x, cg, p, rg, q, params=params)
+            fx, b, cmat = self.program.mixed(x, cg, p, rg, q, params=params)
         elif mode in ("forward", "mixed") and p:
-            _, b = self.program.forward(x, cg, p, params=params)
+            fx, b = self.program.forward(x, cg, p, params=params)
         elif mode in ("reverse", "mixed") and q:
-            _, cmat = self.program.reverse(x, rg, q, params=params)
-        return _decompress(c, b, cmat, out)
+            fx, cmat = self.program.reverse(x, rg, q, params=params)
+        else:  # no product at all (an empty pattern): replay the value alone
+            fx = self.program.value(x, params=params)
+        return _decompress(c, b, cmat, out), fx
 
     def stats(self) -> dict[str, Any] | None:
         """The prepared program's sizes."""
@@ -168,11 +192,11 @@ class EagerEngine:
     kind: str = "eager"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """J at the trace point (any other point would need a replay or a new trace)."""
         if not np.array_equal(x, self.program.x.value):  # pragma: no cover - internal misuse
             raise RuntimeError("an eager plan evaluates at its trace point only")
-        return _eager_data(self.program, c, out)
+        return _eager_data(self.program, c, out), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""
@@ -189,11 +213,11 @@ class RetraceEngine:
     kind: str = "retrace"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """Trace at ``x``, check the local pattern against the plan's, eager products."""
         prog = trace(self.call, x, local=True, params=params, name=self.name)
         check_subset(program_sparsity(prog, local=True), self.pattern)
-        return _eager_data(prog, c, out)
+        return _eager_data(prog, c, out), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""
@@ -210,10 +234,10 @@ class FdEngine:
     kind: str = "fd"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> np.ndarray:
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """``p + 1`` (``2p`` for 3-point) evaluations of ``f``."""
         return _fd.fd_jacobian_data(lambda z: self.call(z, *params), x, c, method=self.method,
-                                    n_out=self.n_out, out=out)
+                                    n_out=self.n_out, out=out), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""
@@ -280,8 +304,15 @@ class Plan:
 
     @property
     def n_products(self) -> int:
-        """Products per Jacobian (JVPs, VJPs, both, or f evaluations beyond the base point)."""
-        return int(self.coloring.n_colors)
+        """Products per Jacobian: JVPs, VJPs, both, or (fd) the evaluations of ``f``.
+
+        Finite differences evaluate ``f`` ``p + 1`` times with ``"2-point"`` (the base point
+        too), ``2p`` times with ``"3-point"`` and ``p`` times with ``"cs"``, for ``p`` colours.
+        """
+        p = int(self.coloring.n_colors)
+        if isinstance(self.engine, FdEngine):
+            return fd_evaluations(self.engine.method, p)
+        return p
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -291,10 +322,25 @@ class Plan:
     def evaluate(self, x: np.ndarray, params: Sequence[Any] = (),
                  out: np.ndarray | None = None) -> np.ndarray:
         """J's nonzeros at ``x`` (a checked float64 array of ``x0``'s shape), CSR order."""
+        return self._evaluate_mode(self.mode, x, params, out)[0]
+
+    def evaluate_with_value(self, x: np.ndarray, params: Sequence[Any] = (),
+                            out: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """J's nonzeros, and the replayed value of ``f(x)`` (None if the engine called f)."""
         return self._evaluate_mode(self.mode, x, params, out)
 
+    @property
+    def replays(self) -> bool:
+        """Whether the engine replays a recorded program (rather than calling ``f``)."""
+        return isinstance(self.engine, PreparedEngine)
+
+    def replay_value(self, x: np.ndarray, params: Sequence[Any] = ()) -> Any:
+        """The recorded program's value at ``x`` (only for an engine that replays)."""
+        assert isinstance(self.engine, PreparedEngine)
+        return self.engine.program.value(x, params=params)
+
     def _evaluate_mode(self, mode: str, x: np.ndarray, params: Sequence[Any],
-                       out: np.ndarray | None) -> np.ndarray:
+                       out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         c = self.colorings[mode]
         if mode != "fd":
             _, p, _, q = _groups(c)
@@ -327,6 +373,31 @@ def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name
         return None, False
 
 
+def _check_fd_shape(pattern: SparsityPattern, call: Callable[..., Any], x0: np.ndarray,
+                    params: Sequence[Any]) -> None:
+    """A trusted pattern must have the Jacobian's shape: checked now, not at the first call."""
+    m = int(np.size(_fd.evaluate_output(lambda z: call(z, *params), x0)))
+    if pattern.shape != (m, x0.size):
+        raise ValueError(
+            f"`sparsity` has shape {pattern.shape} but the Jacobian of f has shape "
+            f"{(m, x0.size)} (f(x0) has {m} values, x0 has {x0.size})")
+
+
+def _check_trusted(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any],
+                   coloring: ColoringResult) -> None:
+    """Refuse a trusted pattern that misses entries, naming them."""
+    entries, rows = _fd.missing_entries(lambda z: call(z, *params), x0, coloring)
+    if entries or rows:
+        shown = ", ".join(map(str, entries[:10])) + (" ..." if len(entries) > 10 else "")
+        extra = (f"; rows {rows[:10]}{' ...' if len(rows) > 10 else ''} miss entries whose "
+                 "columns could not be told apart") if rows else ""
+        raise ValueError(
+            f"`sparsity` misses entries of the Jacobian that finite-difference probes of f "
+            f"see at x0: {shown or 'none identified'}{extra}. Add them (and check the rows "
+            "again: a row may miss more than one); finite differences with this pattern "
+            "would attribute them to other entries.")
+
+
 def _colour(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: float,
             time_budget: float | None, reverse_cost: float) -> dict[str, ColoringResult]:
     """The colouring of every mode (the one place the pipeline colours)."""
@@ -352,6 +423,7 @@ def prepare(
     calibrate: bool = False,
     reverse_cost: float = DEFAULT_REVERSE_COST,
     one_shot: bool = False,
+    check: bool = False,
 ) -> Plan:
     """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
 
@@ -375,6 +447,10 @@ def prepare(
     one_shot : bool
         A plan for one Jacobian at ``x0``: no search beyond the mandatory colouring passes,
         the eager interpreters on the trace, a local trace when ``f`` branches on values.
+    check : bool
+        With ``mode="fd"`` and a user ``sparsity``: probe ``f`` with a few dense finite
+        differences and refuse the pattern if it misses entries, naming them
+        (:func:`sparsejac.fd.missing_entries`).
 
     Returns
     -------
@@ -399,8 +475,17 @@ def prepare(
     retrace = False
     if sparsity is not None and mode == "fd":
         pattern = as_pattern(sparsity, name="sparsity")
+        _check_fd_shape(pattern, call, x0, params)
     else:
-        program, local = _trace(call, x0, params, name, mode, sparsity, one_shot)
+        try:
+            program, local = _trace(call, x0, params, name, mode, sparsity, one_shot)
+        except (UnsupportedPrimitiveError, TracedConversionError) as exc:
+            if mode == "fd":  # finite differences need no trace, only a pattern
+                raise with_hint(exc, " mode='fd' without `sparsity=` detects the pattern by "
+                                "tracing f, which failed here: pass `sparsity=` (the pattern, "
+                                "from what you know of f) to use finite differences on a "
+                                "black-box f.") from exc
+            raise
         retrace = program is None
         if program is None:
             pattern = as_pattern(sparsity, name="sparsity")
@@ -420,6 +505,9 @@ def prepare(
         effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
     colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
     seconds["coloring"] = time.perf_counter() - t0
+
+    if check and mode == "fd" and sparsity is not None:
+        _check_trusted(call, x0, params, colorings["fd"])
 
     t0 = time.perf_counter()
     engine: Engine

@@ -38,7 +38,8 @@ def matrix_report(
     seed: int = 0,
     effort: float = DEFAULT_EFFORT,
     time_budget: float | None = None,
-) -> dict[str, Any]:
+    return_colorings: bool = False,
+) -> Any:
     """Colour ``pattern`` for every (partition, order) and collect the report's figures.
 
     Parameters
@@ -54,6 +55,9 @@ def matrix_report(
         Seed of the random orders.
     effort, time_budget : float, optional
         Effort (and the opt-in wall-clock limit) of ``"best"``.
+    return_colorings : bool, optional
+        Also return the colourings, ``{(partition, order): ColoringResult}`` (as
+        ``(report, colorings)``).
 
     Returns
     -------
@@ -114,7 +118,7 @@ def matrix_report(
                     "seconds": r.seconds,
                 }
             )
-    return {
+    rep = {
         "shape": [m, n],
         "nnz": pattern.nnz,
         "density": pattern.density,
@@ -127,6 +131,7 @@ def matrix_report(
         },
         "results": results,
     }
+    return (rep, found) if return_colorings else rep
 
 
 def _min_time(fn: Callable[[], Any], repeats: int) -> float:

@@ -8,14 +8,16 @@ members; the one-off :func:`sparsejac.jacobian` runs the same pipeline.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
-from sparsejac.pipeline import Plan, prepare
+from sparsejac.pipeline import Plan, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -27,7 +29,37 @@ from sparsejac.validation import (
     check_x,
 )
 
-__all__ = ["SparseJacobian", "bind_arguments"]
+__all__ = ["VERIFY_RTOL", "SparseJacobian", "bind_arguments"]
+
+#: Relative tolerance of ``verify``: the replayed ``f(x)`` must equal a real call to this,
+#: relative to the largest |f(x)| (the replay runs the same numpy operations, so it agrees to
+#: rounding; a changed constant shows far above it).
+VERIFY_RTOL = 1e-9
+
+
+def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
+             params: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
+             verify: bool) -> SparseJacobian:
+    """A SparseJacobian prepared again from the inputs of a pickled or copied one."""
+    return SparseJacobian(f, x0, params=params, args=args, kwargs=kwargs, name=name,
+                          verify=verify, **options)
+
+
+def _values(v: Any) -> np.ndarray | None:
+    try:
+        return np.asarray(v, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class _State:
+    """What a preparation produced: the arguments, the bound ``f`` and the plan."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    call: Callable[..., Any]
+    plan: Plan
 
 
 def bind_arguments(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -97,6 +129,20 @@ class SparseJacobian:
     name : str, optional
         Name of ``f`` in messages and the repr (default ``"f"``, the argument's name; the
         solver adapters pass the user's function name).
+    verify : bool
+        At every call, compare the recorded program's value with a real call of ``f`` (at a
+        fixed generic point near ``x0``, with the call's ``params``), and prepare again when
+        they differ: ``f`` read a global, a closure variable or a mutable container that has
+        changed since the preparation (a parameter sweep). Costs one evaluation of ``f`` per
+        Jacobian (plus one replay of the values when ``params`` change, as an ODE's ``t``
+        does); with ``False``, call :meth:`refresh` after changing such a constant. Finite
+        differences and value-dependent ``f`` (traced again at every call) call ``f`` itself
+        and need no check.
+    check : bool
+        For ``mode="fd"`` with a trusted ``sparsity``: probe ``f`` at ``x0`` with a few dense
+        finite differences (about ``log2(n) + 4`` extra evaluations) and refuse a pattern
+        that misses entries, naming them. (An exact mode checks a given pattern against the
+        traced one anyway.)
 
     Attributes
     ----------
@@ -158,6 +204,8 @@ class SparseJacobian:
         calibrate: bool = False,
         reverse_cost: float = DEFAULT_REVERSE_COST,
         name: str | None = None,
+        verify: bool = True,
+        check: bool = False,
     ) -> None:
         self._f = check_callable(f, x0)
         self._mode = check_mode(mode)
@@ -168,17 +216,64 @@ class SparseJacobian:
         self._options: dict[str, Any] = {
             "sparsity": sparsity, "mode": self._mode, "order": order, "effort": effort,
             "time_budget": time_budget, "fd_method": self._fd_method,
-            "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost}
+            "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost,
+            "check": bool(check)}
         self._params0 = tuple(params)
+        self._verify = bool(verify)
+        self._y_cache: tuple[Any, np.ndarray | None] | None = None
+        rng = np.random.default_rng(20261124)  # a fixed, generic offset for verify
+        self._offset = (1e-3 * (1.0 + np.abs(self._x0)) * rng.uniform(0.5, 1.0, self._x0.shape)
+                        * rng.choice([-1.0, 1.0], self._x0.shape))
+        self._lock = threading.RLock()
         self._n_prepared = 0
         self._prepare(check_args(args), check_kwargs(kwargs))
 
+    # -- copy and pickle: a prepared Jacobian is rebuilt from its inputs (prepare is
+    #    deterministic, so the copy has the same pattern, colouring and mode) ---------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = self._state
+        options = {k: v for k, v in self._options.items() if k != "fd_method"}
+        if self._mode == "fd":
+            options["fd_method"] = self._fd_method
+        return (_rebuild, (self._f, self._x0, options, self._params0, state.args, state.kwargs,
+                           self._name, self._verify))
+
     def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._args, self._kwargs = args, kwargs
-        self._call = bind_arguments(self._f, args, kwargs)
-        self._plan = prepare(self._call, self._x0, params=self._params0, name=self._name,
-                             **self._options)
+        call = bind_arguments(self._f, args, kwargs)
+        plan = prepare(call, self._x0, params=self._params0, name=self._name, **self._options)
+        # one assignment: a concurrent call sees the old state or the new one, never a mix
+        self._state = _State(args, kwargs, call, plan)
         self._n_prepared += 1
+
+    @property
+    def _plan(self) -> Plan:
+        return self._state.plan
+
+    def refresh(self) -> None:
+        """Prepare again now, with the current values of what ``f`` reads.
+
+        A prepared Jacobian records ``f``'s program with the constants it saw at preparation
+        (globals, closure variables, mutable containers). With ``verify=True`` (the default)
+        every call compares the recorded program's ``f(x)`` with a real call of ``f`` and
+        prepares again by itself when they differ; call this after changing such a constant
+        when ``verify=False``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> k = [1.0]
+        >>> jac = sparsejac.SparseJacobian(lambda x: k[0] * x ** 2, np.ones(2), verify=False)
+        >>> k[0] = 5.0
+        >>> jac.refresh()
+        >>> jac(np.ones(2)).toarray()
+        array([[10.,  0.],
+               [ 0., 10.]])
+        """
+        with self._lock:
+            state = self._state
+            self._prepare(state.args, state.kwargs)
 
     # -- the current preparation -----------------------------------------------------------
 
@@ -258,30 +353,86 @@ class SparseJacobian:
             self.use_args(() if args is None else tuple(args), kwargs or {})
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else tuple(params)
-        plan = self._plan
-        if out is None:
-            return plan.matrix(plan.evaluate(xa, ps))
-        if not (isinstance(out, sp.csr_array) and out.shape == plan.shape
+        state = self._state
+        plan = state.plan
+        if out is not None and not (
+                isinstance(out, sp.csr_array) and out.shape == plan.shape
                 and out.nnz == plan.pattern.nnz and out.data.dtype == np.float64):
             raise ValueError(
                 "`out` must be a csr_array returned by this SparseJacobian (shape "
                 f"{plan.shape}, nnz {plan.pattern.nnz}, float64)")
-        plan.evaluate(xa, ps, out=out.data)
+        data, fx = plan.evaluate_with_value(xa, ps, None if out is None else out.data)
+        if plan.replays and self._verify and not self._agrees(state, fx, xa, ps):
+            # f no longer computes what was recorded (a global, a closure variable or a
+            # mutable container changed since the preparation): prepare again
+            with self._lock:
+                if self._state is state:
+                    self._prepare(state.args, state.kwargs)
+                state = self._state
+            plan = state.plan
+            data, fx = plan.evaluate_with_value(xa, ps, None if out is None else out.data)
+            if plan.replays and not self._agrees(state, fx, xa, ps):
+                raise RuntimeError(
+                    f"`{self._name}` does not compute the same values from the same x: the "
+                    "recorded program disagrees with a real call even right after preparing "
+                    "again. f must be a deterministic function of x (and of its arguments); "
+                    "random numbers or state that changes at every call cannot be "
+                    "differentiated this way (use mode='fd' with `sparsity=`).")
+        if out is None:
+            return plan.matrix(data)
         return out
+
+    def _agrees(self, state: _State, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
+        """Whether the recorded program still computes ``f``, to rounding.
+
+        Checked at ``y = x0 + d``, a fixed generic point near ``x0`` (``d`` is drawn once,
+        relative to ``x0``'s scale), with the call's ``params``: a point where a changed
+        constant shows even if ``x`` is special (``K * x`` at ``x = 0`` has the same value
+        for every ``K``, not the same derivative). The recorded program's value there is
+        replayed once per value of ``params`` and kept, so a call without new parameter
+        values costs one evaluation of ``f``. If ``f`` cannot be evaluated at ``y`` (outside
+        its domain), the check uses ``x`` itself, whose replayed value is a by-product of the
+        Jacobian.
+        """
+        y = self._x0 + self._offset
+        try:
+            real = _values(state.call(np.array(y, copy=True), *params))
+            recorded = self._recorded_at_y(state, y, params)
+        except Exception:  # outside f's domain at y: check at x
+            real = _values(state.call(np.array(x, copy=True), *params))
+            recorded = _values(fx)
+        if real is None or recorded is None or real.size != recorded.size:
+            return False
+        scale = float(np.max(np.abs(real[np.isfinite(real)]), initial=0.0))
+        return bool(np.allclose(recorded, real, rtol=VERIFY_RTOL, atol=VERIFY_RTOL * scale,
+                                equal_nan=True))
+
+    def _recorded_at_y(self, state: _State, y: np.ndarray, params: Sequence[Any]
+                       ) -> np.ndarray | None:
+        """The recorded program's value at ``y`` for ``params`` (the last one kept)."""
+        key = (id(state), tuple(np.asarray(p).tobytes() for p in params))
+        hit = self._y_cache
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = _values(state.plan.replay_value(y, params))
+        self._y_cache = (key, value)
+        return value
 
     def use_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Prepare again unless ``args``/``kwargs`` are the preparation's own objects."""
         args, kwargs = check_args(args), check_kwargs(kwargs)
-        same = len(args) == len(self._args) and all(
-            a is b for a, b in zip(args, self._args, strict=True)
-        ) and kwargs.keys() == self._kwargs.keys() and all(
-            kwargs[k] is self._kwargs[k] for k in kwargs)
-        if not same:
-            self._prepare(args, kwargs)
+        with self._lock:
+            st = self._state
+            same = len(args) == len(st.args) and all(
+                a is b for a, b in zip(args, st.args, strict=True)
+            ) and kwargs.keys() == st.kwargs.keys() and all(
+                kwargs[k] is st.kwargs[k] for k in kwargs)
+            if not same:
+                self._prepare(args, kwargs)
 
     def f(self, x: Any) -> Any:
         """``f(x, *params, *args, **kwargs)`` with the preparation's arguments."""
-        return self._call(check_x(x, self._x0.shape), *self._params0)
+        return self._state.call(check_x(x, self._x0.shape), *self._params0)
 
     # -- introspection -------------------------------------------------------------------
 
@@ -334,8 +485,10 @@ class SparseJacobian:
             case "mixed":
                 work = f"{_count(c.n_forward, 'JVP')} + {_count(c.n_reverse, 'VJP')}"
             case _:
-                work = _count(c.n_colors, "f evaluation")
+                work = _count(self.n_products, "f evaluation")
         full = m if self.mode == "reverse" else (min(m, n) if self.mode == "mixed" else n)
+        if self.mode == "fd":  # the dense scheme: one (two for 3-point) evaluation per column
+            full = fd_evaluations(self._fd_method, n)
         note = ", approximate" if self.mode == "fd" else ""
         return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
                 f"nnz={self._plan.pattern.nnz:,}, mode={self.mode!r}: {work} instead of "

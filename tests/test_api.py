@@ -166,7 +166,8 @@ def test_calls_share_the_pattern_index_arrays(mode, rng):
 @pytest.mark.parametrize(("mode", "text"), [
     ("forward", "mode='forward': 2 JVPs instead of 9)"),
     ("reverse", "mode='reverse': 2 VJPs instead of 8)"),
-    ("fd", "mode='fd': 2 f evaluations instead of 9, approximate)"),
+    # fd counts the evaluations of f (2 colours + the base point, against n + 1 dense)
+    ("fd", "mode='fd': 3 f evaluations instead of 10, approximate)"),
 ])
 def test_repr_counts_products(mode, text):
     """The repr states the products per Jacobian against the uncompressed count."""
@@ -198,10 +199,11 @@ def test_stats_keys_and_values(mode):
     assert st["shape"] == [s.m, s.n]
     assert st["nnz"] == s.pattern.sum() == jac.sparsity.nnz
     assert st["mode"] == jac.mode
-    assert st["n_products"] == jac.n_products == jac.coloring.n_colors
+    assert st["n_products"] == jac.n_products
+    assert jac.n_products == jac.coloring.n_colors + (mode == "fd")  # fd: + the base point
     assert st["exact"] is (jac.mode != "fd")
     assert st["retraced_each_call"] is False
-    assert st["colors"][jac.mode] == jac.n_products
+    assert st["colors"][jac.mode] == jac.coloring.n_colors
     # arrowhead: one dense row and one dense column, so 8 colours one-sided either way
     assert st["lower_bound"] == {"column": s.n, "row": s.m}
     assert {"detection", "coloring", "preparation"} <= set(st["seconds"])
@@ -216,7 +218,7 @@ def test_stats_keys_and_values(mode):
         assert st["reason"].startswith("lowest cost = forward products + ")  # no timing
         assert st["mode"] == expected_auto_mode(st, DEFAULT_REVERSE_COST)
     else:
-        assert st["colors"] == {mode: jac.n_products}
+        assert st["colors"] == {mode: jac.coloring.n_colors}
         assert st["reason"] == f"mode={mode!r} was requested"
 
 
@@ -555,9 +557,9 @@ _WRONG_OUTPUTS = [
     pytest.param(lambda x: ["a", "b"], TypeError,
                  "`f` must return real numbers; it returned an array of dtype <U1",
                  id="list_of_strings"),
-    pytest.param(lambda x: x * 1j, TypeError,
-                 "`f` must return real numbers; it returned an array of complex numbers",
-                 id="complex"),
+    # complex values are refused where they appear, naming the call (not folded away)
+    pytest.param(lambda x: x * 1j, UnsupportedPrimitiveError,
+                 "numpy.multiply produced complex values from traced inputs", id="complex"),
     pytest.param(lambda x: {"a": x}, TypeError,
                  "`f` must return an array of numbers (or a list of them); got dict",
                  id="dict"),
@@ -594,10 +596,10 @@ def test_f_returning_the_wrong_type_is_refused(entry, f, error, message):
                  id="complex"),
 ])
 def test_black_box_f_returning_the_wrong_type_is_refused(f, message):
-    """In ``mode="fd"`` with a given sparsity (no trace), a wrong output type is still named."""
-    jac = sparsejac.SparseJacobian(f, _X, mode="fd", sparsity=np.eye(5))
+    """In ``mode="fd"`` with a given sparsity (no trace), a wrong output type is still named
+    (at preparation, where f(x0) is evaluated once to check the pattern's shape)."""
     with pytest.raises(TypeError, match=re.escape(message)):
-        jac(_X)
+        sparsejac.SparseJacobian(f, _X, mode="fd", sparsity=np.eye(5))
 
 
 @pytest.mark.parametrize("mode", ["forward", "reverse", "fd"])
@@ -866,3 +868,15 @@ def test_jacobian_honours_the_compressed_size_limit(monkeypatch):
         sparsejac.jacobian(_dense_row, np.ones(20), mode="forward")
     with pytest.raises(MemoryError, match="mode='forward' would allocate"):
         sparsejac.SparseJacobian(_dense_row, np.ones(20), mode="forward")(np.ones(20))
+
+
+def test_one_source_for_the_version_and_typed_package():
+    """The installed metadata's version is sparsejac.__version__, and py.typed ships."""
+    import importlib.metadata
+    from pathlib import Path
+
+    assert importlib.metadata.version("sparsejac-numpy") == sparsejac.__version__
+    assert (Path(sparsejac.__file__).parent / "py.typed").is_file()
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in text
+    assert "\nversion =" not in text.split("[tool.setuptools.dynamic]")[0]

@@ -17,7 +17,7 @@ def test_page_has_examples():
     text = PAGE.read_text()
     assert text.count(">>> ") >= 20
     for call in ("ode_jacobian(", "least_squares_jacobian(", "root_jacobian(", 'mode="fd"',
-                 "calibrate=False"):
+                 "calibrate=True"):
         assert call in text, call
 
 

@@ -80,7 +80,8 @@ def test_fd_error_is_not_zero_for_curved_f(method, rng):
 
 
 def test_fd_products_are_colours_plus_base_point():
-    """``n_products`` counts the perturbed evaluations: one per colour (two for 3-point)."""
+    """``n_products`` counts the evaluations of f that happen: one per colour plus the base
+    point (2-point), two per colour (3-point), one per colour (complex step)."""
     s = by_name("burgers_zeros_like")
     calls = {"n": 0}
 
@@ -93,8 +94,10 @@ def test_fd_products_are_colours_plus_base_point():
                                        sparsity=s.pattern)
         calls["n"] = 0
         jac(s.x0)
-        assert jac.n_products == 3  # tridiagonal
-        assert calls["n"] == per_colour * jac.n_products + base
+        assert jac.coloring.n_colors == 3  # tridiagonal
+        assert jac.n_products == per_colour * 3 + base
+        assert calls["n"] == jac.n_products
+        assert f"{jac.n_products} f evaluations instead of " in repr(jac)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,7 +150,9 @@ def test_black_box_with_sparsity_works_in_fd_mode(f, jac_of, pattern, name, meth
     """With ``sparsity=`` given, mode='fd' never traces f and approximates its Jacobian."""
     x0 = np.linspace(0.5, 1.5, 8)
     jac = sparsejac.SparseJacobian(f, x0, sparsity=pattern, mode="fd", fd_method=method)
-    assert jac.n_products == sparsejac.color(pattern, "column").n_colors
+    p = sparsejac.color(pattern, "column").n_colors
+    assert jac.coloring.n_colors == p
+    assert jac.n_products == (p + 1 if method == "2-point" else 2 * p)
     for _ in range(2):
         x = np.linspace(0.5, 1.5, 8) + rng.uniform(0.0, 0.05, 8)  # ascending, gaps > 0.09
         assert_close(jac(x), jac_of(x), FD_TOL[method])

@@ -316,6 +316,12 @@ def _put_along_axis(x: Any) -> Any:
     return out
 
 
+def _put(x: Any) -> Any:
+    out = np.zeros(15)  # a buffer made inside f
+    np.put(out, [0, 3, 20, 3, -1], x.ravel()[:5] ** 2, mode="wrap")
+    return out
+
+
 def _gradient(x: Any) -> Any:
     gx, gy = np.gradient(x, 0.5, np.array([0.0, 1.0, 3.0, 4.5]), edge_order=2)
     return np.stack([gx, gy])
@@ -392,6 +398,7 @@ CASES: list[Case] = [
          shape=(7,)),
     Case("numpy.copyto", "where", _copyto),
     Case("numpy.put_along_axis", "axis1", _put_along_axis),
+    Case("numpy.put", "repeated_and_wrapped", _put),
     # -- linalg: contractions with constant and traced operands --------------------------------
     Case("numpy.matmul", "constant_left", lambda x: _K.T @ x.T),
     Case("numpy.matmul", "both_traced_batched", lambda x: np.stack([x, 2 * x]) @ x.T),

@@ -237,6 +237,12 @@ class PreparedProgram:
                 if block is not None:
                     spread_dense(rows, cols, full[pos], block, out)
 
+    def value(self, x: np.ndarray, params: Sequence[Any] | None = None) -> Any:
+        """``f(x)`` by replaying the program (no derivatives)."""
+        vals = Values(self.prog, x, params if params is not None else
+                      [p.value for p in self.prog.params]).complete()
+        return vals[self.prog.out]
+
     def forward(self, x: np.ndarray, groups: np.ndarray, p: int,
                 params: Sequence[Any] | None = None) -> tuple[Any, np.ndarray]:
         """``(f(x), B)`` with ``B = J(x) @ S`` for the 0/1 seed ``S[j, groups[j]] = 1``."""

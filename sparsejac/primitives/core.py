@@ -260,13 +260,45 @@ def register_ufunc(
     entry.methods[method] = Entry(name, family, handler, via, note)
 
 
+def _refuse_complex(result: Any, name: str) -> Any:
+    """Raise if a traced call produced complex values (not modelled yet: never folded away)."""
+    for r in result if isinstance(result, tuple) else (result,):
+        if isinstance(r, Tracer) and not r._var.is_const and r._var.dtype.kind == "c":
+            raise UnsupportedPrimitiveError(
+                name, "complex intermediates are not supported yet, and dropping the imaginary "
+                "part would give a wrong Jacobian; write the real and imaginary parts as "
+                "separate real arrays", problem="produced complex values from traced inputs")
+    return result
+
+
 def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Route a numpy function call with Tracer arguments to its registered handler."""
     entry = FUNCTIONS.get(func)
     if entry is None:
+        # numpy's `like=` dispatch looks the public function up by name: while a trace runs
+        # that may be the buffer wrapper of sparsejac.tracing.buffers around the original
+        if getattr(func, "sparsejac_buffer_wrapper", False):
+            func = func.__wrapped__
+        entry = FUNCTIONS.get(func)
+    if entry is None:
         raise UnsupportedPrimitiveError(public_name(func))
     args = tuple(lift_objects(a) for a in args)
-    return entry.handler(*args, **kwargs)
+    return _refuse_complex(entry.handler(*args, **kwargs), entry.name)
+
+
+def _lift_array_like(a: Any) -> Any:
+    """A ufunc operand given as a list holding traced values becomes one traced array."""
+    if isinstance(a, (list, tuple)) and _holds_tracer(a):
+        from sparsejac.primitives.creation import as_traced_array
+
+        return as_traced_array(a)
+    return a
+
+
+def _holds_tracer(a: Any) -> bool:
+    if isinstance(a, Tracer):
+        return True
+    return isinstance(a, (list, tuple)) and any(_holds_tracer(v) for v in a)
 
 
 def dispatch_ufunc(
@@ -279,10 +311,10 @@ def dispatch_ufunc(
         suffix = "" if method == "__call__" else f".{method}"
         raise UnsupportedPrimitiveError(f"{_ufunc_name(ufunc)}{suffix}")
     out = kwargs.pop("out", None)
-    inputs = tuple(lift_objects(a) for a in inputs)
+    inputs = tuple(_lift_array_like(lift_objects(a)) for a in inputs)
     if method == "at":
         return entry.handler(*inputs, **kwargs)
-    result = entry.handler(*inputs, **kwargs)
+    result = _refuse_complex(entry.handler(*inputs, **kwargs), entry.name)
     if out is None:
         return result
     outs = out if isinstance(out, tuple) else (out,)

@@ -5,8 +5,8 @@
 
 Arrays created from a traced array are *constant* Tracers: they depend on nothing, but unlike a
 plain numpy array they can receive traced values (``out = np.zeros_like(x); out[1:] = x[:-1]``).
-numpy gives ``np.zeros(shape)`` no hook into the trace, which is why the ``like=`` forms and the
-``*_like`` functions are the way to create output arrays inside a traced function.
+``np.zeros(shape)`` without a traced argument reaches no handler here; while a trace runs it
+is made traceable by :mod:`sparsejac.tracing.buffers` when the traced function calls it.
 """
 
 from __future__ import annotations
@@ -63,10 +63,57 @@ def _with_like(func: Any) -> Any:
     return handler
 
 
-for _f in (np.zeros, np.ones, np.empty, np.full, np.arange, np.identity, np.eye, np.linspace):
+for _f in (np.zeros, np.ones, np.empty, np.arange, np.identity, np.eye):
     register_function(_f, family="creation", via="constant",
-                      note="with `like=x` (a plain np.zeros(shape) cannot receive traced values)"
-                      if _f is not np.linspace else "constant arguments")(_with_like(_f))
+                      note="also without `like=`: a buffer made inside f is traceable"
+                      )(_with_like(_f))
+
+
+def _active(a: Any) -> bool:
+    return isinstance(a, Tracer) and a._var.active
+
+
+@register_function(np.full, family="creation", via="constant | gather",
+                   note="a traced fill value is broadcast")
+def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *,
+          like: Any = None, **kwargs: Any) -> Any:
+    if not _active(fill_value):
+        return _with_like(np.full)(shape, fill_value, dtype=dtype, order=order, like=like,
+                                   **kwargs)
+    shp = concretize(shape, "the shape of numpy.full")
+    out = np.broadcast_to(fill_value, shp)
+    return np.copy(out) if dtype is None else out.astype(dtype)
+
+
+@register_function(np.linspace, family="creation", via="composite: multiply, add",
+                   note="traced `start`/`stop` are differentiated; `num` constant")
+def _linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True,
+              retstep: bool = False, dtype: Any = None, axis: int = 0, *,
+              device: Any = None, like: Any = None) -> Any:
+    if not (_active(start) or _active(stop)):
+        return _with_like(np.linspace)(start, stop, num, endpoint=endpoint, retstep=retstep,
+                                       dtype=dtype, axis=axis, like=like)
+    # numpy: y = start + k * step, step = (stop - start) / div, and y[-1] = stop exactly
+    num = int(concretize(num, "`num` of numpy.linspace"))
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    delta = stop - start
+    shape = np.broadcast_shapes(np.shape(start), np.shape(stop))
+    frac = (np.arange(num, dtype=np.float64) / div if div > 0 else
+            np.zeros(num)).reshape((num,) + (1,) * len(shape))
+    y = start + frac * delta
+    if endpoint and num > 1:
+        last = (np.arange(num) == num - 1).reshape((num,) + (1,) * len(shape))
+        y = np.where(last, stop, y)
+    y = np.broadcast_to(y, (num, *shape))
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = y.astype(dtype)
+    if retstep:
+        return y, (delta / div if div > 0 else delta * np.nan)
+    return y
 
 
 def as_traced_array(obj: Any, dtype: Any = None) -> Any:

@@ -440,6 +440,11 @@ ASTYPE_ZERO = AsType(zero_derivative=True)
 def astype(a: Any, dtype: Any) -> Any:
     """Traced ``a.astype(dtype)``: float targets keep the derivative, others drop it."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "c" and not a._var.is_const:
+        raise UnsupportedPrimitiveError(
+            "numpy.ndarray.astype", "complex intermediates are not supported yet; write the "
+            "real and imaginary parts as separate real arrays",
+            problem=f"to {dtype} of a traced array is refused")
     prim = ASTYPE if dtype.kind in "fc" else ASTYPE_ZERO
     return bind(prim, (a,), {"dtype": dtype})
 

@@ -164,3 +164,35 @@ def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
     flat[sel.ravel()] = np.reshape(np.broadcast_to(values, sel.shape), -1)
     arr._rebind(flat.reshape(shape))
 
+
+
+@register_function(np.put, family="indexing", via="gather",
+                   note="constant indices; `v` repeated as numpy does")
+def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+    if not isinstance(a, Tracer):
+        raise UnsupportedPrimitiveError(
+            "numpy.put", "the target must be a traced array (made inside f, or from x)")
+    ind = np.asarray(concretize(ind, "the indices of numpy.put"), dtype=np.int64).ravel()
+    size = a.size
+    if mode == "wrap":
+        ind = np.mod(ind, size)
+    elif mode == "clip":
+        ind = np.clip(ind, 0, size - 1)
+    elif mode == "raise":
+        if ind.size and (ind.max() >= size or ind.min() < -size):
+            raise IndexError(f"index {int(ind.max())} is out of bounds for size {size}")
+        ind = np.where(ind < 0, ind + size, ind)
+    else:
+        raise ValueError(f"Unknown `mode` {mode!r} of numpy.put; expected 'raise', 'wrap' or "
+                         "'clip'.")
+    if ind.size == 0:
+        return
+    values = np.ravel(v)
+    if np.size(values) != ind.size:  # numpy repeats v over the indices
+        values = np.take(values, np.arange(ind.size) % np.size(values))
+    # numpy writes in order, so the last of repeated indices wins
+    last = np.unique(ind[::-1], return_index=True)[1]
+    keep = np.sort(ind.size - 1 - last)
+    flat = a.reshape(-1)
+    flat[ind[keep]] = values[keep] if isinstance(values, Tracer) else np.asarray(values)[keep]
+    a._rebind(flat.reshape(a.shape))

@@ -401,6 +401,8 @@ def _tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
 def _kron(a: Any, b: Any) -> Any:
     sa, sb = _shape(a), _shape(b)
     nd = max(len(sa), len(sb))
+    if nd == 0:  # two scalars: their product (numpy returns it 0-d)
+        return np.multiply(a, b)
     sa = (1,) * (nd - len(sa)) + sa
     sb = (1,) * (nd - len(sb)) + sb
     a = np.reshape(a, sa)

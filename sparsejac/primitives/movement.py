@@ -282,9 +282,18 @@ def _flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     return leaves, rebuild
 
 
+def _operand(a: Any) -> Any:
+    """An array_like operand: a list mixing traced values and numbers becomes a traced array."""
+    if isinstance(a, (list, tuple)) and _contains_tracer(a):
+        from sparsejac.primitives.creation import as_traced_array
+
+        return as_traced_array(a)
+    return a
+
+
 def first_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Spec: the first positional argument is the one array operand."""
-    return [args[0]], lambda ops: ((ops[0], *args[1:]), kwargs)
+    return [_operand(args[0])], lambda ops: ((ops[0], *args[1:]), kwargs)
 
 
 def sequence_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -295,14 +304,14 @@ def sequence_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 def all_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Spec: every positional argument is an operand (``atleast_1d(*arys)``)."""
-    return list(args), lambda ops: (tuple(ops), kwargs)
+    return [_operand(a) for a in args], lambda ops: (tuple(ops), kwargs)
 
 
 def args_at(*positions: int) -> Spec:
     """Spec: the positional arguments at ``positions`` are operands."""
 
     def spec(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        ops = [args[i] for i in positions if i < len(args)]
+        ops = [_operand(args[i]) for i in positions if i < len(args)]
 
         def rebuild(new: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
             a = list(args)
@@ -320,7 +329,8 @@ def apply_movement(
     spec: Spec, position_kwargs: Callable[..., dict[str, Any]] | None = None,
 ) -> Any:
     """Trace ``func(*args, **kwargs)`` as one gather per output array."""
-    leaves, _ = spec(args, kwargs)
+    leaves, rebuild0 = spec(args, kwargs)
+    args, kwargs = rebuild0(leaves)  # operands as the spec normalised them (lists lifted)
     trace = find_trace(leaves)
 
     # Tracers outside the operands (a traced shift, a traced index array) must be concrete:

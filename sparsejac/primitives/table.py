@@ -46,7 +46,10 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "dense implicit functions, not traced",
      "for a constant matrix, factorise or invert it outside `f` and apply the result as a "
      "constant (`Ainv @ u`, or a `scipy.sparse` matrix)"),
-    ("`np.fft.*`, complex inputs and outputs", "complex numbers are not supported",
+    ("`np.fft.*`, complex inputs, outputs and intermediates (`x * 1j`, a complex constant "
+     "times a traced value, `.astype(complex)`)", "complex numbers are not supported yet: a "
+     "traced call that produces complex values raises, naming the call (dropping the "
+     "imaginary part would give a wrong Jacobian)",
      "split real and imaginary parts by hand"),
     ("`ufunc.reduceat`, `ufunc.outer`, `np.maximum.accumulate` (and other ufuncs' "
      "`accumulate`), `ufunc.at` other than `np.add.at` / `np.subtract.at`",
@@ -69,11 +72,12 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "`np.tanh`-style elementary functions, `np.convolve`, slicing, or a constant "
      "`scipy.sparse` matrix built outside `f`"),
     ("`np.asarray(x)` of a traced array without `like=`, `np.array([...], dtype=float)`, "
-     "`float(y)`, `y.item()`, storing into a plain `np.zeros(n)`", "numpy gives no hook: the "
+     "`float(y)`, `y.item()`, storing into a plain array made outside f (a global buffer)",
+     "numpy gives no hook: the "
      "value would lose its dependence on x (`TracedConversionError`); `np.array([a, b])` of "
      "traced *scalars* does work",
-     "drop `np.asarray`; create arrays with `np.zeros_like(x)`, `np.empty_like(x)` or "
-     "`np.zeros(shape, like=x)`; `np.stack([...])` or `np.array([...], like=x)`"),
+     "drop `np.asarray`; create arrays inside f (`np.zeros(n)` there is traced) or with "
+     "`np.zeros_like(x)`; `np.stack([...])` or `np.array([...], like=x)`"),
 ]
 
 _HEADER = """\
@@ -91,7 +95,8 @@ restrictions.
 **Operators and methods.** `+ - * / // % **` and their reflected and in-place forms (so
 `2 ** x` and `1 - x`), unary `-`, `abs()`, comparisons, `@`, `x[key]` (basic, negative,
 strided, integer-array and constant boolean-mask indexing, `x[i, j]` pairs), `out[key] = v`
-on arrays made from `x`, `.T`, `.mT`, `.reshape`, `.ravel`, `.flatten`, `.transpose`,
+on arrays made inside `f` (`np.zeros(n)` & co) or from `x`, `.T`, `.mT`, `.reshape`,
+`.ravel`, `.flatten`, `.transpose`,
 `.swapaxes`, `.squeeze`, `.repeat`, `.take`, `.diagonal`, `.sum`, `.prod`, `.mean`, `.max`,
 `.min`, `.std`, `.var`, `.trace`, `.cumsum`, `.cumprod`, `.all`, `.any`, `.argmax`,
 `.argmin`, `.dot`, `.clip`, `.round`, `.copy`, `.astype`, `.fill` (other ndarray methods

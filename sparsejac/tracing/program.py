@@ -23,6 +23,7 @@ also *is* the evaluation of ``f(x0)`` (reverse mode reuses those values).
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ __all__ = ["Node", "Operation", "Program", "Trace", "Var", "current_trace"]
 _ids = itertools.count()
 
 INPUT, PARAM, CONST, NODE = "input", "param", "const", "node"
+#: Bits of :attr:`Var.sources`.
+FROM_X, FROM_PARAMS = 1, 2
 
 
 class Var:
@@ -60,9 +63,9 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "shape", "value")
+    __slots__ = ("active", "dtype", "id", "kind", "shape", "sources", "value")
 
-    def __init__(self, value: Any, kind: str, active: bool) -> None:
+    def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = np.asarray(value)
         # Python scalars stay Python scalars so that numpy's promotion rules (NEP 50: a
         # Python float does not widen a float32 array) are the same in replays as in f.
@@ -72,6 +75,8 @@ class Var:
         self.dtype: np.dtype[Any] = arr.dtype
         self.kind = kind
         self.active = active
+        #: what the value depends on, as bits: FROM_X (the input), FROM_PARAMS (a parameter)
+        self.sources = sources
         self.id = next(_ids)
 
     @property
@@ -217,7 +222,8 @@ class Trace:
 
     def new_input(self, value: np.ndarray, kind: str) -> Var:
         """A fresh input (active) or param (inactive) variable."""
-        return Var(value, kind, active=(kind == INPUT))
+        return Var(value, kind, active=(kind == INPUT),
+                   sources=FROM_X if kind == INPUT else FROM_PARAMS)
 
     def const(self, value: Any) -> Var:
         """A constant variable (nothing recorded)."""
@@ -242,7 +248,10 @@ class Trace:
         active = (not prim.zero_derivative) and any(v.active for v in inputs)
         if active and value.dtype.kind not in "fc":
             active = False  # integer and boolean results carry no derivative
-        out = Var(value, NODE, active=active)
+        sources = 0
+        for v in inputs:
+            sources |= v.sources
+        out = Var(value, NODE, active=active, sources=sources)
         self.nodes.append(Node(prim, inputs, params, out))
         return out
 
@@ -251,20 +260,28 @@ class Trace:
         self.value_dependent = True
 
 
-_STACK: list[Trace] = []
+class _Stack(threading.local):
+    """The traces being recorded, per thread (two threads may trace at once)."""
+
+    def __init__(self) -> None:
+        self.traces: list[Trace] = []
+
+
+_STACK = _Stack()
 
 
 def current_trace() -> Trace | None:
-    """The innermost trace being recorded, or ``None``."""
-    return _STACK[-1] if _STACK else None
+    """The innermost trace being recorded in this thread, or ``None``."""
+    traces = _STACK.traces
+    return traces[-1] if traces else None
 
 
 @contextmanager
 def recording(trace: Trace) -> Iterator[Trace]:
-    """Make ``trace`` the current trace for the duration of the block."""
-    _STACK.append(trace)
+    """Make ``trace`` this thread's current trace for the duration of the block."""
+    _STACK.traces.append(trace)
     try:
         yield trace
     finally:
-        _STACK.pop()
+        _STACK.traces.pop()
         trace.closed = True

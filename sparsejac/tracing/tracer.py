@@ -17,6 +17,7 @@ Conversions to plain Python values are where tracing meets Python control flow:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from sparsejac.errors import (
     UnsupportedPrimitiveError,
 )
 from sparsejac.tracing.hooks import registry
-from sparsejac.tracing.program import CONST, Trace, Var
+from sparsejac.tracing.program import CONST, FROM_PARAMS, Trace, Var
 
 __all__ = ["Tracer", "concretize", "is_tracer"]
 
@@ -36,6 +37,65 @@ _GLOBAL_HINT = (
     "the values. Use np.where / np.maximum / np.clip for value-dependent choices, or ask for "
     "a pattern valid at this x only with local=True."
 )
+_PARAM_HINT = (
+    "it is computed from a traced parameter (such as the time t of an ODE right-hand side: "
+    "parameters are traced so that one preparation serves all their values), so Python "
+    "cannot read it. Write the expression with numpy: np.exp(-t) instead of math.exp(-t), "
+    "np.minimum(t, 1.0) instead of min(t, 1.0), np.where(t > 1.0, a, b) instead of "
+    "`if t > 1.0:`, t * y instead of int(t) * y."
+)
+_OWN_PACKAGES = ("numpy", "sparsejac")
+
+
+def _library_caller() -> str | None:
+    """The library function (outside numpy and sparsejac) whose code converts a traced value.
+
+    Walks the Python stack outwards from the conversion: the last frame of an installed
+    package before the user's code is the function the user called (``scipy.special.
+    logsumexp`` for an ``np.asarray`` inside it). None when the user's own code converts.
+    """
+    frame = sys._getframe(2)
+    found = None
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        top = module.partition(".")[0]
+        if top in _OWN_PACKAGES:
+            frame = frame.f_back  # type: ignore[assignment]
+            continue
+        path = frame.f_code.co_filename
+        if not any(p in path for p in ("site-packages", "dist-packages")) or not top:
+            break  # the user's code
+        public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+        found = f"{public}.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return found
+
+
+def _user_line() -> str:
+    """`` (at FILE:LINE: `source`)`` for the innermost frame of the user's code, or ``""``."""
+    import linecache
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+        path = frame.f_code.co_filename
+        if top not in _OWN_PACKAGES and not any(
+                p in path for p in ("site-packages", "dist-packages")):
+            line = linecache.getline(path, frame.f_lineno).strip()
+            where = f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno}"
+            return f" (at {where}: `{line}`)" if line else f" (at {where})"
+        frame = frame.f_back  # type: ignore[assignment]
+    return ""
+
+
+def _library_message(site: str) -> str:
+    return (
+        f"{site} received a traced array and converted it to a plain numpy array "
+        "(np.asarray), which would lose its dependence on x: it is not a numpy function the "
+        f"tracer can follow, and sparsejac has no rule for {site}. Write the computation "
+        "with the numpy functions of docs/supported.md, or pass `sparsity=` and use "
+        "mode='fd' (finite differences) for this f."
+    )
 
 
 class Tracer:
@@ -132,6 +192,9 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._var.is_const:
             return np.asarray(self._var.value, dtype=dtype)
+        site = _library_caller()
+        if site is not None:
+            raise TracedConversionError(_library_message(site))
         if self._var.shape == () and dtype is None and copy is not False:
             # np.array([a, b]) of traced scalars: numpy builds an object array holding the
             # Tracers; numpy's object loops keep them traced, and the array is lifted back to
@@ -143,18 +206,19 @@ class Tracer:
             raise TracedConversionError(
                 f"a traced scalar was converted to a plain numpy array of dtype {dtype} (as "
                 "np.array([a, b], dtype=float) does, or a numpy function given a list of traced "
-                "values, or assignment into an array made by np.zeros(shape) / "
-                "np.empty(shape)). That would lose its dependence on x. Drop `dtype=` "
-                "(np.array([a, b]) of traced values is traced), pass np.stack([a, b]) instead "
-                "of a list, and create output arrays from x: out = np.zeros_like(x), "
-                "np.empty_like(x), or np.zeros(shape, like=x)."
+                "values, or assignment into a plain array made outside f). That would lose its "
+                "dependence on x. Drop `dtype=` (np.array([a, b]) of traced values is "
+                "traced), pass np.stack([a, b]) instead of a list, and create output arrays "
+                "inside f (np.zeros(n), np.empty(n) there are traceable) or from x: "
+                "out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x)."
             )
         raise TracedConversionError(
             f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array "
-            "(np.asarray / np.array, or assignment into an array made by np.zeros(shape) / "
-            "np.empty(shape)). That would lose its dependence on x. Drop the np.asarray call "
-            "(the traced array already behaves like an ndarray), or create output arrays from "
-            "x: out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). A list "
+            "(np.asarray / np.array, or assignment into a plain array made outside f, e.g. a "
+            "global buffer). That would lose its dependence on x. Drop the np.asarray call "
+            "(the traced array already behaves like an ndarray), and create output arrays "
+            "inside f (np.zeros(n), np.empty(n) there are traceable) or from x: "
+            "out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). A list "
             "of traced values becomes an array with np.stack([...]) or np.array([...], like=x); "
             "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
         )
@@ -167,7 +231,10 @@ class Tracer:
         if var.is_const:
             return var.value
         if not self._trace.local:
-            raise ConcretizationError(f"{what} of a traced array: {_GLOBAL_HINT}")
+            if var.sources == FROM_PARAMS:
+                raise ConcretizationError(f"{what} of a traced value{_user_line()}: "
+                                          f"{_PARAM_HINT}")
+            raise ConcretizationError(f"{what} of a traced array{_user_line()}: {_GLOBAL_HINT}")
         self._trace.mark_value_dependent(what)
         return var.value
 
@@ -177,12 +244,17 @@ class Tracer:
         if var.is_const:
             return var.value
         if var.active:
+            site = _library_caller()
+            if site is not None:
+                raise TracedConversionError(_library_message(site))
             raise TracedConversionError(
-                f"{what} of a traced array that depends on x would drop that dependence; keep "
+                f"{what} of a traced array that depends on x{_user_line()} would drop that "
+                "dependence (math.exp, math.sin ... call float(): use np.exp, np.sin); keep "
                 "the computation in numpy (e.g. y[0] instead of float(y[0])). numpy also calls "
-                "float() to store a traced element into a plain array (out[i] = y with "
-                "out = np.zeros(n)); create such arrays from x instead: out = np.zeros_like(x), "
-                "np.empty_like(x), or np.zeros(shape, like=x)."
+                "float() to store a traced element into a plain array made outside f (out[i] = "
+                "y with a global out); create such arrays inside f (np.zeros(n) there is "
+                "traceable) or from x: out = np.zeros_like(x), np.empty_like(x), or "
+                "np.zeros(shape, like=x)."
             )
         return self._concrete_zero_derivative(what)
 
@@ -617,14 +689,22 @@ def is_tracer(obj: Any) -> bool:
 def concretize(obj: Any, what: str) -> Any:
     """Plain value of ``obj`` for a use that needs one (an index array, a shape).
 
-    Constants and non-tracers pass through. A traced value is allowed in local mode only
-    (it has zero derivative where it is used as an index), and marks the program
-    value-dependent.
+    Constants and non-tracers pass through. An inactive traced value (integers, booleans,
+    results of zero-derivative operations: an index, a mask, a shift) is allowed in local mode
+    only, and marks the program value-dependent. An *active* value (one with a derivative
+    with respect to ``x``) is always refused: treating it as a constant would silently drop
+    its derivative.
     """
     if isinstance(obj, Tracer):
         var = obj._var
         if var.kind == CONST:
             return var.value
+        if var.active:
+            raise TracedConversionError(
+                f"{what} depends on x with a nonzero derivative, but it is used as a constant "
+                "(sparsejac cannot differentiate through this argument). Keep traced values in "
+                "the arguments sparsejac differentiates, or compute this argument from "
+                "constants.")
         if not obj._trace.local:
             raise ConcretizationError(f"{what} depends on traced values: {_GLOBAL_HINT}")
         obj._trace.mark_value_dependent(what)

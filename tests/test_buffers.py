@@ -1,0 +1,194 @@
+"""Buffers made inside f with np.zeros(n) & co are traced (sparsejac/tracing/buffers.py).
+
+Every program fills a buffer made without a traced argument, the way right-hand sides are
+written; its Jacobian is checked against fourth-order central differences (and its pattern
+against their nonzeros) in global and local detection, every exact mode and a prepared replay
+at a second point. numpy itself is unchanged outside a trace, and in other threads during one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+from tests.test_rules import fd4_jacobian
+
+N = 8
+
+
+def _slices(u):
+    out = np.zeros(u.size)
+    out[1:-1] = u[2:] - 2.0 * u[1:-1] + u[:-2]
+    out[0] = u[0] ** 2 - 1.0
+    out[-1] += u[-1]
+    return out
+
+
+def _element_loop(u):
+    out = np.empty(u.size)
+    for i in range(u.size):
+        out[i] = u[i] * u[(i + 1) % u.size]
+    return out
+
+
+def _mask_and_fancy(u):
+    out = np.ones(u.size)
+    mask = np.zeros(u.size, dtype=bool)
+    mask[::3] = True
+    out[mask] = np.sin(u[mask])
+    out[[1, 4, 4]] *= u[2]
+    return out
+
+
+def _add_at(u):
+    out = np.zeros(5)
+    np.add.at(out, [0, 1, 1, 4, 2, 2, 2, 3], u)
+    np.subtract.at(out, [0, 4], u[:2] ** 2)
+    return out
+
+
+def _put(u):
+    out = np.zeros(u.size + 2)
+    np.put(out, [0, 3, 5, 3], u[:4] * 2.0)
+    out.put([-1], u[-1] ** 3)
+    return out
+
+
+def _matrix(u):
+    a = np.zeros((4, 4))
+    a[np.diag_indices(4)] = u[:4]
+    a[0, 1:] = u[5:]
+    a[2:, 0] += u[4]
+    return (a @ a.T).ravel()
+
+
+def _full_and_like(u):
+    b = np.full((2, N // 2), 0.5)
+    b *= u.reshape(2, -1) ** 2
+    c = np.zeros_like(np.empty(N))  # a plain prototype
+    c[:] = np.cumsum(u)
+    d = np.ones_like(np.ones((2, 2)), dtype=np.float64)
+    d += b[:, :2]
+    return np.concatenate([b.ravel(), c, d.ravel()])
+
+
+def _reshaped_and_returned(u):
+    grid = np.zeros((2, N // 2))
+    grid[0] = u[: N // 2]
+    grid[1, 1:] = u[N // 2 + 1:] * u[0]
+    flat = grid.reshape(-1)
+    flat[-1] = 7.0
+    return grid.T
+
+
+def _int_buffer_as_index(u):
+    idx = np.zeros(3, dtype=np.int64)
+    idx[1:] = [2, 5]
+    out = np.zeros(3)
+    out[:] = u[idx]
+    return out * u[-1]
+
+
+def _ufunc_out(u):
+    out = np.empty(u.size)
+    np.multiply(u, u, out=out)
+    np.add(out, 1.0, out=out)
+    return out
+
+
+#: Programs whose pattern is an upper bound (a product of two traced matrices counts every
+#: element of a traced operand as a possible nonzero, also the buffer's untouched zeros).
+UPPER_BOUND = {"_matrix"}
+
+PROGRAMS = [_slices, _element_loop, _mask_and_fancy, _add_at, _put, _matrix, _full_and_like,
+            _reshaped_and_returned, _int_buffer_as_index, _ufunc_out]
+
+
+def _check(f: Callable[[Any], Any], x: np.ndarray, got: Any) -> None:
+    want = fd4_jacobian(f, x)
+    scale = 1.0 + np.abs(want).max()
+    np.testing.assert_allclose(got.toarray(), want, rtol=1e-7, atol=1e-7 * scale,
+                               err_msg=f.__name__)
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__.strip("_"))
+def test_buffer_programs(f, rng):
+    """The Jacobian and the patterns of a buffer-filling f, in every mode and in a replay."""
+    x0 = rng.uniform(0.5, 1.5, N)
+    x1 = rng.uniform(0.5, 1.5, N)
+    want = fd4_jacobian(f, x0)
+    nonzero = np.abs(want) > 1e-7 * (1.0 + np.abs(want).max())
+    for local in (False, True):
+        pattern = sparsejac.jacobian_sparsity(f, x0, local=local).toarray()
+        assert not (nonzero & ~pattern).any(), f"{f.__name__}: the pattern misses entries"
+        if f.__name__ not in UPPER_BOUND:
+            np.testing.assert_array_equal(pattern, nonzero,
+                                          err_msg=f"{f.__name__} local={local}")
+    _check(f, x0, sparsejac.jacobian(f, x0))
+    for mode in ("forward", "reverse", "mixed"):
+        jac = sparsejac.SparseJacobian(f, x0, mode=mode)
+        _check(f, x0, jac(x0))
+        _check(f, x1, jac(x1))
+
+
+def test_numpy_is_unchanged_outside_a_trace():
+    """np.zeros & co are numpy's own functions again after a trace; np.add.at works as ever."""
+    before = {name: getattr(np, name) for name in ("zeros", "empty", "ones", "full",
+                                                   "zeros_like")}
+    sparsejac.jacobian(_slices, np.ones(N))
+    for name, fn in before.items():
+        assert getattr(np, name) is fn
+    out = np.zeros(3)
+    np.add.at(out, [0, 0, 2], 1.0)
+    assert type(out) is np.ndarray
+    np.testing.assert_array_equal(out, [2.0, 0.0, 1.0])
+
+
+def test_other_threads_get_plain_arrays_while_one_traces():
+    """While one thread traces, np.zeros and np.add.at in another thread are plain numpy."""
+    inside, release = threading.Event(), threading.Event()
+
+    def slow(u):
+        out = np.zeros(u.size)
+        inside.set()
+        release.wait(10)
+        out[:] = u ** 2
+        return out
+
+    result: dict[str, Any] = {}
+    worker = threading.Thread(
+        target=lambda: result.update(jac=sparsejac.jacobian(slow, np.arange(1.0, 4.0))))
+    worker.start()
+    assert inside.wait(10)
+    try:
+        plain = np.zeros(4)
+        np.add.at(plain, [1, 1], 2.0)
+        ones = np.ones_like(plain)
+        assert type(plain) is np.ndarray
+        assert type(ones) is np.ndarray
+        np.testing.assert_array_equal(plain, [0.0, 4.0, 0.0, 0.0])
+    finally:
+        release.set()
+        worker.join(10)
+    np.testing.assert_array_equal(result["jac"].toarray(), np.diag([2.0, 4.0, 6.0]))
+
+
+def test_library_calls_inside_f_get_plain_arrays():
+    """numpy and scipy functions that make buffers internally are unaffected inside f."""
+    import scipy.sparse as sp
+
+    lap = sp.diags_array([1.0, -2.0, 1.0], offsets=[-1, 0, 1], shape=(N, N)).tocsr()
+
+    def f(u):
+        out = np.zeros(N)
+        out[:] = lap @ u + np.linspace(0.0, 1.0, N) * u ** 2
+        return out
+
+    x = np.linspace(0.5, 1.5, N)
+    want = lap.toarray() + np.diag(2 * np.linspace(0.0, 1.0, N) * x)
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-14)

@@ -1,0 +1,373 @@
+"""Never a silently wrong Jacobian: the reproducers of inputs that once gave wrong results.
+
+Each test is a user's program that returned a wrong Jacobian without an error, with the exact
+Jacobian derived by hand (or the error the call must now raise).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import sparsejac
+from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
+
+EXACT_MODES = ["forward", "reverse", "mixed"]
+
+
+# -- traced arguments never become constants --------------------------------------------------
+
+
+def test_linspace_with_traced_ends_is_exact():
+    """np.linspace(x[0], x[1], 5): d/dstart = 1 - k/4, d/dstop = k/4 (was all zeros)."""
+    want = np.array([[1, 0], [0.75, 0.25], [0.5, 0.5], [0.25, 0.75], [0, 1]])
+    f = lambda x: np.linspace(x[0], x[1], 5)  # noqa: E731
+    x = np.array([1.2, 3.4])
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-15)
+    assert sparsejac.jacobian_sparsity(f, x).nnz == 8
+    for mode in EXACT_MODES:
+        jac = sparsejac.SparseJacobian(f, x, mode=mode)
+        np.testing.assert_allclose(jac(np.array([-1.0, 7.0])).toarray(), want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_arrays_axis_and_endpoint(endpoint, rng):
+    """Array ends, axis=1 and endpoint=False agree with fourth-order differences."""
+    from tests.test_rules import fd4_jacobian
+
+    def f(x):
+        return np.linspace(x[:2] ** 2, x[2:], 4, endpoint=endpoint, axis=1)
+
+    x = rng.uniform(0.5, 1.5, 4)
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), fd4_jacobian(f, x),
+                               rtol=1e-8, atol=1e-9)
+    np.testing.assert_array_equal(f(x), np.asarray(
+        np.linspace(x[:2] ** 2, x[2:], 4, endpoint=endpoint, axis=1)))
+
+
+def test_full_with_a_traced_fill_value_is_exact():
+    """np.full(3, x[0]**2) depends on x[0] with derivative 2 x[0] in every element."""
+    got = sparsejac.jacobian(lambda x: np.full(3, x[0] ** 2), np.array([3.0])).toarray()
+    np.testing.assert_array_equal(got, [[6.0], [6.0], [6.0]])
+
+
+def test_an_active_value_used_as_a_constant_raises():
+    """A value with a derivative used where only constants fit is refused, never folded."""
+    from sparsejac.tracing import trace
+    from sparsejac.tracing.tracer import concretize
+
+    def f(x):
+        return concretize(x[0] * 2.0, "a test argument") * x
+
+    with pytest.raises(TracedConversionError, match="a test argument depends on x"):
+        trace(f, np.ones(2), local=True)
+
+
+# -- complex values are refused where they appear ----------------------------------------------
+
+
+@pytest.mark.parametrize("f", [
+    pytest.param(lambda x: np.abs(x * (1 + 1j)), id="abs_times_complex"),
+    pytest.param(lambda x: np.abs(x[0] + 1j * x[1]), id="abs_of_sum"),
+    pytest.param(lambda x: np.abs(x * 1j + 2.0) ** 2, id="abs_squared"),
+    pytest.param(lambda x: (x.astype(complex) * 2).real, id="astype_complex"),
+])
+@pytest.mark.parametrize("entry", ["jacobian", "SparseJacobian", "jvp", "sparsity"])
+def test_complex_intermediates_raise_naming_the_call(f, entry):
+    """Zeros, wrong signs and garbage became an error that names the numpy call."""
+    x = np.ones(2)
+    calls = {
+        "jacobian": lambda: sparsejac.jacobian(f, x),
+        "SparseJacobian": lambda: sparsejac.SparseJacobian(f, x),
+        "jvp": lambda: sparsejac.ad.jvp(f, x, np.eye(2)),
+        "sparsity": lambda: sparsejac.jacobian_sparsity(f, x),
+    }
+    with pytest.raises(UnsupportedPrimitiveError, match=r"numpy\.\S+ .*complex"):
+        calls[entry]()
+
+
+# -- finite differences see a fresh point ------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["2-point", "3-point"])
+def test_fd_when_f_writes_into_its_argument(method):
+    """def f(x): x *= 2; return x**2 has derivative 8 x (was about 8e8 with 2-point)."""
+    def f(x):
+        x *= 2
+        return x**2
+
+    x = np.array([1.0, 2.0, 3.0])
+    got = sparsejac.jacobian(f, x, mode="fd", sparsity=np.eye(3), fd_method=method)
+    np.testing.assert_allclose(got.diagonal(), 8 * x, rtol=1e-6)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])  # the caller's array is untouched
+
+
+def test_fd_when_f_returns_a_buffer_it_reuses():
+    """f returning the same output buffer every call: the base value is not overwritten."""
+    buf = np.zeros(3)
+
+    def f(x):
+        buf[:] = x**2
+        return buf
+
+    got = sparsejac.jacobian(f, np.array([1.0, 2.0, 3.0]), mode="fd", sparsity=np.eye(3))
+    np.testing.assert_allclose(got.diagonal(), [2.0, 4.0, 6.0], rtol=1e-6)
+
+
+# -- a prepared Jacobian notices that f changed ------------------------------------------------
+
+
+def test_a_changed_global_is_noticed():
+    """K = 1.0; h = lambda x: K*x**2; prepare; K = 5.0: the diagonal is 10, not 2."""
+    scope = {"K": 1.0, "np": np}
+    exec("h = lambda x: K * x ** 2", scope)  # a real module-level global
+    jac = sparsejac.SparseJacobian(scope["h"], np.ones(3))
+    scope["K"] = 5.0
+    np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [10.0, 10.0, 10.0])
+    assert jac.stats()["preparations"] == 2
+
+
+@pytest.mark.parametrize("mode", EXACT_MODES)
+def test_a_parameter_sweep_through_a_dict_at_a_special_point(mode):
+    """p["a"] * sin(x) at x = 0 has the same value for every a, not the same derivative."""
+    p = {"a": 1.0}
+    jac = sparsejac.SparseJacobian(lambda x: p["a"] * np.sin(x), np.ones(4), mode=mode)
+    for a in (1.0, 2.0, 3.5):
+        p["a"] = a
+        np.testing.assert_array_equal(jac(np.zeros(4)).diagonal(), np.full(4, a))
+
+
+def test_a_changed_closure_variable_in_an_ode_right_hand_side(rng):
+    """A closure variable used only for t > 1 is checked at the current t."""
+    k = [1.0]
+
+    def rhs(t, y):
+        return -y + np.where(t > 1.0, k[0], 0.0) * np.roll(y, 1)
+
+    jac = sparsejac.ode_jacobian(rhs, 0.0, np.ones(5))
+    k[0] = 3.0
+    got = jac(2.0, rng.uniform(size=5)).toarray()
+    want = -np.eye(5) + 3.0 * np.roll(np.eye(5), 1, axis=0)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_verify_false_and_refresh():
+    """verify=False trusts the recording; refresh() prepares again on request."""
+    k = [1.0]
+    jac = sparsejac.SparseJacobian(lambda x: k[0] * x**2, np.ones(2), verify=False)
+    k[0] = 5.0
+    np.testing.assert_array_equal(jac(np.ones(2)).diagonal(), [2.0, 2.0])  # as documented
+    jac.refresh()
+    np.testing.assert_array_equal(jac(np.ones(2)).diagonal(), [10.0, 10.0])
+
+
+def test_a_random_f_cannot_be_verified():
+    """f that changes at every call raises a clear error instead of a stale Jacobian."""
+    rng = np.random.default_rng(0)
+    jac = sparsejac.SparseJacobian(lambda x: x * rng.random(), np.ones(2))
+    with pytest.raises(RuntimeError, match="deterministic function of x"):
+        jac(np.ones(2))
+
+
+# -- threads ----------------------------------------------------------------------------------
+
+
+def test_eight_threads_share_one_prepared_jacobian(rng):
+    """8 threads × 100 calls of one prepared Jacobian: every result is right."""
+    def f(x):
+        return np.sin(x[1:]) * x[:-1] + np.roll(x, 1)[1:] ** 2 - np.cumsum(x)[1:] * 0.1
+
+    n = 300
+    jac = sparsejac.SparseJacobian(f, np.ones(n))
+    points = [rng.uniform(0.5, 1.5, n) for _ in range(25)]
+    expected = [sparsejac.jacobian(f, x).toarray() for x in points]
+    wrong: list[int] = []
+
+    def work(k: int) -> None:
+        for i in range(100):
+            j = (i * 7 + k) % len(points)
+            if not np.allclose(jac(points[j]).toarray(), expected[j], rtol=1e-13, atol=1e-13):
+                wrong.append(j)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+# -- crashes and misleading errors became clear ones ------------------------------------------
+
+
+def test_lists_mixing_traced_scalars_and_numbers_are_traced():
+    """np.append([x0, 2.0, x2], x3**2) is ordinary code: it is traced (was a dtype error)."""
+    got = sparsejac.jacobian(lambda x: np.append([x[0], 2.0, x[2]], x[3] ** 2),
+                             np.array([1.0, 2.0, 3.0, 4.0])).toarray()
+    np.testing.assert_array_equal(got, np.diag([1.0, 0.0, 1.0, 8.0]))
+    got = sparsejac.jacobian(lambda x: np.min(np.array([x[0], 1.0, x[1]])), np.array([0.5, 3.0]))
+    np.testing.assert_array_equal(got.toarray(), [[1.0, 0.0]])
+
+
+def test_kron_of_two_scalars():
+    """np.kron of two 0-d values is their product (was numpy's 'nonzero on 0d arrays')."""
+    got = sparsejac.jacobian(lambda x: np.kron(x[0], x[1]), np.array([2.0, 3.0])).toarray()
+    np.testing.assert_array_equal(got, [[3.0, 2.0]])
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    pytest.param(lambda x: __import__("scipy.special").special.polygamma(0, x),
+                 "scipy.special.polygamma", id="polygamma"),
+    pytest.param(lambda x: __import__("scipy.special").special.multigammaln(x[0], 2),
+                 "scipy.special.multigammaln", id="multigammaln"),
+    pytest.param(lambda x: __import__("scipy.special").special.logsumexp(x),
+                 "scipy.special.logsumexp", id="logsumexp"),
+    pytest.param(lambda x: __import__("scipy.special").special.softmax(x),
+                 "scipy.special.softmax", id="softmax"),
+    pytest.param(lambda x: __import__("scipy.signal").signal.convolve2d(
+        x.reshape(2, 2), np.ones((2, 2))), "scipy.signal.convolve2d", id="convolve2d"),
+    pytest.param(lambda x: __import__("scipy.ndimage").ndimage.laplace(x),
+                 "scipy.ndimage.laplace", id="laplace"),
+])
+def test_library_functions_that_convert_their_input_are_named(call, name):
+    """A scipy function that converts its input is named in the error (not 'np.asarray')."""
+    with pytest.raises(TracedConversionError, match=re.escape(name)):
+        sparsejac.jacobian(call, np.array([3.0, 4.0, 5.0, 6.0]))
+
+
+@pytest.mark.parametrize("rhs", [
+    pytest.param(lambda t, y: y * __import__("math").exp(-t), id="math.exp"),
+    pytest.param(lambda t, y: y * int(t), id="int"),
+    pytest.param(lambda t, y: y * min(t, 1.0), id="min"),
+])
+def test_python_scalars_of_t_say_that_t_is_traced(rhs):
+    """math.exp(-t), int(t), min(t, 1.0): the message is about t and suggests numpy."""
+    with pytest.raises(sparsejac.ConcretizationError,
+                       match=r"traced parameter \(such as the time t.*np\.exp\(-t\)"):
+        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3))
+
+
+def test_fd_without_sparsity_on_an_untraceable_f_says_what_fd_needs():
+    """mode='fd' without sparsity= on a black box: the error says to pass sparsity=."""
+    import scipy.special
+
+    with pytest.raises(UnsupportedPrimitiveError, match=r"mode='fd' without `sparsity=`"):
+        sparsejac.jacobian(lambda x: scipy.special.dawsn(x), np.ones(3), mode="fd")
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    pytest.param(lambda: sparsejac.jacobian(np.ones(3), np.ones(3)), TypeError,
+                 "`f` must be callable; got ndarray", id="f_array"),
+    pytest.param(lambda: sparsejac.jacobian(np.ones(3), np.sin), TypeError,
+                 "look swapped", id="swapped"),
+    pytest.param(lambda: sparsejac.jacobian(lambda x, a: x * a, np.ones(3), args=np.ones(3)),
+                 TypeError, "`args` must be a tuple", id="args_array"),
+    pytest.param(lambda: sparsejac.SparseJacobian(lambda x, a: x * a, np.ones(3), args=2.0),
+                 TypeError, "`args` must be a tuple", id="args_float"),
+    pytest.param(lambda: sparsejac.jacobian(np.sin, np.ones(3), fd_method="3-point"),
+                 ValueError, "`fd_method` applies to mode='fd' only", id="fd_method_exact"),
+    pytest.param(lambda: sparsejac.SparseJacobian(lambda x: x, np.ones(4), mode="fd",
+                                                  sparsity=np.eye(3)),
+                 ValueError, r"`sparsity` has shape \(3, 3\) but the Jacobian of f has shape "
+                 r"\(4, 4\)", id="fd_sparsity_shape"),
+])
+def test_bad_arguments_are_refused_at_the_call(call, error, message):
+    """Each bad argument is a clear error at the call, naming the argument."""
+    with pytest.raises(error, match=message):
+        call()
+
+
+# -- an opt-in check of trusted patterns --------------------------------------------------------
+
+
+def _sparse_f(pattern: np.ndarray):
+    """A nonlinear f whose Jacobian has exactly ``pattern``'s structure (at generic x)."""
+    rows, cols = np.nonzero(pattern)
+    w = 0.5 + np.arange(rows.size) % 7 / 7.0
+
+    def f(x):
+        out = np.zeros(pattern.shape[0], like=x)
+        np.add.at(out, rows, w * np.sin(x[cols]) + 0.1 * x[cols] ** 2)
+        return out
+
+    return f
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_check_names_a_missing_entry(seed):
+    """check=True finds the one entry removed from a random pattern, and passes the full one."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    true = (rng.random((30, n)) < 0.08) | np.eye(30, n, dtype=bool)
+    f = _sparse_f(true)
+    x0 = rng.uniform(0.5, 1.5, n)
+    sparsejac.SparseJacobian(f, x0, mode="fd", sparsity=true, check=True)  # complete: passes
+    rows, cols = np.nonzero(true)
+    k = int(rng.integers(rows.size))
+    user = true.copy()
+    user[rows[k], cols[k]] = False
+    with pytest.raises(ValueError, match=re.escape(f"({rows[k]}, {cols[k]})")):
+        sparsejac.SparseJacobian(f, x0, mode="fd", sparsity=user, check=True)
+    # without check=True the pattern is trusted (and the Jacobian is wrong at that entry)
+    jac = sparsejac.SparseJacobian(f, x0, mode="fd", sparsity=user)
+    assert jac(x0)[rows[k], cols[k]] == 0.0
+
+
+# -- copy and pickle -----------------------------------------------------------------------------
+
+
+def _scaled_bidiagonal(x, a):
+    return a * x[1:] ** 2 - x[:-1]
+
+
+def _rhs(t, y):
+    return -(y**3) + np.cos(t) * np.roll(y, 1)
+
+
+def _jacobian_in_a_worker(jac, x):
+    return jac(x, 2.0).toarray()
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse", "mixed", "fd"])
+@pytest.mark.parametrize("how", ["deepcopy", "copy", "pickle"])
+def test_prepared_jacobians_copy_and_pickle(mode, how):
+    """copy.deepcopy (was 'SparsityPattern is immutable') and pickle (was a local-object
+    error) give a prepared Jacobian with the same mode and values."""
+    import copy
+    import pickle
+
+    jac = sparsejac.SparseJacobian(_scaled_bidiagonal, np.ones(6), args=(2.0,), mode=mode)
+    other = {"deepcopy": copy.deepcopy, "copy": copy.copy,
+             "pickle": lambda j: pickle.loads(pickle.dumps(j))}[how](jac)
+    x = np.arange(6.0)
+    assert other.mode == jac.mode
+    assert other.coloring.n_colors == jac.coloring.n_colors
+    np.testing.assert_array_equal(other(x, 2.0).toarray(), jac(x, 2.0).toarray())
+
+
+def test_adapters_pickle():
+    """The solver adapters pickle when the user's function does."""
+    import pickle
+
+    ode = sparsejac.ode_jacobian(_rhs, 0.0, np.ones(6))
+    again = pickle.loads(pickle.dumps(ode))
+    np.testing.assert_array_equal(again(1.3, np.ones(6)).toarray(),
+                                  ode(1.3, np.ones(6)).toarray())
+    root = sparsejac.root_jacobian(_scaled_bidiagonal, np.ones(5), args=(2.0,))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(root))(np.ones(5), 2.0),
+                                  root(np.ones(5), 2.0))
+
+
+def test_a_prepared_jacobian_goes_to_a_process_pool():
+    """multiprocessing sends a prepared Jacobian to worker processes (it pickles)."""
+    import multiprocessing
+
+    jac = sparsejac.SparseJacobian(_scaled_bidiagonal, np.ones(5), args=(2.0,))
+    points = [np.arange(5.0) + k for k in range(4)]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        got = pool.starmap(_jacobian_in_a_worker, [(jac, x) for x in points])
+    for x, g in zip(points, got, strict=True):
+        np.testing.assert_array_equal(g, jac(x, 2.0).toarray())
