@@ -26,8 +26,9 @@ update, the smaller index. Where the graph has dense nets (:mod:`~sparsejac.colo
 a net far longer than the rest, whose pairs are never walked), a step changes the keys of
 the vertices on the taken vertex's dense nets at once, after the changes through its other
 nets, and "most recently" counts that joint change as one, later than those (vertices
-changed together keep their previous order among themselves); the tests replay this rule. Definitions follow ColPack and Gebremedhin, Manne and Pothen
-(2005), section 3.4; ``dsatur`` follows Brélaz (1979) and networkx:
+changed together keep their previous order among themselves); the tests replay this rule.
+Definitions follow ColPack and Gebremedhin, Manne and Pothen (2005), section 3.4;
+``dsatur`` follows Brélaz (1979) and networkx:
 
 ``natural``
     ``0, 1, ..., n-1``.
