@@ -64,10 +64,11 @@ _SIX = np.int64(6)
 
 
 @_njit
-def dense_structure(vptr, vidx, nptr, nidx, hid, n_dense):  # type: ignore[no-untyped-def]
+def dense_structure(vptr, vidx, nptr, nidx, hid, n_dense, max_groups):  # type: ignore[no-untyped-def]
     """The group structure of the dense nets ``hid >= 0`` (see the module docstring).
 
-    Returns ``(hptr, hidx, grp, gptr, gidx, hgptr, hgidx, gsize, lex)``.
+    Returns ``(hptr, hidx, grp, gptr, gidx, hgptr, hgidx, gsize, lex)``; with more than
+    ``max_groups`` groups it stops there (``O(nnz)``) and ``gsize`` and ``lex`` are empty.
     """
     nv = vptr.size - 1
     n_nets = nptr.size - 1
@@ -156,6 +157,10 @@ def dense_structure(vptr, vidx, nptr, nidx, hid, n_dense):  # type: ignore[no-un
             rep[g] = v
             first[i] = g
         grp[v] = g
+    if n_groups > max_groups:  # too many groups: the caller keeps fewer dense nets
+        empty = np.zeros(0, dtype=np.int64)
+        return hptr, hidx, grp, np.zeros(n_groups + 1, dtype=np.int64), empty, \
+            np.zeros(n_dense + 1, dtype=np.int64), empty, empty, empty
     gptr = np.zeros(n_groups + 1, dtype=np.int64)
     for g in range(1, n_groups):
         u = rep[g]

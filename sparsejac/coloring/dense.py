@@ -163,16 +163,24 @@ class DenseNets:
     arrays: _Arrays
 
     @staticmethod
-    def build(arrays: _Arrays, nets: np.ndarray) -> DenseNets:
-        """The structure of ``arrays`` (``vptr, vidx, nptr, nidx``) with dense ``nets``."""
+    def build(arrays: _Arrays, nets: np.ndarray, max_groups: int | None = None
+              ) -> DenseNets | None:
+        """The structure of ``arrays`` (``vptr, vidx, nptr, nidx``) with dense ``nets``.
+
+        None when the vertices fall into more than ``max_groups`` groups (found in
+        ``O(nnz)``, before the costlier parts).
+        """
         arrays = (_ro(arrays[0]), _ro(arrays[1]), _ro(arrays[2]), _ro(arrays[3]))
         n_nets = arrays[2].size - 1
         nets = _ro(nets)
         hid = np.full(n_nets, -1, dtype=np.int64)
         hid[nets] = np.arange(nets.size, dtype=np.int64)
         hid = _ro(hid)
+        cap = arrays[0].size if max_groups is None else int(max_groups)
         hptr, hidx, grp, gptr, gidx, hgptr, hgidx, gsize, lex = (
-            _ro(a) for a in _dense.dense_structure(*arrays, hid, nets.size))
+            _ro(a) for a in _dense.dense_structure(*arrays, hid, nets.size, cap))
+        if gsize.size != gptr.size - 1:
+            return None
         return DenseNets(nets, hid, hptr, hidx, grp, gptr, gidx, hgptr, hgidx, gsize, lex,
                          arrays)
 
@@ -188,15 +196,17 @@ class DenseNets:
         ranked = nets[np.argsort(-sizes, kind="stable")]
         k = ranked.size
         while k > 0:
-            found = DenseNets.build(arrays, np.sort(ranked[:k]))
-            if found.n_groups <= MAX_DENSE_GROUPS:
+            found = DenseNets.build(arrays, np.sort(ranked[:k]), MAX_DENSE_GROUPS)
+            if found is not None:
                 return found
             k //= 2
         return None
 
     def relabel(self, arrays: _Arrays) -> DenseNets:
         """The structure of the same dense nets on renamed ``arrays`` (same nets)."""
-        return DenseNets.build(arrays, self.nets)
+        found = DenseNets.build(arrays, self.nets)
+        assert found is not None  # no cap
+        return found
 
     @property
     def n_dense(self) -> int:

@@ -320,6 +320,8 @@ def test_group_cap_halves_the_dense_nets():
         a[r, np.flatnonzero(rng.random(n) < 0.5)] = 1
     a = sp.vstack([sp.csr_array(a), sp.eye_array(n, format="csr")]).tocsr()
     g = BipartiteGraph(as_pattern(a), "column")
+    assert DenseNets.build(g.arrays, np.arange(12), MAX_DENSE_GROUPS) is None
+    assert DenseNets.build(g.arrays, np.arange(12)).n_groups > MAX_DENSE_GROUPS
     assert g.dense is not None
     assert g.dense.n_groups <= MAX_DENSE_GROUPS
     assert 0 < g.dense.n_dense < 12
