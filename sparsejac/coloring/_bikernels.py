@@ -145,8 +145,11 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
     h_key = np.full(1024, -1, dtype=np.int64)  # (big index, colour) -> slot
     h_val = np.empty(1024, dtype=np.int64)
     n_keys = 0
-    reg_kind = np.empty(2 * nv + 2, dtype=np.int64)  # sets registered for v: (kind, big)
-    reg_big = np.empty(2 * nv + 2, dtype=np.int64)
+    most = 0
+    for v in range(nv):
+        most = max(most, ptr[v + 1] - ptr[v])
+    reg_kind = np.empty(2 * most + 2, dtype=np.int64)  # sets registered for v: (kind, big)
+    reg_big = np.empty(2 * most + 2, dtype=np.int64)
     for t in range(order.size):
         v = order[t]
         a0 = ptr[v]
