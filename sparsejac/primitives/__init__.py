@@ -10,6 +10,7 @@ from sparsejac.primitives import (  # noqa: F401  (imported for their registrati
     elementwise,
     indexing,
     linalg,
+    numpy_linalg,
     movement,
     reductions,
 )

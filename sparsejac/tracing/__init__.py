@@ -15,6 +15,7 @@ import numpy as np
 
 from sparsejac.tracing.buffers import buffers_traced
 from sparsejac.tracing.hooks import registry
+from sparsejac.tracing.library import library_traced
 from sparsejac.tracing.program import (
     INPUT,
     PARAM,
@@ -172,7 +173,7 @@ def trace(
     tr = Trace(local=local)
     xvar = tr.new_input(x_arr, INPUT)
     pvars = tuple(tr.new_input(np.asarray(p), PARAM) for p in params)
-    with recording(tr), buffers_traced(), _scipy_sparse_defers():
+    with recording(tr), buffers_traced(), library_traced(), _scipy_sparse_defers():
         result = f(Tracer(tr, xvar), *(Tracer(tr, v) for v in pvars))
         out = _output_var(tr, result, name)
     return Program(
