@@ -13,6 +13,7 @@ from sparsejac.primitives import (  # noqa: F401  (imported for their registrati
     numpy_linalg,
     movement,
     reductions,
+    scipy_linalg,
 )
 from sparsejac.primitives.core import FUNCTIONS, UFUNCS, Entry, Primitive
 

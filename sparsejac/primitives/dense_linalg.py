@@ -170,34 +170,69 @@ def _block_values(prim: MatrixFunction, node: Node, k: int, r: np.ndarray, c: np
 
 
 class Solve(MatrixFunction):
-    """``X = solve(A, B)`` with A ``(*batch, n, n)`` and B ``(*batch, n, k)``."""
+    """``X = solve(A, B)`` with A ``(*batch, n, n)`` and B ``(*batch, n, k)``.
+
+    ``params["scipy"]``: keyword arguments of ``scipy.linalg.solve`` that compute the value
+    (``A`` is then the matrix scipy reads); ``params["transposed"]``: solve ``Aᵀ X = B``.
+    """
 
     name = "solve"
 
-    def impl(self, a: Any, b: Any, **params: Any) -> np.ndarray:
-        """``np.linalg.solve``."""
+    def impl(self, a: Any, b: Any, *, scipy: Any = None, **params: Any) -> np.ndarray:
+        """``np.linalg.solve`` (or ``scipy.linalg.solve``)."""
+        if scipy is not None:
+            from scipy.linalg import solve
+
+            return np.asarray(solve(a, b, **scipy))
         return np.asarray(np.linalg.solve(a, b))
 
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """``-A⁻¹ dA X`` (k = 0) or ``A⁻¹ dB`` (k = 1)."""
-        ainv = _inv(np.asarray(vals[0], dtype=np.float64))
-        if k == 0:
-            return -(ainv @ (t @ out))
-        return ainv @ t
+        return _solve_tangent(np.asarray(vals[0], dtype=np.float64), out, k, t,
+                              bool(node.params.get("transposed")))
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
-        """Column c of X depends on column c of B only."""
-        if k == 0:
-            return None
+        """Column c of X depends on column c of B only; a triangular A has a triangular inverse.
+
+        For ``params["triangle"]`` (``"upper"``/``"lower"``: A is read as triangular) the mask
+        is the nonzeros of the derivative at a random triangular matrix: products of exact
+        zeros are exact zeros, so that is the structure.
+        """
         n, nrhs = node.out.shape[-2:]
-        same = np.equal.outer(np.arange(nrhs), np.arange(nrhs))
-        return np.broadcast_to(same[None, :, None, :], (n, nrhs, n, nrhs)).reshape(
-            n * nrhs, n * nrhs)
+        tri = node.params.get("triangle")
+        if tri is None:
+            if k == 0:
+                return None
+            same = np.equal.outer(np.arange(nrhs), np.arange(nrhs))
+            return np.broadcast_to(same[None, :, None, :], (n, nrhs, n, nrhs)).reshape(
+                n * nrhs, n * nrhs)
+        transposed = bool(node.params.get("transposed"))
+        rng = np.random.default_rng(0)
+        a = rng.uniform(0.5, 1.0, (n, n)) + n * np.eye(n)
+        a = np.triu(a) if tri == "upper" else np.tril(a)
+        b = rng.uniform(0.5, 1.0, (n, nrhs))
+        x = np.linalg.solve(_mT(a) if transposed else a, b)
+        core = (n, n) if k == 0 else (n, nrhs)
+        ic = core[0] * core[1]
+        y = _solve_tangent(a, x, k, np.eye(ic).reshape(ic, *core), transposed)
+        return np.asarray(y.reshape(ic, n * nrhs).T != 0)
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """dX/dB reads A only (a constant when A is)."""
         return (0, "out") if k == 0 else (0,)
+
+
+def _solve_tangent(a: np.ndarray, x: np.ndarray, k: int, t: np.ndarray,
+                   transposed: bool) -> np.ndarray:
+    if transposed:
+        a = _mT(a)
+        if k == 0:
+            t = _mT(t)
+    ainv = _inv(a)
+    if k == 0:
+        return -(ainv @ (t @ x))
+    return ainv @ t
 
 
 class Inv(MatrixFunction):
