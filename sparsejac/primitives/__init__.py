@@ -14,6 +14,8 @@ from sparsejac.primitives import (  # noqa: F401  (imported for their registrati
     movement,
     reductions,
     scipy_linalg,
+    special,
+    stats,
 )
 from sparsejac.primitives.core import FUNCTIONS, UFUNCS, Entry, Primitive
 

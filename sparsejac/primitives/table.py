@@ -27,6 +27,8 @@ FAMILIES: dict[str, str] = {
     "linalg": "Contractions (normalised to one einsum), constant `scipy.sparse` operands and "
               "norms.",
     "creation": "Array creation from a traced array, and queries.",
+    "stats": "`scipy.stats` distributions: the methods of scipy's generic classes, traced for "
+             "the distributions listed (frozen or not).",
 }
 
 #: (functions, why they are not supported, what to write instead)
