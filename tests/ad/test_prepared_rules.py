@@ -19,8 +19,6 @@ from sparsejac.errors import ConcretizationError
 from sparsejac.tracing import trace
 
 from ..test_rules import (
-    BINARY_CASES,
-    BINARY_ROWS,
     CASES,
     OPERAND_DOMAINS,
     UNARY_ROWS,
@@ -30,7 +28,9 @@ from ..test_rules import (
     _binary_f,
     _case_id,
     _row_id,
+    binary_row_params,
     sample,
+    sample_operands,
 )
 
 
@@ -59,19 +59,12 @@ def test_unary_row(row: Row, shape: tuple[int, ...], rng: np.random.Generator) -
     check_prepared(row.fn, sample(row.domain, shape, rng), sample(row.domain, shape, rng))
 
 
-@pytest.mark.parametrize(
-    ("row", "sa", "sb", "traced"),
-    [pytest.param(r, sa, sb, t, id=f"{_row_id(r)}-{sa}-{sb}-{t}")
-     for r in BINARY_ROWS for sa, sb, t in BINARY_CASES
-     if not (r.fn is np.ldexp and t != "a")],
-)
+@pytest.mark.parametrize(("row", "sa", "sb", "traced"), binary_row_params())
 def test_binary_row(row: Row, sa: tuple[int, ...], sb: tuple[int, ...], traced: str,
                     rng: np.random.Generator) -> None:
     """A binary row's local Jacobians (broadcasting, constant operands) are right."""
     da, db = OPERAND_DOMAINS.get(row.fn, (row.domain, row.domain))
-    a, b = sample(da, sa, rng), sample(db, sb, rng)
-    if row.fn is np.ldexp:
-        b = rng.integers(-2, 3, size=sb)
+    a, b = sample_operands(row, sa, sb, rng)
     f = _binary_f(row.fn, sa, sb, traced, {"a": a, "b": b})
 
     def point() -> np.ndarray:
