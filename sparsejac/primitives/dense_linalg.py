@@ -25,7 +25,6 @@ svd                 ``ds_k = u_kᵀ dA v_k``; ``dU``, ``dV`` for distinct nonzer
 pinv                ``dP = −P dA P + PPᵀ dAᵀ (I − AP) + (I − PA) dAᵀ PᵀP`` (constant rank)
 qr                  ``C = Qᵀ dA R⁻¹``, ``Ω = tril(C,−1) − tril(C,−1)ᵀ``, ``dR = (C − Ω) R``,
                     ``dQ = dA R⁻¹ − Q (C − Ω)``
-expm                the Fréchet derivative, from ``expm([[A, dA], [0, A]])``
 =================  =============================================================================
 
 Derivatives that do not exist are not invented: the eigenvectors' derivative at coincident
@@ -50,7 +49,6 @@ __all__ = [
     "DET",
     "EIGH_VALUES",
     "EIGH_VECTORS",
-    "EXPM",
     "INV",
     "LOG_ABS_DET",
     "LSTSQ",
@@ -746,49 +744,6 @@ class QrR(QrQ):
         return full.reshape(kk * n, m * n)
 
 
-# -- matrix exponential ------------------------------------------------------------------------
-
-
-def expm_frechet_stack(a: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """The Fréchet derivative ``L(A, t)`` of ``expm`` for a stack of directions.
-
-    ``expm([[A, E], [0, A]]) = [[expm(A), L(A, E)], [0, expm(A)]]`` (Higham, *Functions of
-    Matrices*, 2008, thm. 3.6), evaluated for every direction at once by scipy's batched expm.
-    """
-    import scipy.linalg
-
-    n = a.shape[-1]
-    shape = np.broadcast_shapes(a.shape, t.shape)
-    big = np.zeros((*shape[:-2], 2 * n, 2 * n))
-    big[..., :n, :n] = a
-    big[..., n:, n:] = a
-    big[..., :n, n:] = t
-    flat = big.reshape(-1, 2 * n, 2 * n)
-    res = scipy.linalg.expm(flat).reshape(big.shape)
-    return np.ascontiguousarray(res[..., :n, n:])
-
-
-class Expm(MatrixFunction):
-    """``scipy.linalg.expm``."""
-
-    name = "expm"
-
-    def impl(self, a: Any, **params: Any) -> np.ndarray:
-        """``scipy.linalg.expm``."""
-        import scipy.linalg
-
-        return np.asarray(scipy.linalg.expm(a))
-
-    def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
-                t: np.ndarray) -> np.ndarray:
-        """The Fréchet derivative (:func:`expm_frechet_stack`)."""
-        return expm_frechet_stack(np.asarray(vals[0], dtype=np.float64), t)
-
-    def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
-        """The matrix only."""
-        return (0,)
-
-
 SOLVE = Solve()
 INV = Inv()
 DET = Det()
@@ -806,4 +761,3 @@ LSTSQ = LstsqSolution()
 LSTSQ_RESIDUALS = LstsqResiduals()
 QR_Q = QrQ()
 QR_R = QrR()
-EXPM = Expm()

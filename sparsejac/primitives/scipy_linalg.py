@@ -8,7 +8,8 @@ argument reaches the handler here; any other call runs scipy's own code.
 * ``scipy.linalg.solve`` binds :data:`~sparsejac.primitives.dense_linalg.SOLVE` on the matrix
   scipy actually reads (one triangle for ``assume_a="sym"``/``"pos"``, the triangle of a
   triangular solver, the bands of ``"tridiagonal"``, the diagonal), valued by scipy itself;
-  ``scipy.linalg.expm`` binds :data:`~sparsejac.primitives.dense_linalg.EXPM`.
+  ``scipy.linalg.expm`` binds :data:`EXPM` (its derivative is the Fréchet derivative, from
+  ``expm([[A, dA], [0, A]])``).
 * A traced right-hand side solved with a *constant* factorisation — ``scipy.linalg.lu_solve``,
   ``cho_solve``, ``scipy.sparse.linalg.spsolve``, ``splu(A).solve``, ``factorized(A)`` —
   binds :data:`CONST_SOLVE`, ``X = A⁻¹ B`` with the factorisation as a parameter: its value,
@@ -42,7 +43,16 @@ from sparsejac.primitives.numpy_linalg import batched
 from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer, concretize
 
-__all__ = ["CONST_SOLVE", "ConstSolve", "Factorization", "TracedSuperLU", "inverse_structure"]
+__all__ = [
+    "CONST_SOLVE",
+    "EXPM",
+    "ConstSolve",
+    "Expm",
+    "Factorization",
+    "TracedSuperLU",
+    "expm_frechet_stack",
+    "inverse_structure",
+]
 
 
 def _traced(a: Any) -> bool:
@@ -291,6 +301,48 @@ def _constant(a: Any, func: str, arg: str, instead: str) -> Any:
     return concretize(a, f"{arg} of {func}")
 
 
+# -- matrix exponential ------------------------------------------------------------------------
+
+
+def expm_frechet_stack(a: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The Fréchet derivative ``L(A, t)`` of ``expm`` for a stack of directions.
+
+    ``expm([[A, E], [0, A]]) = [[expm(A), L(A, E)], [0, expm(A)]]`` (Higham, *Functions of
+    Matrices*, 2008, thm. 3.6), evaluated for every direction at once by scipy's batched expm.
+    """
+    n = a.shape[-1]
+    shape = np.broadcast_shapes(a.shape, t.shape)
+    big = np.zeros((*shape[:-2], 2 * n, 2 * n))
+    big[..., :n, :n] = a
+    big[..., n:, n:] = a
+    big[..., :n, n:] = t
+    flat = big.reshape(-1, 2 * n, 2 * n)
+    res = sla.expm(flat).reshape(big.shape)
+    return np.ascontiguousarray(res[..., :n, n:])
+
+
+class Expm(dl.MatrixFunction):
+    """``scipy.linalg.expm``."""
+
+    name = "expm"
+
+    def impl(self, a: Any, **params: Any) -> np.ndarray:
+        """``scipy.linalg.expm``."""
+        return np.asarray(sla.expm(a))
+
+    def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
+                t: np.ndarray) -> np.ndarray:
+        """The Fréchet derivative (:func:`expm_frechet_stack`)."""
+        return expm_frechet_stack(np.asarray(vals[0], dtype=np.float64), t)
+
+    def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
+        """The matrix only."""
+        return (0,)
+
+
+EXPM = Expm()
+
+
 # -- scipy.linalg ----------------------------------------------------------------------------------
 
 _ASSUME = {
@@ -355,7 +407,7 @@ def _expm(A: Any) -> Any:
     shape = _shape(A)
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError("expected a square matrix (or a stack of them)")
-    return batched(dl.EXPM, (A,), (2,))
+    return batched(EXPM, (A,), (2,))
 
 
 _INSTEAD = ("factorise a constant matrix, or solve with the traced matrix itself: "
@@ -419,8 +471,9 @@ class TracedSuperLU:
     >>> import numpy as np, scipy.sparse as sp, scipy.sparse.linalg as spla
     >>> import sparsejac
     >>> a = sp.csc_array(sp.diags_array([1.0, 4.0, 1.0], offsets=[-1, 0, 1], shape=(3, 3)))
+    >>> lu = TracedSuperLU(spla.splu(a))  # what f's own call splu(a) returns while tracing
     >>> def f(u):
-    ...     return spla.splu(a).solve(u ** 2)
+    ...     return lu.solve(u ** 2)
     >>> sparsejac.jacobian(f, np.ones(3)).toarray().round(4)
     array([[ 0.5357, -0.1429,  0.0357],
            [-0.1429,  0.5714, -0.1429],
