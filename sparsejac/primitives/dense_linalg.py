@@ -35,6 +35,7 @@ function is not differentiable there); ``np.linalg.svd`` vectors of a non-square
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -77,10 +78,8 @@ def _inv(a: np.ndarray) -> np.ndarray:
     except np.linalg.LinAlgError:
         out = np.full(np.shape(a), np.nan)
         for idx in np.ndindex(*np.shape(a)[:-2]):
-            try:
+            with contextlib.suppress(np.linalg.LinAlgError):
                 out[idx] = np.linalg.inv(a[idx])
-            except np.linalg.LinAlgError:
-                pass
         return out
 
 
@@ -88,7 +87,7 @@ def sym_from_triangle(t: np.ndarray, lower: bool) -> np.ndarray:
     """The symmetric matrix a function that reads one triangle of ``t`` sees."""
     tri = np.tril(t) if lower else np.triu(t)
     strict = np.tril(t, -1) if lower else np.triu(t, 1)
-    return tri + _mT(strict)
+    return np.asarray(tri + _mT(strict))
 
 
 def _triangle_mask(n: int, lower: bool) -> np.ndarray:
@@ -229,8 +228,8 @@ def _solve_tangent(a: np.ndarray, x: np.ndarray, k: int, t: np.ndarray,
             t = _mT(t)
     ainv = _inv(a)
     if k == 0:
-        return -(ainv @ (t @ x))
-    return ainv @ t
+        return np.asarray(-(ainv @ (t @ x)))
+    return np.asarray(ainv @ t)
 
 
 class Inv(MatrixFunction):
@@ -245,7 +244,7 @@ class Inv(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """``-A⁻¹ dA A⁻¹``."""
-        return -(out @ t @ out)
+        return np.asarray(-(out @ t @ out))
 
 
 # -- determinants --------------------------------------------------------------------------
@@ -265,7 +264,7 @@ def adjugate(a: np.ndarray) -> np.ndarray:
     right = np.concatenate([right[..., 1:], np.ones((*s.shape[:-1], 1))], axis=-1)
     adj_s = left * right if n else s
     sign = np.linalg.det(u) * np.linalg.det(vh)
-    return sign[..., None, None] * (_mT(vh) * adj_s[..., None, :]) @ _mT(u)
+    return np.asarray(sign[..., None, None] * (_mT(vh) * adj_s[..., None, :]) @ _mT(u))
 
 
 class Det(MatrixFunction):
@@ -281,7 +280,7 @@ class Det(MatrixFunction):
                 t: np.ndarray) -> np.ndarray:
         """``tr(adj(A) dA)``."""
         adj = adjugate(np.asarray(vals[0], dtype=np.float64))
-        return np.einsum("...ji,p...ij->p...", adj, t)
+        return np.asarray(np.einsum("...ji,p...ij->p...", adj, t))
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""
@@ -301,7 +300,7 @@ class LogAbsDet(MatrixFunction):
                 t: np.ndarray) -> np.ndarray:
         """``tr(A⁻¹ dA)``."""
         ainv = _inv(np.asarray(vals[0], dtype=np.float64))
-        return np.einsum("...ji,p...ij->p...", ainv, t)
+        return np.asarray(np.einsum("...ji,p...ij->p...", ainv, t))
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""
@@ -363,7 +362,7 @@ class Cholesky(MatrixFunction):
         m = (i >= j) & (p >= q) & (q <= j) & ((p <= j) | (p == i))
         if node.params["upper"]:  # U = Lᵀ from the upper triangle: transpose both sides
             m = m.transpose(1, 0, 3, 2)
-        return m.reshape(n * n, n * n)
+        return np.asarray(m.reshape(n * n, n * n))
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The factor only."""
@@ -388,8 +387,8 @@ class EighValues(MatrixFunction):
         """Eigenvalues in ascending order (from ``eigh`` or ``eigvalsh``, as f called it)."""
         uplo = "L" if lower else "U"
         if vectors:
-            return np.asarray(np.linalg.eigh(a, UPLO=uplo)[0])
-        return np.asarray(np.linalg.eigvalsh(a, UPLO=uplo))
+            return np.asarray(np.linalg.eigh(a, UPLO=uplo)[0])  # type: ignore[call-overload]
+        return np.asarray(np.linalg.eigvalsh(a, UPLO=uplo))  # type: ignore[call-overload]
 
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
@@ -397,7 +396,7 @@ class EighValues(MatrixFunction):
         lower = node.params["lower"]
         _, v = _eigh(vals[0], lower)
         s = sym_from_triangle(t, lower)
-        return np.einsum("...ik,p...ij,...jk->p...k", v, s, v)
+        return np.asarray(np.einsum("...ik,p...ij,...jk->p...k", v, s, v))
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
         """Only the triangle that is read."""
@@ -429,7 +428,7 @@ class EighVectors(MatrixFunction):
         off = ~np.eye(n, dtype=bool)
         f = np.where(off, 1.0 / np.where(gap == 0, np.nan, gap), 0.0)
         s = sym_from_triangle(t, lower)
-        return v @ (f * (_mT(v) @ s @ v))
+        return np.asarray(v @ (f * (_mT(v) @ s @ v)))
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
         """Only the triangle that is read."""
@@ -497,7 +496,7 @@ class SvdValues(MatrixFunction):
                 t: np.ndarray) -> np.ndarray:
         """``ds_k = u_kᵀ dA v_k``."""
         u, _, vh = _thin_svd(vals[0])
-        return np.einsum("...ik,p...ij,...kj->p...k", u, t, vh)
+        return np.asarray(np.einsum("...ik,p...ij,...kj->p...k", u, t, vh))
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""
@@ -560,8 +559,8 @@ def pinv_tangent(a: np.ndarray, p: np.ndarray, t: np.ndarray) -> np.ndarray:
     """``dP = −P dA P + PPᵀ dAᵀ (I − AP) + (I − PA) dAᵀ PᵀP`` (Golub and Pereyra, 1973)."""
     m, n = a.shape[-2:]
     tt = _mT(t)
-    return (-(p @ t @ p) + (p @ _mT(p)) @ tt @ (np.eye(m) - a @ p)
-            + (np.eye(n) - p @ a) @ tt @ (_mT(p) @ p))
+    return np.asarray(-(p @ t @ p) + (p @ _mT(p)) @ tt @ (np.eye(m) - a @ p)
+                      + (np.eye(n) - p @ a) @ tt @ (_mT(p) @ p))
 
 
 class Pinv(MatrixFunction):
@@ -609,7 +608,7 @@ class LstsqSolution(MatrixFunction):
         p = np.linalg.pinv(a, rcond=node.params["cutoff"])
         if k == 0:
             return pinv_tangent(a, p, t) @ np.asarray(vals[1], dtype=np.float64)
-        return p @ t
+        return np.asarray(p @ t)
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
         """Column c of X depends on column c of B only."""
@@ -642,8 +641,8 @@ class LstsqResiduals(MatrixFunction):
         x = np.linalg.lstsq(a, b, rcond=node.params["rcond"])[0]
         r = b - a @ x
         if k == 0:
-            return -2.0 * np.einsum("ic,pij,jc->pc", r, t, x)
-        return 2.0 * np.einsum("ic,pic->pc", r, t)
+            return np.asarray(-2.0 * np.einsum("ic,pij,jc->pc", r, t, x))
+        return np.asarray(2.0 * np.einsum("ic,pic->pc", r, t))
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
         """Column c depends on column c of B only."""
@@ -688,8 +687,11 @@ def _qr_column_deps(m: int, n: int) -> np.ndarray:
 
 
 class QrQ(MatrixFunction):
-    """``np.linalg.qr(a)`` ``Q`` (reduced; ``complete``: the columns beyond the n-th of an
-    m × n matrix with m > n are not unique, their derivative is NaN)."""
+    """``np.linalg.qr(a)`` ``Q``.
+
+    Reduced, or ``complete``: the columns beyond the n-th of an m × n matrix with m > n are not
+    unique, their derivative is NaN.
+    """
 
     name = "qr_q"
 

@@ -190,9 +190,9 @@ def _lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     x = bind(dl.LSTSQ, (a, bb), params)
     rank = bind(dl.MATRIX_RANK, (a,), {"tol": None, "hermitian": False, "rtol": cutoff})
     s = batched(dl.SVD_VALUES, (a,), (2,))
-    nrhs = _shape(bb)[1]
     # numpy returns residuals only for a full-rank, overdetermined system: a rank-deficient
     # matrix at the trace point makes them empty, a value-dependent shape (local mode only)
+    res: Any
     if m > n and int(rank._var.value) == n:
         res = bind(dl.LSTSQ_RESIDUALS, (a, bb), params)
     else:
@@ -258,7 +258,7 @@ def _cond(x: Any, p: Any = None) -> Any:
 
 
 def matrix_norm(x: Any, ord: Any, row_axis: int, col_axis: int, keepdims: bool) -> Any:
-    """numpy's matrix norms over ``(row_axis, col_axis)`` of a traced array."""
+    """Numpy's matrix norms over ``(row_axis, col_axis)`` of a traced array."""
     nd = len(_shape(x))
     row_axis, col_axis = row_axis % nd, col_axis % nd
     if row_axis == col_axis:

@@ -128,12 +128,13 @@ def _polygamma(n: Any, x: Any) -> Any:
                   note="constant `d`; the domain check a > (d-1)/2 is made at the trace point")
 def _multigammaln(a: Any, d: Any) -> Any:
     ew.refuse_traced("scipy.special.multigammaln", (None, d), (None, ("d", "a dimension")))
-    d = np.asarray(concretize(d, "the dimension of scipy.special.multigammaln"))[()]
-    if not np.isscalar(d) or (np.floor(d) != d):
+    dv = np.asarray(concretize(d, "the dimension of scipy.special.multigammaln"))
+    if dv.ndim != 0 or np.floor(dv) != dv:
         raise ValueError("d should be a positive integer (dimension)")
+    dim = int(dv)
     value = a._var.value if isinstance(a, Tracer) else np.asarray(a)
-    if np.any(value <= 0.5 * (d - 1)):
-        raise ValueError(f"condition a ({value}) > 0.5 * (d-1) ({0.5 * (d - 1)}) not met")
-    res = (d * (d - 1) * 0.25) * np.log(np.pi)
-    terms = np.stack([sc.gammaln(a - (j - 1.0) / 2) for j in range(1, int(d) + 1)])
+    if np.any(value <= 0.5 * (dim - 1)):
+        raise ValueError(f"condition a ({value}) > 0.5 * (d-1) ({0.5 * (dim - 1)}) not met")
+    res = (dim * (dim - 1) * 0.25) * np.log(np.pi)
+    terms = np.stack([sc.gammaln(a - (j - 1.0) / 2) for j in range(1, dim + 1)])
     return res + np.sum(terms, axis=0)

@@ -66,7 +66,7 @@ class Distribution:
     argcheck: Callable[..., Any] | None = None  # default: every shape parameter > 0
 
     def valid(self, *shapes: Any) -> Any:
-        """scipy's ``_argcheck``: where the shape parameters are valid."""
+        """Where the shape parameters are valid (scipy's ``_argcheck``)."""
         if self.argcheck is not None:
             return self.argcheck(*shapes)
         cond: Any = True
@@ -206,10 +206,8 @@ def _evaluate(dist: Any, method: str, x: Any, args: tuple[Any, ...],
             y = k
         else:
             y = (x - loc) / scale
-            if method in ("pdf", "logpdf"):
-                inside = (a <= y) & (y <= b)
-            else:
-                inside = (a < y) & (y < b)
+            closed = method in ("pdf", "logpdf")  # as scipy's _support_mask / _open_...
+            inside = ((a <= y) & (y <= b)) if closed else ((a < y) & (y < b))
         cond = valid & inside
         y_safe = np.where(cond, y, rules.inside)
         value = rules.rules[method](y_safe, *safe_shapes)

@@ -80,7 +80,7 @@ def _trampoline(func: types.FunctionType, key: int) -> types.CodeType:
     )
     namespace: dict[str, Any] = {}
     filename = f"<sparsejac: traced {func.__module__}.{func.__qualname__}>"
-    exec(compile(src, filename, "exec"), namespace)  # noqa: S102 - generated above, no input
+    exec(compile(src, filename, "exec"), namespace)
     inner = namespace["_factory"](*([None] * len(freevars)))
     code: types.CodeType = inner.__code__
     return code.replace(co_qualname=func.__code__.co_qualname)

@@ -184,7 +184,7 @@ def test_matrix_norms_have_hand_derived_jacobians() -> None:
     d‖A‖₂/dA = u₁v₁ᵀ, d‖A‖_*/dA = U Vᵀ (thin SVD), d‖A‖₁/dA = sign(A) in the column of
     largest absolute sum.
     """
-    u, s, vh = np.linalg.svd(X34, full_matrices=False)
+    u, _, vh = np.linalg.svd(X34, full_matrices=False)
     got = sparsejac.jacobian(lambda x: np.linalg.norm(x, ord=2), X34).toarray()
     np.testing.assert_allclose(got.reshape(3, 4), np.outer(u[:, 0], vh[0]), atol=1e-12)
     got = sparsejac.jacobian(lambda x: np.linalg.norm(x, ord="nuc"), X34).toarray()
