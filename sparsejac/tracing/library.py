@@ -41,7 +41,7 @@ from typing import Any
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.program import current_trace
 
-__all__ = ["intercept", "intercepted", "library_traced"]
+__all__ = ["forget", "intercept", "intercepted", "library_traced"]
 
 _LOCK = threading.Lock()
 _ACTIVE = [0]  # traces running in this process
@@ -55,6 +55,7 @@ class _Hook:
     trampoline: types.CodeType
     original: types.FunctionType  # a copy of the function running its own code
     always: bool
+    active: bool = True  # False once forgotten (its key stays, so keys never move)
 
 
 _HOOKS: list[_Hook] = []
@@ -124,6 +125,28 @@ def intercept(func: Callable[..., Any], *, always: bool = False) -> None:
             func.__code__ = _HOOKS[key].trampoline
 
 
+def forget(func: Callable[..., Any]) -> None:
+    """Stop intercepting ``func`` (its own code is restored if a trace is running).
+
+    Examples
+    --------
+    >>> from sparsejac.tracing.library import forget, intercept, intercepted
+    >>> def double(a):
+    ...     return 2 * a
+    >>> intercept(double)
+    >>> forget(double)
+    >>> double in intercepted()
+    False
+    """
+    with _LOCK:
+        key = _BY_ID.pop(id(func), None)
+        if key is None:
+            return
+        hook = _HOOKS[key]
+        hook.func.__code__ = hook.code
+        hook.active = False
+
+
 def intercepted() -> list[Callable[..., Any]]:
     """The library functions traced through the registry (see :func:`intercept`).
 
@@ -134,7 +157,7 @@ def intercepted() -> list[Callable[..., Any]]:
     >>> scipy.linalg.solve in intercepted()
     True
     """
-    return [h.func for h in _HOOKS]
+    return [h.func for h in _HOOKS if h.active]
 
 
 def _has_tracer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -174,7 +197,8 @@ def library_traced() -> Iterator[None]:
     with _LOCK:
         if _ACTIVE[0] == 0:
             for hook in _HOOKS:
-                hook.func.__code__ = hook.trampoline
+                if hook.active:
+                    hook.func.__code__ = hook.trampoline
         _ACTIVE[0] += 1
     try:
         yield
@@ -183,4 +207,5 @@ def library_traced() -> Iterator[None]:
             _ACTIVE[0] -= 1
             if _ACTIVE[0] == 0:
                 for hook in _HOOKS:
-                    hook.func.__code__ = hook.code
+                    if hook.active:
+                        hook.func.__code__ = hook.code
