@@ -100,7 +100,10 @@ def _beta_logpdf(y: Any, a: Any, b: Any) -> Any:
 
 
 def _lognorm_logpdf(y: Any, s: Any) -> Any:
-    return -np.log(y) ** 2 / (2 * s ** 2) - np.log(s * y * _SQRT_2PI)
+    # -inf at y = 0 (the boundary of the closed support), as scipy's _lognorm_logpdf
+    at0 = np.equal(y, 0)
+    y1 = np.where(at0, 1.0, y)
+    return np.where(at0, -np.inf, -np.log(y1) ** 2 / (2 * s ** 2) - np.log(s * y1 * _SQRT_2PI))
 
 
 def _poisson_logpmf(k: Any, mu: Any) -> Any:
@@ -196,14 +199,13 @@ def _evaluate(dist: Any, method: str, x: Any, args: tuple[Any, ...],
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         valid = rules.valid(*shapes) & (scale > 0)
         safe_shapes = tuple(np.where(valid, s, 1.0) for s in shapes)
-        if rules.discrete:
+        if rules.discrete:  # the count enters through floor: zero derivative
             k = x - loc
+            y = np.floor(k)
             if method in ("cdf", "logcdf", "sf", "logsf"):
-                k = np.floor(k)
-                inside = (k >= a) & (k < b)
+                inside = (y >= a) & (y < b)
             else:
-                inside = (k >= a) & (k <= b) & (np.floor(k) == k)
-            y = k
+                inside = (y >= a) & (y <= b) & (y == k)
         else:
             y = (x - loc) / scale
             closed = method in ("pdf", "logpdf")  # as scipy's _support_mask / _open_...
