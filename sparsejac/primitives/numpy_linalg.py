@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.primitives import decompositions as dec
 from sparsejac.primitives import dense_linalg as dl
 from sparsejac.primitives.core import Primitive, bind, register_function
 
@@ -115,8 +116,8 @@ def _uplo(UPLO: str) -> bool:
 def _eigh(a: Any, UPLO: str = "L") -> Any:
     _square(a, "eigh")
     lower = _uplo(UPLO)
-    w = batched(dl.EIGH_VALUES, (a,), (2,), {"lower": lower, "vectors": True})
-    v = batched(dl.EIGH_VECTORS, (a,), (2,), {"lower": lower})
+    w = batched(dec.EIGH_VALUES, (a,), (2,), {"lower": lower, "vectors": True})
+    v = batched(dec.EIGH_VECTORS, (a,), (2,), {"lower": lower})
     return _EIGH_RESULT(w, v)
 
 
@@ -124,7 +125,7 @@ def _eigh(a: Any, UPLO: str = "L") -> Any:
                    note="reads one triangle")
 def _eigvalsh(a: Any, UPLO: str = "L") -> Any:
     _square(a, "eigvalsh")
-    return batched(dl.EIGH_VALUES, (a,), (2,), {"lower": _uplo(UPLO), "vectors": False})
+    return batched(dec.EIGH_VALUES, (a,), (2,), {"lower": _uplo(UPLO), "vectors": False})
 
 
 def _matrix(a: Any, func: str) -> tuple[int, ...]:
@@ -145,19 +146,19 @@ def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
         raise UnsupportedPrimitiveError(
             "numpy.linalg.svd", "`hermitian=True` (singular values sorted by |eigenvalue|); "
             "use np.linalg.eigh for a symmetric matrix")
-    s = batched(dl.SVD_VALUES, (a,), (2,))
+    s = batched(dec.SVD_VALUES, (a,), (2,))
     if not compute_uv:
         return s
     full = bool(full_matrices)
-    u = batched(dl.SVD_U, (a,), (2,), {"full": full})
-    vh = batched(dl.SVD_VH, (a,), (2,), {"full": full})
+    u = batched(dec.SVD_U, (a,), (2,), {"full": full})
+    vh = batched(dec.SVD_VH, (a,), (2,), {"full": full})
     return _SVD_RESULT(u, s, vh)
 
 
 @register_function(np.linalg.svdvals, family="linalg", via="svd_values")
 def _svdvals(x: Any, /) -> Any:
     _matrix(x, "svdvals")
-    return batched(dl.SVD_VALUES, (x,), (2,))
+    return batched(dec.SVD_VALUES, (x,), (2,))
 
 
 @register_function(np.linalg.pinv, family="linalg", via="pinv",
@@ -169,7 +170,7 @@ def _pinv(a: Any, rcond: Any = None, hermitian: bool = False, **kw: Any) -> Any:
     kwargs = {"rcond": rcond, "hermitian": bool(hermitian), **kw}
     if hermitian:
         _square(a, "pinv")
-    return batched(dl.PINV, (a,), (2,), {"kwargs": kwargs})
+    return batched(dec.PINV, (a,), (2,), {"kwargs": kwargs})
 
 
 @register_function(np.linalg.lstsq, family="linalg", via="lstsq, lstsq_residuals, svd_values",
@@ -187,14 +188,14 @@ def _lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
         raise np.linalg.LinAlgError("Incompatible dimensions")
     cutoff = float(np.finfo(np.float64).eps * max(m, n)) if rcond is None else rcond
     params = {"batch": (), "rcond": rcond, "cutoff": cutoff}
-    x = bind(dl.LSTSQ, (a, bb), params)
+    x = bind(dec.LSTSQ, (a, bb), params)
     rank = bind(dl.MATRIX_RANK, (a,), {"tol": None, "hermitian": False, "rtol": cutoff})
-    s = batched(dl.SVD_VALUES, (a,), (2,))
+    s = batched(dec.SVD_VALUES, (a,), (2,))
     # numpy returns residuals only for a full-rank, overdetermined system: a rank-deficient
     # matrix at the trace point makes them empty, a value-dependent shape (local mode only)
     res: Any
     if m > n and int(rank._var.value) == n:
-        res = bind(dl.LSTSQ_RESIDUALS, (a, bb), params)
+        res = bind(dec.LSTSQ_RESIDUALS, (a, bb), params)
     else:
         if m > n:
             concretize(rank, "the rank of the matrix given to numpy.linalg.lstsq")
@@ -210,13 +211,13 @@ def _qr(a: Any, mode: str = "reduced") -> Any:
     if mode not in ("reduced", "complete", "r"):
         raise UnsupportedPrimitiveError("numpy.linalg.qr", f"mode={mode!r}")
     complete = mode == "complete"
-    r = batched(dl.QR_R, (a,), (2,), {"complete": False})
+    r = batched(dec.QR_R, (a,), (2,), {"complete": False})
     if complete and m > n:
         zeros = np.zeros((*_shape(a)[:-2], m - n, n))
         r = np.concatenate([r, zeros], axis=-2)
     if mode == "r":
         return r
-    q = batched(dl.QR_Q, (a,), (2,), {"complete": complete and m > n})
+    q = batched(dec.QR_Q, (a,), (2,), {"complete": complete and m > n})
     return _QR_RESULT(q, r)
 
 
@@ -267,7 +268,7 @@ def matrix_norm(x: Any, ord: Any, row_axis: int, col_axis: int, keepdims: bool) 
         res = np.sqrt(np.sum(x * x, axis=(row_axis, col_axis)))
     elif ord in (2, -2, "nuc"):
         moved = np.moveaxis(x, (row_axis, col_axis), (-2, -1))
-        s = batched(dl.SVD_VALUES, (moved,), (2,))
+        s = batched(dec.SVD_VALUES, (moved,), (2,))
         res = s[..., 0] if ord == 2 else (s[..., -1] if ord == -2 else np.sum(s, axis=-1))
     elif ord in (1, -1):
         red = np.sum(np.abs(x), axis=row_axis)
