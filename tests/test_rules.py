@@ -810,3 +810,7 @@ def test_structured_primitives_derive_their_rules() -> None:
     assert fast_paths(CUMSUM) == ["jvp", "vjp"]
     assert fast_paths(GATHER) == ["pattern", "jvp", "vjp"]
     assert fast_paths(Contraction()) == ["jvp", "vjp"]
+    # solves with the factors where A⁻¹ is denser than L + U (the derived rule otherwise)
+    from sparsejac.primitives.scipy_linalg import CONST_SOLVE
+
+    assert fast_paths(CONST_SOLVE) == ["jvp", "vjp"]

@@ -38,6 +38,7 @@ import scipy.sparse.linalg as spla
 
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import dense_linalg as dl
+from sparsejac.primitives import derive
 from sparsejac.primitives.core import LocalJac, Primitive, bind, register_library
 from sparsejac.primitives.numpy_linalg import batched
 from sparsejac.tracing.program import Node
@@ -158,6 +159,41 @@ def inverse_structure(lower: sp.csc_array, upper: sp.csc_array, perm_r: np.ndarr
     return out
 
 
+@numba.njit(cache=True)
+def _greedy_groups(cptr, cidx, rptr, ridx, n):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """First-fit groups of columns whose structures share no row (distance-2 colouring)."""
+    group = np.full(n, -1, np.int64)
+    forbidden = np.full(n + 1, -1, np.int64)
+    for j in range(n):
+        for e in range(cptr[j], cptr[j + 1]):
+            i = cidx[e]
+            for f in range(rptr[i], rptr[i + 1]):
+                jj = ridx[f]
+                if group[jj] >= 0:
+                    forbidden[group[jj]] = j
+        c = 0
+        while forbidden[c] == j:
+            c += 1
+        group[j] = c
+    return group
+
+
+def _column_groups(s: sp.csc_array) -> tuple[np.ndarray, int]:
+    """Groups of the columns of a structure that can share a right-hand side, and their count.
+
+    The greedy pass costs the sum of the squared row counts; past a budget (a dense inverse,
+    whose columns all conflict anyway) every column is its own group.
+    """
+    n = s.shape[1]
+    rows = sp.csr_array(s)
+    work = int(np.sum(np.diff(rows.indptr).astype(np.int64) ** 2))
+    if work > 64 * max(s.nnz, n) + 10_000_000:
+        return np.arange(n, dtype=np.int64), n
+    group = _greedy_groups(s.indptr.astype(np.int64), s.indices.astype(np.int64),
+                           rows.indptr.astype(np.int64), rows.indices.astype(np.int64), n)
+    return group, int(group.max()) + 1 if n else 0
+
+
 # -- constant factorisations ---------------------------------------------------------------------
 
 
@@ -187,6 +223,7 @@ class Factorization:
         self.transposed = bool(transposed)
         self.name = name
         self._structure: sp.csc_array | None = None
+        self._values: np.ndarray | None = None
 
     def solve(self, b: np.ndarray, transpose: bool = False) -> np.ndarray:
         """``op⁻¹ b`` (``transpose``: ``op⁻ᵀ b``)."""
@@ -205,19 +242,40 @@ class Factorization:
             self._structure = s
         return self._structure
 
+    def inverse_is_dense(self) -> bool:
+        """Whether solving is cheaper than multiplying by ``op⁻¹`` (benchmarks/rules.py).
+
+        Dense factors: always (LAPACK). Sparse ones: when ``op⁻¹`` has more than twice the
+        entries of L and U (a tridiagonal system's inverse is full; 2 × 2 blocks stay blocks).
+        """
+        if self.factors is None:
+            return True
+        low, up = self.factors[0], self.factors[1]
+        return bool(self.structure().nnz > 2 * (low.nnz + up.nnz))
+
     def inverse_values(self, chunk: int = 256) -> np.ndarray:
-        """Values of ``op⁻¹`` on :meth:`structure` (CSC order), by solves with identity blocks."""
-        s = self.structure()
-        vals = np.empty(s.indices.size)
-        for j0 in range(0, self.n, chunk):
-            j1 = min(j0 + chunk, self.n)
-            e = np.zeros((self.n, j1 - j0))
-            e[np.arange(j0, j1), np.arange(j1 - j0)] = 1.0
-            x = self.solve(e).reshape(self.n, j1 - j0)
-            lo, hi = s.indptr[j0], s.indptr[j1]
-            cols = np.repeat(np.arange(j1 - j0), np.diff(s.indptr[j0:j1 + 1]))
-            vals[lo:hi] = x[s.indices[lo:hi], cols]
-        return vals
+        """Values of ``op⁻¹`` on :meth:`structure` (CSC order), computed once.
+
+        Columns of ``op⁻¹`` whose structures share no row are solved for together, with the
+        sum of their unit vectors as one right-hand side (a greedy colouring of the columns,
+        as the compressed Jacobians of this package): two solves for 2 × 2 diagonal blocks of
+        any size, one per column when the inverse is dense.
+        """
+        if self._values is None:
+            s = self.structure()
+            groups, ngroups = _column_groups(s)
+            col_of_entry = np.repeat(groups, np.diff(s.indptr))
+            vals = np.empty(s.indices.size)
+            for g0 in range(0, ngroups, chunk):
+                g1 = min(g0 + chunk, ngroups)
+                e = np.zeros((self.n, g1 - g0))
+                in_chunk = (groups >= g0) & (groups < g1)
+                e[np.flatnonzero(in_chunk), groups[in_chunk] - g0] = 1.0
+                x = self.solve(e).reshape(self.n, g1 - g0)
+                sel = (col_of_entry >= g0) & (col_of_entry < g1)
+                vals[sel] = x[s.indices[sel], col_of_entry[sel] - g0]
+            self._values = vals
+        return self._values
 
     def __repr__(self) -> str:
         return f"<{self.name} of order {self.n}{', transposed' if self.transposed else ''}>"
@@ -259,17 +317,21 @@ class ConstSolve(Primitive):
 
     def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
             out: Any) -> np.ndarray | None:
-        """Solve with the tangent block (fast path)."""
+        """Solve with the tangent block when ``A⁻¹`` is denser than the factors (fast path)."""
         t = tangents[0]
         if t is None:
             return None
+        if not node.params["solver"].inverse_is_dense():
+            return derive.derived_jvp(node, vals, tangents, out)
         return self._solve_block(node, t, transpose=False)
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
             ) -> list[np.ndarray | None]:
-        """Solve the transpose with the cotangent block (fast path)."""
+        """Solve the transpose with the cotangent block, likewise (fast path)."""
         if not node.inputs[0].active:
             return [None]
+        if not node.params["solver"].inverse_is_dense():
+            return derive.derived_vjp(node, vals, out, ct)
         return [self._solve_block(node, ct, transpose=True)]
 
     @staticmethod
