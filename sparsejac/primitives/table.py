@@ -133,6 +133,14 @@ forward to the numpy function of the same name, supported or not as it is), and 
 **Index arguments** (index arrays, masks, shifts, `np.add.at` indices, `bincount` bins) must
 be constants in global mode; local mode (`local=True`) reads them at `x`. See
 [patterns.md](patterns.md).
+
+**scipy functions.** scipy's ufuncs (`scipy.special.erf`, `iv`, ...) reach the tracer as
+numpy's do. The scipy functions below that are Python code converting their inputs with
+`np.asarray` (`scipy.linalg.solve`, `scipy.special.logsumexp`, the `scipy.stats` methods, ...)
+are traced by interception while a trace runs, also when imported by name before the trace
+(`from scipy.special import logsumexp`); calls without traced arguments, and calls from other
+threads, run scipy's own code
+([internals](internals.md#library-functions-that-convert-their-input)).
 """
 
 
