@@ -41,6 +41,11 @@ def _cases(n: int) -> dict[str, tuple[str, object]]:
         "elementwise (sin)": ("sin", lambda x: np.sin(x)),
         "const_solve (spsolve, 2x2 blocks)": ("const_solve", lambda x: spla.spsolve(pairs, x)),
     }
+    m = 20
+    a20 = np.random.default_rng(2).normal(size=(m, m)) + m * np.eye(m)
+    cases["solve (traced 20 x 20 matrices)"] = (
+        "solve", lambda x: np.linalg.solve(x[:(x.size // (m * m)) * m * m].reshape(-1, m, m)
+                                           + a20, np.ones(m)))
     if n <= 2_000:  # a dense inverse: the derived rules need n^2 entries
         tri = sp.csc_array(sp.diags_array([-1.0, 4.0, -1.0], offsets=[-1, 0, 1], shape=(n, n)))
         cases["const_solve (spsolve, tridiagonal)"] = (

@@ -814,3 +814,7 @@ def test_structured_primitives_derive_their_rules() -> None:
     from sparsejac.primitives.scipy_linalg import CONST_SOLVE
 
     assert fast_paths(CONST_SOLVE) == ["jvp", "vjp"]
+    # dense matrix functions: their JVP formula on the tangent block (dense blocks only)
+    from sparsejac.primitives.dense_linalg import SOLVE
+
+    assert fast_paths(SOLVE) == ["jvp"]

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.primitives import derive
 from sparsejac.primitives.core import LocalJac, Primitive
 from sparsejac.tracing.program import Node
 
@@ -109,6 +110,35 @@ class MatrixFunction(Primitive):
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The operands (indices, ``"out"``) the derivative with respect to operand k reads."""
         return (*range(len(node.inputs)), "out")
+
+    def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
+            out: Any) -> np.ndarray | None:
+        """The tangent formula on the tangent block (fast path).
+
+        ``p`` directions cost ``p`` evaluations of the formula, where the derived rule builds
+        the local Jacobian (one evaluation per element of a block) and multiplies by it:
+        benchmarks/rules.py measures 10x (3 × 3) to 400x (40 × 40) for a traced solve. Only
+        for dense blocks: where a mask states structural zeros the formula would leave
+        rounding there (Cholesky, QR), and the derived rule is used.
+        """
+        dense = node.cache.get("dense_blocks")
+        if dense is None:
+            dense = node.cache["dense_blocks"] = all(
+                self.mask(node, k) is None and self.column_mask(node, k) is None
+                for k, v in enumerate(node.inputs) if v.active)
+        if not dense:
+            return derive.derived_jvp(node, vals, tangents, out)
+        acc = None
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for k, t in enumerate(tangents):
+                if t is None:
+                    continue
+                term = np.asarray(self.tangent(node, k, vals, out, t), dtype=np.float64)
+                acc = term if acc is None else acc + term
+        if acc is None:
+            return None
+        p = acc.shape[0]
+        return np.ascontiguousarray(np.broadcast_to(acc, (p, *node.out.shape)))
 
     def column_matrix(self, node: Node, k: int, vals: Sequence[Any], out: Any
                       ) -> np.ndarray | None:
