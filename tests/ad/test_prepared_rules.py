@@ -81,3 +81,24 @@ def test_entry(case: Case, rng: np.random.Generator) -> None:
     x0 = rng.uniform(*case.domain, size=case.shape)
     x1 = rng.uniform(*case.domain, size=case.shape)
     check_prepared(case.f, x0, x1)
+
+
+_LIBRARY_CASES = [c for c in CASES if c.entry.startswith(("numpy.linalg.", "scipy."))]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=_case_id(c)) for c in _LIBRARY_CASES])
+def test_library_entry_at_several_points(case: Case, rng: np.random.Generator) -> None:
+    """Linear algebra, scipy.special and scipy.stats: one program replayed at three points."""
+    x0 = rng.uniform(*case.domain, size=case.shape)
+    prog = trace(case.f, x0)
+    pp = PreparedProgram(prog, width=2)
+    n = x0.size
+    for _ in range(3):
+        x1 = rng.uniform(*case.domain, size=case.shape)
+        out1, b = pp.forward(x1, np.arange(n), n)
+        m = int(np.size(out1))
+        jac = jvp(case.f, x1, np.eye(n)).reshape(m, n)
+        scale = 1.0 + np.abs(jac).max(initial=0.0)
+        np.testing.assert_allclose(b, jac, rtol=0, atol=1e-12 * scale)
+        _, c = pp.reverse(x1, np.arange(m), m)
+        np.testing.assert_allclose(c, jac, rtol=0, atol=1e-12 * scale)
