@@ -37,6 +37,7 @@ def _codes() -> dict[str, Any]:
 
 def test_registered_functions_are_intercepted() -> None:
     """The library functions the registry traces are known to the interception layer."""
+    library.run_deferred()  # scipy.stats is imported: its rules are registered
     funcs = library.intercepted()
     for f in (sla.solve, sla.lu_solve, sla.cho_solve, sla.expm, sc.logsumexp, sc.softmax,
               sc.log_softmax, sc.polygamma, sc.zeta, sc.multigammaln,
@@ -184,6 +185,18 @@ def test_closures_keep_their_layout() -> None:
         del FUNCTIONS[func]
         library.forget(func)
     assert func not in library.intercepted()
+
+
+def test_scipy_stats_rules_wait_for_scipy_stats() -> None:
+    """``import sparsejac`` does not import scipy.stats (a third of a second)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, sparsejac; assert 'scipy.stats' not in sys.modules; "
+            "import scipy.stats as st; "
+            "j = sparsejac.jacobian(lambda x: st.norm.logpdf(x), np.array([0.5])); "
+            "assert abs(j.toarray()[0, 0] + 0.5) < 1e-15")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_only_python_functions_can_be_intercepted() -> None:

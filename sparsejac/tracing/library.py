@@ -41,7 +41,7 @@ from typing import Any
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.program import current_trace
 
-__all__ = ["forget", "intercept", "intercepted", "library_traced"]
+__all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "run_deferred"]
 
 _LOCK = threading.Lock()
 _ACTIVE = [0]  # traces running in this process
@@ -160,6 +160,43 @@ def intercepted() -> list[Callable[..., Any]]:
     return [h.func for h in _HOOKS if h.active]
 
 
+_DEFERRED: dict[str, list[Callable[[], Any]]] = {}
+_DEFER_LOCK = threading.Lock()
+
+
+def defer(module: str, register: Callable[[], Any]) -> None:
+    """Run ``register`` once ``module`` is imported (checked when a trace starts).
+
+    Rules for a heavy library (``scipy.stats`` takes a third of a second to import) are
+    registered only when the user's program has imported it: a traced function that calls
+    ``scipy.stats.norm.logpdf`` has imported ``scipy.stats`` before its trace starts.
+
+    Examples
+    --------
+    >>> from sparsejac.tracing.library import defer, run_deferred
+    >>> seen = []
+    >>> defer("json", lambda: seen.append("registered"))
+    >>> import json
+    >>> run_deferred()
+    >>> seen
+    ['registered']
+    """
+    if module in sys.modules:
+        register()
+        return
+    with _DEFER_LOCK:
+        _DEFERRED.setdefault(module, []).append(register)
+
+
+def run_deferred(force: bool = False) -> None:
+    """Run the deferred registrations whose module is imported (all of them with ``force``)."""
+    with _DEFER_LOCK:
+        ready = [m for m in _DEFERRED if force or m in sys.modules]
+        todo = [f for m in ready for f in _DEFERRED.pop(m)]
+    for register in todo:
+        register()
+
+
 def _has_tracer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     from sparsejac.tracing.tracer import Tracer
 
@@ -194,6 +231,8 @@ def _enter(key: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 @contextmanager
 def library_traced() -> Iterator[None]:
     """Install the trampolines for the duration of a trace (reference-counted)."""
+    if _DEFERRED:
+        run_deferred()
     with _LOCK:
         if _ACTIVE[0] == 0:
             for hook in _HOOKS:
