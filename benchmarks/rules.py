@@ -15,6 +15,8 @@ import argparse
 import time
 
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 import sparsejac  # noqa: F401  (installs the registry)
 from sparsejac.primitives import depsets, derive
@@ -28,14 +30,27 @@ P = 8
 def _cases(n: int) -> dict[str, tuple[str, object]]:
     """Name -> (primitive measured, function whose trace contains it)."""
     a = np.random.default_rng(0).normal(size=(20, 20))
-    return {
+    pairs = sp.csc_array(sp.eye_array(n) - 0.1 * sp.kron(
+        sp.eye_array(n // 2), sp.csr_array([[-2.0, 1.0], [1.0, -3.0]])))
+    cases = {
         "gather (np.roll)": ("gather", lambda x: np.roll(x, 1)),
         "gather (slice)": ("gather", lambda x: x[1:]),
         "reduce_sum (rows of 10)": ("reduce_sum", lambda x: x.reshape(-1, 10).sum(axis=1)),
         "cumsum (lanes of 10)": ("cumsum", lambda x: np.cumsum(x.reshape(-1, 10), axis=1)),
         "einsum (constant 20x20 @ X)": ("einsum", lambda x: a @ x.reshape(20, -1)),
         "elementwise (sin)": ("sin", lambda x: np.sin(x)),
+        "const_solve (spsolve, 2x2 blocks)": ("const_solve", lambda x: spla.spsolve(pairs, x)),
     }
+    m = 20
+    a20 = np.random.default_rng(2).normal(size=(m, m)) + m * np.eye(m)
+    cases["solve (traced 20 x 20 matrices)"] = (
+        "solve", lambda x: np.linalg.solve(x[:(x.size // (m * m)) * m * m].reshape(-1, m, m)
+                                           + a20, np.ones(m)))
+    if n <= 2_000:  # a dense inverse: the derived rules need n^2 entries
+        tri = sp.csc_array(sp.diags_array([-1.0, 4.0, -1.0], offsets=[-1, 0, 1], shape=(n, n)))
+        cases["const_solve (spsolve, tridiagonal)"] = (
+            "const_solve", lambda x: spla.spsolve(tri, x))
+    return cases
 
 
 def _best(fn, repeats: int) -> float:

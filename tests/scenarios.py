@@ -525,6 +525,183 @@ def _ode_views_pattern() -> np.ndarray:
 _DS, _DSJ = _diffpower(2)
 _DC, _DCJ = _diffpower(3)
 
+
+# ---------------------------------------------------------------------------------------------
+# linear algebra and scipy functions with traced operands (issue 13, items 3 and 7)
+# ---------------------------------------------------------------------------------------------
+
+_A0 = np.array([[4.0, 1.0, -0.5, 0.2], [0.3, 3.0, 0.7, -0.4], [0.1, -0.6, 5.0, 0.9],
+                [0.8, 0.2, -0.3, 4.5]])
+_B0 = np.array([1.0, -2.0, 0.5, 3.0])
+
+
+def _solve_matrix(x: Any) -> Any:
+    return np.linalg.solve(_A0 + np.diag(x), _B0)
+
+
+def _solve_matrix_jac(x: np.ndarray) -> np.ndarray:
+    # dX = -A^{-1} dA X with dA = e_j e_j^T: column j is -A^{-1}[:, j] X[j]
+    ainv = np.linalg.inv(_A0 + np.diag(x))
+    return -ainv * (ainv @ _B0)[None, :]
+
+
+_A_BATCH = np.stack([_A0[:3, :3], _A0[1:, 1:]])  # (2, 3, 3)
+
+
+def _solve_rhs_batched(x: Any) -> Any:
+    return np.linalg.solve(_A_BATCH, (x**2)[..., None])
+
+
+def _solve_rhs_batched_jac(x: np.ndarray) -> np.ndarray:
+    blocks = [np.linalg.inv(_A_BATCH[k]) * (2 * x[k])[None, :] for k in range(2)]
+    return np.block([[blocks[0], np.zeros((3, 3))], [np.zeros((3, 3)), blocks[1]]])
+
+
+def _det2(x: Any) -> Any:
+    return np.linalg.det(x.reshape(3, 2, 2))
+
+
+def _det2_jac(x: np.ndarray) -> np.ndarray:
+    # det [[a, b], [c, d]] = ad - bc: gradient (d, -c, -b, a)
+    j = np.zeros((3, 12))
+    for k in range(3):
+        a, b, c, d = x.reshape(3, 4)[k]
+        j[k, 4 * k:4 * k + 4] = [d, -c, -b, a]
+    return j
+
+
+def _inv2(x: Any) -> Any:
+    return np.linalg.inv(x.reshape(2, 2, 2) + 2 * np.eye(2))
+
+
+def _inv2_jac(x: np.ndarray) -> np.ndarray:
+    # d(A^{-1})[i, j] / dA[p, q] = -A^{-1}[i, p] A^{-1}[q, j], block by block
+    j = np.zeros((8, 8))
+    for k, a in enumerate(x.reshape(2, 2, 2) + 2 * np.eye(2)):
+        ainv = np.linalg.inv(a)
+        j[4 * k:4 * k + 4, 4 * k:4 * k + 4] = -np.einsum("ip,qj->ijpq", ainv, ainv).reshape(4, 4)
+    return j
+
+
+def _chol2(x: Any) -> Any:
+    return np.linalg.cholesky(x + 2 * np.eye(2))
+
+
+def _chol2_jac(x: np.ndarray) -> np.ndarray:
+    # reads the lower triangle a = A00, b = A10, c = A11:
+    # L = [[sqrt(a), 0], [b / sqrt(a), sqrt(c - b^2 / a)]]
+    a, b, c = x[0, 0] + 2, x[1, 0], x[1, 1] + 2
+    l11 = np.sqrt(c - b * b / a)
+    j = np.zeros((4, 4))  # rows L00, L01, L10, L11; columns A00, A01, A10, A11
+    j[0, 0] = 0.5 / np.sqrt(a)
+    j[2, 0] = -0.5 * b * a ** -1.5
+    j[2, 2] = 1 / np.sqrt(a)
+    j[3, 0] = b * b / (a * a) / (2 * l11)
+    j[3, 2] = -b / (a * l11)
+    j[3, 3] = 0.5 / l11
+    return j
+
+
+def _eigvalsh2(x: Any) -> Any:
+    return np.linalg.eigvalsh(x)
+
+
+def _eigvalsh2_jac(x: np.ndarray) -> np.ndarray:
+    # [[a, b], [b, c]] from the lower triangle: (a + c)/2 -+ r, r = sqrt(((a - c)/2)^2 + b^2)
+    a, b, c = x[0, 0], x[1, 0], x[1, 1]
+    r = np.sqrt(((a - c) / 2) ** 2 + b * b)
+    dr = np.array([(a - c) / 4 / r, 0.0, b / r, -(a - c) / 4 / r])
+    mean = np.array([0.5, 0.0, 0.0, 0.5])
+    return np.stack([mean - dr, mean + dr])
+
+
+def _logsumexp_rows(x: Any) -> Any:
+    import scipy.special
+
+    return scipy.special.logsumexp(x, axis=1)
+
+
+def _logsumexp_rows_jac(x: np.ndarray) -> np.ndarray:
+    w = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)  # softmax of each row
+    j = np.zeros((3, 12))
+    for i in range(3):
+        j[i, 4 * i:4 * i + 4] = w[i]
+    return j
+
+
+_DT = 0.1
+_PAIRS = sp.block_diag([sp.csr_array([[-2.0, 1.0], [1.0, -3.0]])] * 4, format="csc")
+_EULER = sp.csc_array(sp.eye_array(8) - _DT * _PAIRS)
+
+
+def _implicit_euler(u: Any) -> Any:
+    import scipy.sparse.linalg
+
+    return scipy.sparse.linalg.spsolve(_EULER, u + _DT * u**2)
+
+
+def _implicit_euler_jac(u: np.ndarray) -> np.ndarray:
+    return np.linalg.inv(_EULER.toarray()) * (1 + 2 * _DT * u)[None, :]
+
+
+_TRI5 = sp.csc_array(sp.diags_array([-1.0, 3.0, -1.0], offsets=[-1, 0, 1], shape=(5, 5)))
+
+
+def _splu_solve(u: Any) -> Any:
+    import scipy.sparse.linalg
+
+    return scipy.sparse.linalg.splu(_TRI5).solve(np.sin(u))
+
+
+def _splu_solve_jac(u: np.ndarray) -> np.ndarray:
+    return np.linalg.inv(_TRI5.toarray()) * np.cos(u)[None, :]
+
+
+_DATA = np.array([0.3, 1.1, 2.0, 0.7, 1.6, 0.9])
+
+
+def _norm_fit(theta: Any) -> Any:
+    import scipy.stats
+
+    return scipy.stats.norm.logpdf(_DATA, loc=theta[0], scale=theta[1])
+
+
+def _norm_fit_jac(theta: np.ndarray) -> np.ndarray:
+    loc, s = theta
+    z = (_DATA - loc) / s
+    return np.stack([z / s, -1 / s + z * z / s], axis=1)
+
+
+def _gamma_fit(theta: Any) -> Any:
+    import scipy.stats
+
+    return scipy.stats.gamma.logpdf(_DATA, theta[0] + 1.0, scale=theta[1])
+
+
+def _gamma_fit_jac(theta: np.ndarray) -> np.ndarray:
+    import scipy.special
+
+    a, s = theta[0] + 1.0, theta[1]
+    # logpdf = (a - 1) log(d / s) - d / s - gammaln(a) - log(s)
+    d_a = np.log(_DATA / s) - scipy.special.digamma(a)
+    d_s = -a / s + _DATA / s**2
+    return np.stack([d_a, d_s], axis=1)
+
+
+def _bessel_gammainc(x: Any) -> Any:
+    import scipy.special
+
+    return scipy.special.iv(0, x) + scipy.special.gammainc(2.0, x[::-1])
+
+
+def _bessel_gammainc_jac(x: np.ndarray) -> np.ndarray:
+    import scipy.special
+
+    # I0' = I1; d/dx P(2, x) = x e^{-x} / Gamma(2)
+    xr = x[::-1]
+    return np.diag(scipy.special.i1(x)) + np.fliplr(np.diag(xr * np.exp(-xr)))
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("diffsquare", _DS, _point((9,), 1), _DSJ, _bidiagonal(9)),
     Scenario("diffcube", _DC, _point((9,), 2), _DCJ, _bidiagonal(9)),
@@ -565,6 +742,32 @@ SCENARIOS: list[Scenario] = [
              _cube_rank3_pattern(), tags=("reduction",)),
     Scenario("ode_views", _ode_views, _point((2 * _N_ODE,), 20), _ode_views_jac,
              _ode_views_pattern(), tags=("views",)),
+    # linear algebra and scipy functions with traced operands
+    Scenario("solve_traced_matrix", _solve_matrix, _point((4,), 21), _solve_matrix_jac,
+             np.ones((4, 4), dtype=bool), tags=("linalg",)),
+    Scenario("solve_traced_rhs_batched", _solve_rhs_batched, _point((2, 3), 22),
+             _solve_rhs_batched_jac, _solve_rhs_batched_jac(np.ones((2, 3))) != 0,
+             tags=("linalg",)),
+    Scenario("det_batched_2x2", _det2, _point((12,), 23), _det2_jac,
+             _det2_jac(np.ones(12)) != 0, tags=("linalg",)),
+    Scenario("inv_batched_2x2", _inv2, _point((8,), 24), _inv2_jac,
+             _inv2_jac(_point((8,), 24)) != 0, tags=("linalg",)),
+    Scenario("cholesky_reads_lower", _chol2, _point((2, 2), 25), _chol2_jac,
+             _chol2_jac(_point((2, 2), 25)) != 0, tags=("linalg",)),
+    Scenario("eigvalsh_2x2", _eigvalsh2, _point((2, 2), 26), _eigvalsh2_jac,
+             _eigvalsh2_jac(_point((2, 2), 26)) != 0, tags=("linalg",)),
+    Scenario("logsumexp_rows", _logsumexp_rows, _point((3, 4), 27), _logsumexp_rows_jac,
+             _logsumexp_rows_jac(np.ones((3, 4))) != 0, tags=("special", "reduction")),
+    Scenario("implicit_euler_spsolve", _implicit_euler, _point((8,), 28), _implicit_euler_jac,
+             np.kron(np.eye(4), np.ones((2, 2))) != 0, tags=("linalg", "sparse-matrix")),
+    Scenario("splu_solve_tridiagonal", _splu_solve, _point((5,), 29), _splu_solve_jac,
+             np.ones((5, 5), dtype=bool), tags=("linalg", "sparse-matrix")),
+    Scenario("norm_logpdf_fit", _norm_fit, _point((2,), 30), _norm_fit_jac,
+             np.ones((6, 2), dtype=bool), tags=("stats",)),
+    Scenario("gamma_logpdf_fit", _gamma_fit, _point((2,), 31), _gamma_fit_jac,
+             np.ones((6, 2), dtype=bool), tags=("stats",)),
+    Scenario("bessel_gammainc", _bessel_gammainc, _point((5,), 32), _bessel_gammainc_jac,
+             (np.eye(5) + np.fliplr(np.eye(5))) != 0, tags=("special",)),
 ]
 
 

@@ -35,7 +35,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.linalg as sla
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+import scipy.special as sc
+import scipy.stats as st
 
 import sparsejac
 from sparsejac.ad import jvp, vjp
@@ -45,6 +49,7 @@ from sparsejac.primitives.elementwise import (
     BINARY_ROWS,
     ELEMENTWISE,
     NONZERO,
+    TERNARY_ROWS,
     UNARY_ROWS,
     ZERO_DERIVATIVE,
     Row,
@@ -219,25 +224,47 @@ OPERAND_DOMAINS = {
 }
 
 
-def _binary_params() -> list[Any]:
-    params = []
-    for row in BINARY_ROWS:
-        for sa, sb, traced in BINARY_CASES:
-            if row.fn is np.ldexp and traced != "a":
-                continue  # the exponent of ldexp is an integer array: never traced
-            params.append(pytest.param(row, sa, sb, traced,
-                                       id=f"{_row_id(row)}-{sa}-{sb}-{traced}"))
-    return params
+#: Operands that take integers: (ufunc, operand index) -> the integers to sample from.
+INTEGER_OPERANDS = {(np.ldexp, 1): (-2, 3), (sc.yn, 0): (0, 4)}
 
 
-@pytest.mark.parametrize(("row", "sa", "sb", "traced"), _binary_params())
+def traceable(row: Row, traced: str) -> bool:
+    """Whether the operands named in ``traced`` ("a", "b", "ab") may be traced for ``row``.
+
+    Integer operands (ldexp's exponent, yn's order) and the operands a row refuses (the
+    order of a Bessel function, the parameter of gammainc) are never traced.
+    """
+    for k, name in enumerate("ab"):
+        if name not in traced:
+            continue
+        if (row.fn, k) in INTEGER_OPERANDS or (row.refuse and row.refuse[k] is not None):
+            return False
+    return True
+
+
+def sample_operands(row: Row, sa: tuple[int, ...], sb: tuple[int, ...],
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Operand values for a binary row (integers where the row takes them)."""
+    da, db = OPERAND_DOMAINS.get(row.fn, (row.domain, row.domain))
+    ops = [sample(da, sa, rng), sample(db, sb, rng)]
+    for k, shape in enumerate((sa, sb)):
+        if (row.fn, k) in INTEGER_OPERANDS:
+            ops[k] = rng.integers(*INTEGER_OPERANDS[row.fn, k], size=shape)
+    return ops[0], ops[1]
+
+
+def binary_row_params() -> list[Any]:
+    """Every binary row with every shape pair and every traceable choice of operands."""
+    return [pytest.param(row, sa, sb, traced, id=f"{_row_id(row)}-{sa}-{sb}-{traced}")
+            for row in BINARY_ROWS for sa, sb, traced in BINARY_CASES
+            if traceable(row, traced)]
+
+
+@pytest.mark.parametrize(("row", "sa", "sb", "traced"), binary_row_params())
 def test_binary_row(row: Row, sa: tuple[int, ...], sb: tuple[int, ...], traced: str,
                     rng: np.random.Generator) -> None:
     """A binary row's rules are right for equal shapes, broadcasting pairs and constants."""
-    da, db = OPERAND_DOMAINS.get(row.fn, (row.domain, row.domain))
-    a, b = sample(da, sa, rng), sample(db, sb, rng)
-    if row.fn is np.ldexp:
-        b = rng.integers(-2, 3, size=sb)
+    a, b = sample_operands(row, sa, sb, rng)
     consts = {"a": a, "b": b}
     x = {"ab": np.concatenate([np.ravel(a), np.ravel(b)]), "a": a, "b": b}[traced]
     f = _binary_f(row.fn, sa, sb, traced, consts)
@@ -337,6 +364,19 @@ _K = np.array([[1.0, 0.0, -2.0], [0.0, 3.0, 0.0], [2.0, 0.0, 0.0], [0.0, 1.0, 1.
 _L = sp.diags_array([1.0, -2.0, 1.0], offsets=[-1, 0, 1], shape=(3, 3), format="csr")
 
 
+_M4 = np.array([[4.0, 1.0, 0.0, 0.0], [1.0, 3.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.5],
+                [0.0, 0.0, 0.5, 5.0]])
+_LU4 = sla.lu_factor(_M4)
+_CHO4 = sla.cho_factor(_M4)
+_BLK6 = sp.block_diag([sp.csc_array([[2.0, 1.0], [1.0, 3.0]])] * 3, format="csc")
+_TRI6 = sp.csc_array(sp.diags_array([-1.0, 4.0, -1.0], offsets=[-1, 0, 1], shape=(6, 6)))
+
+
+def _shift(x: Any, c: float = 3.0) -> Any:
+    """A traced (non-symmetric) matrix safely away from singular: x + c I."""
+    return x + c * np.eye(x.shape[0])
+
+
 def _mesh(x: Any) -> Any:
     a, b = np.meshgrid(x[0], x[1, :2])
     return a * b
@@ -424,6 +464,144 @@ CASES: list[Case] = [
          select=True),
     Case("numpy.linalg.multi_dot", "chain", lambda x: np.linalg.multi_dot([_K.T, x.T, x[:, 0]])),
     Case("numpy.linalg.vector_norm", "axes", lambda x: np.linalg.vector_norm(x, axis=(0, 1))),
+    # -- dense linear algebra with traced operands (sparsejac/primitives/dense_linalg.py) -----
+    Case("numpy.linalg.solve", "traced_matrix", lambda x: np.linalg.solve(_shift(x), x[:, 0]),
+         shape=(3, 3)),
+    Case("numpy.linalg.solve", "constant_matrix", lambda x: np.linalg.solve(_M4, x**2),
+         shape=(4, 2)),
+    Case("numpy.linalg.solve", "batched", lambda x: np.linalg.solve(
+        x[None] + 3 * np.eye(3) * np.arange(1.0, 3.0)[:, None, None], x[:, :2]), shape=(3, 3)),
+    Case("numpy.linalg.inv", "inv", lambda x: np.linalg.inv(_shift(x)), shape=(3, 3)),
+    Case("numpy.linalg.det", "det", np.linalg.det, shape=(3, 3)),
+    Case("numpy.linalg.det", "batched", lambda x: np.linalg.det(x.reshape(2, 2, 2)),
+         shape=(2, 4)),
+    Case("numpy.linalg.slogdet", "slogdet",
+         lambda x: np.prod(np.linalg.slogdet(_shift(x))), shape=(3, 3)),
+    Case("numpy.linalg.cholesky", "reads_lower", lambda x: np.linalg.cholesky(_shift(x, 4.0)),
+         shape=(4, 4)),
+    Case("numpy.linalg.cholesky", "upper", lambda x: np.linalg.cholesky(
+        _shift(x, 4.0), upper=True), shape=(4, 4)),
+    Case("numpy.linalg.eigh", "values", lambda x: np.linalg.eigh(x)[0], shape=(3, 3)),
+    Case("numpy.linalg.eigh", "vectors_upper", lambda x: np.linalg.eigh(x, UPLO="U")[1],
+         shape=(3, 3)),
+    Case("numpy.linalg.eigvalsh", "eigvalsh", lambda x: np.linalg.eigvalsh(x @ x.T),
+         shape=(3, 2)),
+    Case("numpy.linalg.svd", "values", lambda x: np.linalg.svd(x, compute_uv=False)),
+    Case("numpy.linalg.svd", "u_tall", lambda x: np.linalg.svd(x, full_matrices=False)[0],
+         shape=(4, 3)),
+    Case("numpy.linalg.svd", "vh_wide", lambda x: np.linalg.svd(x, full_matrices=False)[2]),
+    Case("numpy.linalg.svd", "square_full", lambda x: np.linalg.svd(x)[0] * np.linalg.svd(x)[2],
+         shape=(3, 3)),
+    Case("numpy.linalg.svdvals", "svdvals", np.linalg.svdvals, shape=(4, 3)),
+    Case("numpy.linalg.pinv", "wide", np.linalg.pinv),
+    Case("numpy.linalg.pinv", "hermitian", lambda x: np.linalg.pinv(_shift(x), hermitian=True),
+         shape=(3, 3)),
+    Case("numpy.linalg.lstsq", "solution", lambda x: np.linalg.lstsq(x, np.arange(4.0))[0],
+         shape=(4, 3)),
+    Case("numpy.linalg.lstsq", "traced_rhs", lambda x: np.linalg.lstsq(x[:, :2], x[:, 2:])[0],
+         shape=(4, 4)),
+    Case("numpy.linalg.lstsq", "residuals", lambda x: np.linalg.lstsq(x[:, :2], x[:, 2:])[1],
+         shape=(4, 4)),
+    Case("numpy.linalg.qr", "tall", lambda x: np.linalg.qr(x)[0] @ np.linalg.qr(x)[1].T,
+         shape=(4, 3)),
+    Case("numpy.linalg.qr", "wide_r", lambda x: np.linalg.qr(x, mode="r")),
+    Case("numpy.linalg.qr", "square_q", lambda x: np.linalg.qr(x)[0], shape=(3, 3)),
+    Case("numpy.linalg.matrix_power", "cube", lambda x: np.linalg.matrix_power(x, 3),
+         shape=(3, 3)),
+    Case("numpy.linalg.matrix_power", "negative",
+         lambda x: np.linalg.matrix_power(_shift(x), -2), shape=(3, 3)),
+    Case("numpy.linalg.cond", "cond", np.linalg.cond, shape=(3, 3)),
+    Case("numpy.linalg.matrix_norm", "nuclear", lambda x: np.linalg.matrix_norm(x, ord="nuc")),
+    Case("numpy.linalg.norm", "matrix_2", lambda x: np.linalg.norm(x, 2)),
+    Case("numpy.linalg.norm", "matrix_-2_axes", lambda x: np.linalg.norm(x, -2, axis=(1, 0))),
+    Case("numpy.linalg.norm", "matrix_1", lambda x: np.linalg.norm(x, 1), select=True),
+    Case("numpy.linalg.norm", "matrix_-inf_keepdims",
+         lambda x: np.linalg.norm(x, -np.inf, axis=(0, 1), keepdims=True), select=True),
+    Case("numpy.linalg.norm", "vector_0", lambda x: np.linalg.norm(x, 0, axis=1) + x[:, 0]),
+    # -- scipy.linalg and scipy.sparse.linalg (sparsejac/primitives/scipy_linalg.py) ---------
+    Case("scipy.linalg.solve", "general", lambda x: sla.solve(_shift(x), x[:, :2]),
+         shape=(3, 3)),
+    Case("scipy.linalg.solve", "sym_reads_upper", lambda x: sla.solve(
+        _shift(x), x[:, 0], assume_a="sym"), shape=(3, 3)),
+    Case("scipy.linalg.solve", "pos_lower", lambda x: sla.solve(
+        _shift(x), x[:, 0], assume_a="pos", lower=True), shape=(3, 3)),
+    Case("scipy.linalg.solve", "upper_triangular", lambda x: sla.solve(
+        _shift(x), x[:, 0], assume_a="upper triangular"), shape=(3, 3)),
+    Case("scipy.linalg.solve", "lower_triangular_transposed", lambda x: sla.solve(
+        _shift(x), x[:, :2], assume_a="lower triangular", transposed=True), shape=(3, 3)),
+    Case("scipy.linalg.solve", "diagonal", lambda x: sla.solve(
+        _shift(x), x[:, 0], assume_a="diagonal"), shape=(3, 3)),
+    Case("scipy.linalg.solve", "tridiagonal", lambda x: sla.solve(
+        _shift(x), x[:, 0], assume_a="tridiagonal"), shape=(4, 4)),
+    Case("scipy.linalg.lu_solve", "constant_factors", lambda x: sla.lu_solve(_LU4, x**2),
+         shape=(4, 2)),
+    Case("scipy.linalg.lu_solve", "transposed", lambda x: sla.lu_solve(_LU4, x**2, trans=1),
+         shape=(4,)),
+    Case("scipy.linalg.cho_solve", "constant_factor", lambda x: sla.cho_solve(_CHO4, np.sin(x)),
+         shape=(4,)),
+    Case("scipy.linalg.expm", "expm", sla.expm, shape=(3, 3)),
+    Case("scipy.linalg.expm", "batched", lambda x: sla.expm(x.reshape(2, 2, 2)), shape=(2, 4)),
+    Case("scipy.sparse.linalg.spsolve", "reducible", lambda x: spla.spsolve(_BLK6, x**2),
+         shape=(6,)),
+    Case("scipy.sparse.linalg.spsolve", "irreducible", lambda x: spla.spsolve(_TRI6, x**2),
+         shape=(6,)),
+    Case("scipy.sparse.linalg.splu", "solve", lambda x: spla.splu(_BLK6).solve(x**2),
+         shape=(6,)),
+    Case("scipy.sparse.linalg.splu", "solve_transposed_2d",
+         lambda x: spla.splu(_TRI6).solve(x**2, trans="T"), shape=(6, 2)),
+    Case("scipy.sparse.linalg.factorized", "factorized",
+         lambda x: spla.factorized(_BLK6)(np.exp(x)), shape=(6,)),
+    # -- scipy.special composites and ternary rows (sparsejac/primitives/special.py) ----------
+    Case("scipy.special.logsumexp", "all", lambda x: sc.logsumexp(x)),
+    Case("scipy.special.logsumexp", "axis_traced_b",
+         lambda x: sc.logsumexp(x, axis=1, b=x[:, ::-1] ** 2, keepdims=True)),
+    Case("scipy.special.logsumexp", "return_sign",
+         lambda x: sc.logsumexp(x, axis=0, b=x - 1.0, return_sign=True)[0]),
+    Case("scipy.special.softmax", "axis1", lambda x: sc.softmax(x, axis=1)),
+    Case("scipy.special.log_softmax", "all", sc.log_softmax),
+    Case("scipy.special.polygamma", "orders",
+         lambda x: sc.polygamma(2, x) + sc.polygamma(np.array([[0], [1], [3]]), x)),
+    Case("scipy.special.zeta", "hurwitz", lambda x: sc.zeta(3.0, x)),
+    Case("scipy.special.multigammaln", "d3", lambda x: sc.multigammaln(x + 2.0, 3)),
+    Case("scipy.special.betainc", "x", lambda x: sc.betainc(2.0, 3.0, x / 2)),
+    Case("scipy.special.betaincc", "x", lambda x: sc.betaincc(1.5, 0.5, x / 2)),
+    # -- scipy.stats (sparsejac/primitives/stats.py): x, loc, scale, shapes traced ------------
+    Case("scipy.stats.rv_continuous.logpdf", "norm", lambda x: st.norm.logpdf(x[0], x[1], x[2])),
+    Case("scipy.stats.rv_continuous.logpdf", "t", lambda x: st.t.logpdf(x[0], 3 * x[1],
+                                                                       scale=x[2])),
+    Case("scipy.stats.rv_continuous.logpdf", "gamma",
+         lambda x: st.gamma.logpdf(x[0], 2 * x[1], scale=x[2])),
+    Case("scipy.stats.rv_continuous.logpdf", "beta", lambda x: st.beta.logpdf(x[0] / 2, x[1],
+                                                                             x[2])),
+    Case("scipy.stats.rv_continuous.logpdf", "lognorm",
+         lambda x: st.lognorm.logpdf(x[0], x[1], scale=x[2])),
+    Case("scipy.stats.rv_continuous.logpdf", "expon_frozen",
+         lambda x: st.expon(scale=x[1]).logpdf(x[0])),
+    Case("scipy.stats.rv_continuous.pdf", "norm_frozen", lambda x: st.norm(x[1], x[2]).pdf(x[0])),
+    Case("scipy.stats.rv_continuous.pdf", "t_gamma_beta", lambda x: st.t.pdf(x[0], 3.0)
+         + st.gamma.pdf(x[2], x[1]) + st.beta.pdf(x[2] / 2, 2.0, x[1])),
+    Case("scipy.stats.rv_continuous.pdf", "lognorm_expon",
+         lambda x: st.lognorm.pdf(x[1], x[2]) + st.expon.pdf(x[0], loc=-x[2])),
+    Case("scipy.stats.rv_continuous.cdf", "norm_t", lambda x: st.norm(x[1], x[2]).cdf(x[0])
+         + st.t.cdf(x[0], 3.0, loc=x[1], scale=x[2])),
+    Case("scipy.stats.rv_continuous.cdf", "gamma_beta_lognorm_expon",
+         lambda x: st.gamma.cdf(x[0], 2.0, scale=x[2]) + st.beta(2.0, 3.0).cdf(x[0] / 2)
+         + st.lognorm.cdf(x[0], x[1]) + st.expon.cdf(x[2], scale=x[1])),
+    Case("scipy.stats.rv_continuous.sf", "all", lambda x: st.norm.sf(x[0], x[1], x[2])
+         + st.beta.sf(x[1] / 2, 1.5, 2.5) + st.lognorm.sf(x[2], 0.7) + st.expon.sf(x[1])
+         + st.t.sf(x[0], 4.0) + st.gamma.sf(x[2], 1.5, scale=x[1])),
+    Case("scipy.stats.rv_continuous.logcdf", "all", lambda x: st.norm.logcdf(x[1])
+         + st.expon.logcdf(x[0]) + st.lognorm.logcdf(x[0], x[2]) + st.gamma.logcdf(x[1], 2.0)),
+    Case("scipy.stats.rv_continuous.logsf", "all", lambda x: st.norm.logsf(x[0])
+         + st.expon.logsf(x[2]) + st.t.logsf(x[1], 2.5) + st.gamma.logsf(x[1], 1.5)),
+    Case("scipy.stats.rv_discrete.logpmf", "poisson",
+         lambda x: st.poisson.logpmf(np.array([0, 1, 3, 2]), 3 * x[0])),
+    Case("scipy.stats.rv_discrete.pmf", "poisson_frozen", lambda x: st.poisson(x[1]).pmf(2)),
+    Case("scipy.stats.rv_discrete.cdf", "poisson",
+         lambda x: st.poisson.cdf(np.array([1, 0, 4, 2]), x[2])),
+    Case("scipy.stats.rv_discrete.sf", "poisson", lambda x: st.poisson.sf(3, 2 * x[1])),
+    Case("scipy.stats.rv_discrete.logcdf", "poisson", lambda x: st.poisson.logcdf(2, x[0])),
+    Case("scipy.stats.rv_discrete.logsf", "poisson", lambda x: st.poisson.logsf(1, x[0])),
     Case("numpy.convolve", "constant_kernel", lambda x: np.convolve(x, [1.0, -2.0, 1.0], "same"),
          shape=(7,)),
     Case("numpy.convolve", "both_traced", lambda x: np.convolve(x[:3], x[3:], "full"),
@@ -533,6 +711,7 @@ ZERO_CASES: list[Case] = [
     Case("numpy.round", "decimals", lambda x: np.round(x * 10, 1)),
     Case("numpy.around", "around", lambda x: np.around(x * 10)),
     Case("numpy.isclose", "isclose", lambda x: np.isclose(x, 1.0, atol=0.2)),
+    Case("numpy.linalg.matrix_rank", "rank", lambda x: np.linalg.matrix_rank(x) * np.ones(3)),
 ]
 
 #: Entries without a representative call here, and why.
@@ -583,9 +762,9 @@ def test_every_entry_is_covered() -> None:
 
 def test_every_elementwise_primitive_is_covered() -> None:
     """Every primitive in ELEMENTWISE is a table row, a zero-derivative ufunc or has a case."""
-    names = {r.fn.__name__ for r in UNARY_ROWS + BINARY_ROWS}
+    names = {r.fn.__name__ for r in UNARY_ROWS + BINARY_ROWS + TERNARY_ROWS}
     names |= {u.__name__ for u in ZERO_DERIVATIVE}
-    names |= {c.entry.removeprefix("numpy.") for c in CASES}
+    names |= {c.entry.removeprefix("numpy.").removeprefix("scipy.special.") for c in CASES}
     assert sorted(set(ELEMENTWISE) - names) == []
 
 
@@ -631,3 +810,11 @@ def test_structured_primitives_derive_their_rules() -> None:
     assert fast_paths(CUMSUM) == ["jvp", "vjp"]
     assert fast_paths(GATHER) == ["pattern", "jvp", "vjp"]
     assert fast_paths(Contraction()) == ["jvp", "vjp"]
+    # solves with the factors where A⁻¹ is denser than L + U (the derived rule otherwise)
+    from sparsejac.primitives.scipy_linalg import CONST_SOLVE
+
+    assert fast_paths(CONST_SOLVE) == ["jvp", "vjp"]
+    # dense matrix functions: their JVP formula on the tangent block (dense blocks only)
+    from sparsejac.primitives.dense_linalg import SOLVE
+
+    assert fast_paths(SOLVE) == ["jvp"]

@@ -11,7 +11,10 @@ from sparsejac.primitives import (  # noqa: F401  (imported for their registrati
     indexing,
     linalg,
     movement,
+    numpy_linalg,
     reductions,
+    scipy_linalg,
+    special,
 )
 from sparsejac.primitives.core import FUNCTIONS, UFUNCS, Entry, Primitive
 
@@ -28,11 +31,24 @@ def supported_entries() -> list[Entry]:
     >>> "numpy.roll" in names and "numpy.add.at" in names
     True
     """
+    from sparsejac.tracing import library
+
+    library.run_deferred(force=True)  # rules registered when their library is imported
     entries = list(FUNCTIONS.values())
     for u in UFUNCS.values():
         entries.extend(u.methods.values())
     unique = {e.name: e for e in entries}
     return sorted(unique.values(), key=lambda e: (e.family, e.name))
+
+
+def _defer_heavy_libraries() -> None:
+    """``scipy.stats`` rules are registered when the user's program imports scipy.stats."""
+    import importlib
+
+    from sparsejac.tracing import library
+
+    library.defer("scipy.stats",
+                  lambda: importlib.import_module("sparsejac.primitives.stats"))
 
 
 def _install() -> None:
@@ -53,3 +69,4 @@ def _install() -> None:
 
 
 _install()
+_defer_heavy_libraries()

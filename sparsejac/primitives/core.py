@@ -47,6 +47,7 @@ import scipy.sparse as sp
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.primitives import derive
+from sparsejac.tracing import library
 from sparsejac.tracing.program import Node, Trace, Var, current_trace
 from sparsejac.tracing.tracer import Tracer, lift_objects
 
@@ -63,6 +64,7 @@ __all__ = [
     "find_trace",
     "public_name",
     "register_function",
+    "register_library",
     "register_ufunc",
 ]
 
@@ -245,6 +247,26 @@ def register_function(
     def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
         for f in funcs:
             FUNCTIONS[f] = Entry(public_name(f), family, handler, via, note)
+        return handler
+
+    return deco
+
+
+def register_library(
+    func: Any, *, name: str, family: str, via: str, note: str = "", always: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register ``handler`` for a library function that converts its inputs.
+
+    ``scipy.linalg.solve`` or ``scipy.special.logsumexp`` call ``np.asarray`` on their
+    arguments, so numpy never hands them to the tracer; while a trace runs they are
+    intercepted (:mod:`sparsejac.tracing.library`) and reach ``handler`` when given Tracers
+    (or, with ``always``, whenever the traced function's code calls them). ``name`` is the
+    public name shown in the table of supported functions.
+    """
+
+    def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
+        FUNCTIONS[func] = Entry(name, family, handler, via, note)
+        library.intercept(func, always=always)
         return handler
 
     return deco

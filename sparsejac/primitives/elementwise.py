@@ -36,6 +36,7 @@ from sparsejac.primitives.core import (
     LocalJac,
     Primitive,
     bind,
+    public_name,
     register_function,
     register_ufunc,
 )
@@ -50,7 +51,8 @@ from sparsejac.primitives.partials import (
 )
 from sparsejac.tracing.program import Node
 
-__all__ = ["ELEMENTWISE", "ZERO_DERIVATIVE", "Elementwise", "astype"]
+__all__ = ["ELEMENTWISE", "TERNARY_ROWS", "ZERO_DERIVATIVE", "Elementwise", "astype",
+           "refuse_traced"]
 
 def _entries(c: Any, shape: tuple[int, ...]) -> Any:
     """A partial's value as one value per output element (a scalar stays a scalar)."""
@@ -246,12 +248,24 @@ class Elementwise(Primitive):
 
 @dataclass(frozen=True)
 class Row:
-    """One elementwise operation: ufunc, partials, domain, and optional select rules."""
+    """One elementwise operation: ufunc, partials, domain, and optional select rules.
+
+    ``refuse`` names, per operand, an argument whose derivative is not available in closed
+    form (the order of a Bessel function, the parameters of ``gammainc``): ``(name, why)``,
+    or None. Tracing such an argument (one that depends on x) is refused with a message
+    naming the function and the argument; its partial is then never needed (``None``).
+    """
 
     fn: np.ufunc
     partials: tuple[Partial, ...]
     domain: tuple[float, float] = REAL
     select: tuple[Callable[..., Any] | None, ...] | None = None
+    refuse: tuple[tuple[str, str] | None, ...] | None = None
+
+
+_ORDER = "the derivative with respect to the order has no closed form"
+_INTEGER = "an integer order has no derivative"
+_PARAMETER = "the derivative with respect to this parameter has no closed form"
 
 
 #: Differentiable ufuncs: (ufunc, partials, test domain[, select]).
@@ -303,6 +317,14 @@ UNARY_ROWS = [
     Row(sc.entr, (dp.entr,), POSITIVE),
     Row(sc.j0, (dp.j0,)),
     Row(sc.i0, (dp.i0,)),
+    Row(np.radians, (dp.deg2rad,)),
+    Row(np.degrees, (dp.rad2deg,)),
+    Row(sc.y0, (dp.y0,), POSITIVE),
+    Row(sc.y1, (dp.y1,), POSITIVE),
+    Row(sc.j1, (dp.j1,), NONZERO),
+    Row(sc.i1, (dp.i1,), NONZERO),
+    Row(sc.rgamma, (dp.rgamma,), POSITIVE),
+    Row(sc.erfcinv, (dp.erfcinv,), (0.1, 1.9)),
 ]
 
 BINARY_ROWS = [
@@ -327,6 +349,28 @@ BINARY_ROWS = [
     Row(np.nextafter, (dp.one, None)),  # one ulp away from x1: d/dx1 = 1 (not zero)
     Row(sc.xlogy, (dp.xlogy_a, dp.xlogy_b), POSITIVE),
     Row(sc.xlog1py, (dp.xlog1py_a, dp.xlog1py_b), POSITIVE),
+    Row(sc.beta, (dp.beta_a, dp.beta_b), POSITIVE),
+    Row(sc.betaln, (dp.betaln_a, dp.betaln_b), POSITIVE),
+    Row(sc.poch, (dp.poch_z, dp.poch_m), POSITIVE),
+    Row(sc.pdtr, (None, dp.pdtr_m), POSITIVE),  # piecewise constant in the count k
+    Row(sc.pdtrc, (None, dp.pdtrc_m), POSITIVE),
+    # an order or a parameter first: refused when traced
+    Row(sc.iv, (None, dp.iv_x), POSITIVE, refuse=(("v", _ORDER), None)),
+    Row(sc.ive, (None, dp.ive_x), POSITIVE, refuse=(("v", _ORDER), None)),
+    Row(sc.jv, (None, dp.jv_x), POSITIVE, refuse=(("v", _ORDER), None)),
+    Row(sc.kv, (None, dp.kv_x), POSITIVE, refuse=(("v", _ORDER), None)),
+    Row(sc.yn, (None, dp.yn_x), POSITIVE, refuse=(("n", _INTEGER), None)),
+    Row(sc.gammainc, (None, dp.gammainc_x), POSITIVE, refuse=(("a", _PARAMETER), None)),
+    Row(sc.gammaincc, (None, dp.gammaincc_x), POSITIVE, refuse=(("a", _PARAMETER), None)),
+    Row(sc.stdtr, (None, dp.stdtr_t), POSITIVE, refuse=(("df", _PARAMETER), None)),
+]
+
+#: Ternary ufuncs (parameters first, refused when traced).
+TERNARY_ROWS = [
+    Row(sc.betainc, (None, None, dp.betainc_x), PROBABILITY,
+        refuse=(("a", _PARAMETER), ("b", _PARAMETER), None)),
+    Row(sc.betaincc, (None, None, dp.betaincc_x), PROBABILITY,
+        refuse=(("a", _PARAMETER), ("b", _PARAMETER), None)),
 ]
 
 #: ufuncs whose derivative is identically zero (their results carry no dependencies).
@@ -342,10 +386,26 @@ ZERO_DERIVATIVE: list[np.ufunc] = [
 ELEMENTWISE: dict[str, Elementwise] = {}
 
 
-def _make_call_handler(prim: Elementwise) -> Callable[..., Any]:
+def refuse_traced(name: str, args: Sequence[Any],
+                  refuse: Sequence[tuple[str, str] | None] | None) -> None:
+    """Refuse the arguments of ``name`` that may not be traced, when they depend on x."""
+    if not refuse:
+        return
+    from sparsejac.tracing.tracer import Tracer
+
+    for a, why in zip(args, refuse, strict=False):
+        if why is not None and isinstance(a, Tracer) and a._var.active:
+            raise UnsupportedPrimitiveError(
+                name, f"received a traced `{why[0]}`: {why[1]}; allowed: `{why[0]}` constant "
+                "(or a parameter), the other arguments traced",
+                problem=f"cannot differentiate with respect to its argument `{why[0]}`")
+
+
+def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., Any]:
     def handler(*args: Any, **kwargs: Any) -> Any:
         if len(args) != prim.nin:
             raise TypeError(f"numpy.{prim.name} takes {prim.nin} operands, got {len(args)}")
+        refuse_traced(public_name(prim.fn), args, refuse)
         params = {}
         for key, val in kwargs.items():
             if key == "where" and (val is True):
@@ -364,11 +424,15 @@ def _make_call_handler(prim: Elementwise) -> Callable[..., Any]:
 
 
 def _register_rows() -> None:
-    for row in UNARY_ROWS + BINARY_ROWS:
+    for row in UNARY_ROWS + BINARY_ROWS + TERNARY_ROWS:
         prim = Elementwise(row.fn, row.partials, domain=row.domain, select=row.select)
         ELEMENTWISE[prim.name] = prim
-        register_ufunc(row.fn, "__call__", _make_call_handler(prim), family="elementwise",
-                       via=prim.name)
+        note = ""
+        if row.refuse:
+            names = [f"`{r[0]}`" for r in row.refuse if r is not None]
+            note = f"{' and '.join(names)} constant (no closed-form derivative)"
+        register_ufunc(row.fn, "__call__", _make_call_handler(prim, row.refuse),
+                       family="elementwise", via=prim.name, note=note)
     for uf in ZERO_DERIVATIVE:
         prim = Elementwise(uf, (None,) * uf.nin, zero_derivative=True)
         ELEMENTWISE[prim.name] = prim

@@ -413,21 +413,31 @@ def _kron(a: Any, b: Any) -> Any:
     return np.reshape(prod, tuple(x * y for x, y in zip(sa, sb, strict=True)))
 
 
-@register_function(np.linalg.norm, family="linalg", via="composite: abs, power, sum, max",
-                   note="vector norms (any ord) and the Frobenius norm")
+@register_function(np.linalg.norm, family="linalg",
+                   via="composite: abs, power, sum, max | svd_values",
+                   note="every vector and matrix `ord`; `ord=0` counts nonzeros (zero "
+                        "derivative)")
 def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    from sparsejac.primitives.numpy_linalg import matrix_norm
+
     nd = len(_shape(x))
-    if axis is None and nd == 2 and ord in (None, "fro"):
-        return np.sqrt(np.sum(x * x, keepdims=keepdims))
     if axis is None:
-        if ord is not None and nd != 1:
-            raise UnsupportedPrimitiveError("numpy.linalg.norm", f"matrix norm ord={ord!r}")
-        x = np.ravel(x)
+        if ord is None:
+            res = np.sqrt(np.sum(x * x))
+            return np.reshape(res, (1,) * nd) if keepdims else res
+        if nd == 2:
+            return matrix_norm(x, ord, 0, 1, keepdims)
+        if nd != 1:
+            raise ValueError("Improper number of dimensions to norm.")
         axis = 0
-    if isinstance(axis, tuple) and len(axis) == 2:
-        if ord not in (None, "fro"):
-            raise UnsupportedPrimitiveError("numpy.linalg.norm", f"matrix norm ord={ord!r}")
-        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+    if isinstance(axis, (tuple, list)) and len(axis) == 2:
+        return matrix_norm(x, ord, int(axis[0]), int(axis[1]), keepdims)
+    if isinstance(axis, (tuple, list)):
+        if len(axis) != 1:
+            raise ValueError("Improper number of dimensions to norm.")
+        axis = axis[0]
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
     if ord is None or ord == 2:
         return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
     if ord == np.inf:
@@ -436,8 +446,8 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
         return np.min(np.abs(x), axis=axis, keepdims=keepdims)
     if ord == 1:
         return np.sum(np.abs(x), axis=axis, keepdims=keepdims)
-    if ord == 0:
-        raise UnsupportedPrimitiveError("numpy.linalg.norm", "ord=0 (a count, not a norm)")
+    if ord == 0:  # a count: zero derivative
+        return np.sum((x != 0).astype(np.float64), axis=axis, keepdims=keepdims)
     p = float(ord)
     return np.sum(np.abs(x) ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 

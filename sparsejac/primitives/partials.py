@@ -361,6 +361,117 @@ def i0(x: Any, out: Any) -> Any:
     return sc.i1(x)
 
 
+def y0(x: Any, out: Any) -> Any:
+    return -sc.y1(x)
+
+
+def y1(x: Any, out: Any) -> Any:
+    return sc.y0(x) - out / x
+
+
+def j1(x: Any, out: Any) -> Any:
+    return sc.j0(x) - out / x
+
+
+def i1(x: Any, out: Any) -> Any:
+    return sc.i0(x) - out / x
+
+
+def rgamma(x: Any, out: Any) -> Any:
+    return -out * sc.digamma(x)
+
+
+def erfcinv(x: Any, out: Any) -> Any:
+    return -0.5 * np.sqrt(np.pi) * np.exp(out * out)
+
+
+# functions of an order (v, x): the derivative in x (the order is refused when traced)
+
+
+def iv_x(v: Any, x: Any, out: Any) -> Any:
+    return 0.5 * (sc.iv(np.subtract(v, 1), x) + sc.iv(np.add(v, 1), x))
+
+
+def ive_x(v: Any, x: Any, out: Any) -> Any:
+    return 0.5 * (sc.ive(np.subtract(v, 1), x) + sc.ive(np.add(v, 1), x)) - np.sign(x) * out
+
+
+def jv_x(v: Any, x: Any, out: Any) -> Any:
+    return 0.5 * (sc.jv(np.subtract(v, 1), x) - sc.jv(np.add(v, 1), x))
+
+
+def yn_x(n: Any, x: Any, out: Any) -> Any:
+    return 0.5 * (sc.yn(np.subtract(n, 1), x) - sc.yn(np.add(n, 1), x))
+
+
+def kv_x(v: Any, x: Any, out: Any) -> Any:
+    return -0.5 * (sc.kv(np.subtract(v, 1), x) + sc.kv(np.add(v, 1), x))
+
+
+def gammainc_x(a: Any, x: Any, out: Any) -> Any:
+    # x^(a-1) e^(-x) / Gamma(a), in logs
+    return np.exp(sc.xlogy(np.subtract(a, 1), x) - x - sc.gammaln(a))
+
+
+def gammaincc_x(a: Any, x: Any, out: Any) -> Any:
+    return -gammainc_x(a, x, out)
+
+
+def stdtr_t(df: Any, t: Any, out: Any) -> Any:
+    # Student's t density
+    half = 0.5 * np.add(df, 1)
+    return np.exp(sc.gammaln(half) - sc.gammaln(0.5 * np.asarray(df)) - half * np.log1p(
+        np.square(t) / df)) / np.sqrt(np.multiply(df, np.pi))
+
+
+def hurwitz_zeta_q(s: Any, q: Any, out: Any) -> Any:
+    return -np.multiply(s, sc.zeta(np.add(s, 1), q))
+
+
+def beta_a(a: Any, b: Any, out: Any) -> Any:
+    return out * (sc.digamma(a) - sc.digamma(np.add(a, b)))
+
+
+def beta_b(a: Any, b: Any, out: Any) -> Any:
+    return out * (sc.digamma(b) - sc.digamma(np.add(a, b)))
+
+
+def betaln_a(a: Any, b: Any, out: Any) -> Any:
+    return sc.digamma(a) - sc.digamma(np.add(a, b))
+
+
+def betaln_b(a: Any, b: Any, out: Any) -> Any:
+    return sc.digamma(b) - sc.digamma(np.add(a, b))
+
+
+def betainc_x(a: Any, b: Any, x: Any, out: Any) -> Any:
+    # the beta density x^(a-1) (1-x)^(b-1) / B(a, b), in logs
+    return np.exp(sc.xlogy(np.subtract(a, 1), x) + sc.xlog1py(np.subtract(b, 1), np.negative(x))
+                  - sc.betaln(a, b))
+
+
+def betaincc_x(a: Any, b: Any, x: Any, out: Any) -> Any:
+    return -betainc_x(a, b, x, out)
+
+
+def poch_z(z: Any, m: Any, out: Any) -> Any:
+    return out * (sc.digamma(np.add(z, m)) - sc.digamma(z))
+
+
+def poch_m(z: Any, m: Any, out: Any) -> Any:
+    return out * sc.digamma(np.add(z, m))
+
+
+def pdtr_m(k: Any, m: Any, out: Any) -> Any:
+    # minus the Poisson probability of floor(k)
+    j = np.floor(k)
+    return -np.exp(sc.xlogy(j, m) - sc.gammaln(j + 1) - m)
+
+
+def pdtrc_m(k: Any, m: Any, out: Any) -> Any:
+    return -pdtr_m(k, m, out)
+
+
 def xlogy_a(a: Any, b: Any, out: Any) -> Any:
     return np.log(b)
 

@@ -24,9 +24,15 @@ FAMILIES: dict[str, str] = {
     "indexing": "Scatter-add and in-place stores (`x[key]` and `out[key] = v` are handled by "
                 "the operators, see above).",
     "reductions": "Reductions and scans along any axis, with `keepdims`.",
-    "linalg": "Contractions (normalised to one einsum), constant `scipy.sparse` operands and "
-              "norms.",
+    "linalg": "Contractions (normalised to one einsum), constant `scipy.sparse` operands, "
+              "norms, and dense linear algebra with traced operands (solve, factorisations, "
+              "decompositions), `scipy.linalg` solves and `scipy.sparse.linalg` solves with a "
+              "constant matrix. Derivatives where they exist: eigen- and singular vectors at "
+              "distinct values (NaN where they coincide), pinv and lstsq at locally constant "
+              "rank.",
     "creation": "Array creation from a traced array, and queries.",
+    "stats": "`scipy.stats` distributions: the methods of scipy's generic classes, traced for "
+             "the distributions listed (frozen or not).",
 }
 
 #: (functions, why they are not supported, what to write instead)
@@ -41,11 +47,29 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "the output's size depends on the values",
      "keep the shape with `np.where(cond, a, b)`, or ask for a local pattern "
      "(`local=True`)"),
-    ("`np.linalg.solve`, `inv`, `det`, `eig`, `svd`, `cholesky`, `lstsq`, `pinv`, "
-     "`scipy.linalg.*`, `scipy.sparse.linalg.*`",
-     "dense implicit functions, not traced",
-     "for a constant matrix, factorise or invert it outside `f` and apply the result as a "
-     "constant (`Ainv @ u`, or a `scipy.sparse` matrix)"),
+    ("`np.linalg.eig`, `eigvals` (non-symmetric), `tensorsolve`, `tensorinv`; `scipy.linalg` "
+     "functions other than `solve`, `lu_solve`, `cho_solve`, `expm` (`lu_factor`, `cholesky`, "
+     "`inv`, `det`, ... of a traced matrix); `scipy.sparse.linalg` iterative solvers and a "
+     "traced sparse matrix",
+     "complex eigenvalues; no rules yet for the others",
+     "`np.linalg.eigh` for a symmetric matrix; the `np.linalg` function of the same name "
+     "(`np.linalg.cholesky`, `inv`, `det` take traced matrices); `spsolve` for a sparse system"),
+    ("`lu.solve(u)` with a `scipy.sparse.linalg.splu` factorisation (or `factorized(A)`) made "
+     "before `f` is traced",
+     "the factorisation's `solve` is compiled code that converts its argument; numpy gives no "
+     "hook into it",
+     "call `splu(A)` (or `factorized(A)`, `spsolve(A, b)`) inside `f`: a constant A is "
+     "factorised once, when `f` is traced, and prepared Jacobians reuse the factors"),
+    ("derivatives with respect to an order or a distribution parameter without a closed form: "
+     "`iv`/`ive`/`jv`/`kv`'s `v`, `yn`'s `n`, `polygamma`'s `n`, `gammainc`/`gammaincc`'s "
+     "`a`, `betainc`/`betaincc`'s `a`, `b`, `stdtr`'s `df`, `zeta`'s `x`; "
+     "`scipy.stats` `gamma`'s `a`, `beta`'s `a`, `b`, `t`'s `df` in `cdf`/`sf`",
+     "refused with an error naming the function and the argument",
+     "keep the argument a constant (or a parameter `t`), or use mode='fd' with `sparsity=`"),
+    ("`scipy.stats` distributions other than `norm`, `t`, `gamma`, `beta`, `lognorm`, "
+     "`expon`, `poisson`; `ppf`, `isf`, `entropy`",
+     "no rules yet (the error names the distribution and method)",
+     "write the density with `scipy.special` functions (`gammaln`, `xlogy`, `betainc`)"),
     ("`np.fft.*`, complex inputs, outputs and intermediates (`x * 1j`, a complex constant "
      "times a traced value, `.astype(complex)`)", "complex numbers are not supported yet: a "
      "traced call that produces complex values raises, naming the call (dropping the "
@@ -66,9 +90,11 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
     ("`np.vectorize`, `np.frompyfunc`, `np.apply_along_axis`, `np.piecewise` with "
      "non-elementwise functions", "Python callbacks per element",
      "write the body with array operations"),
-    ("`scipy.special` ufuncs other than those listed above (`dawsn`, `kv`, `hyp2f1`, ...), "
-     "`scipy.signal`, `scipy.ndimage`", "no rules yet for those ufuncs (the error names "
-     "them); the signal and ndimage functions convert their input with `np.asarray`",
+    ("`scipy.special` ufuncs other than those listed above (`dawsn`, `hyp2f1`, `kve`, ...) and "
+     "Python functions other than `logsumexp`, `softmax`, `log_softmax`, `polygamma`, `zeta`, "
+     "`multigammaln` (`comb`, ...); `scipy.signal`, `scipy.ndimage`, `scipy.integrate`",
+     "no rules yet for those ufuncs (the error names them); the Python functions convert "
+     "their input with `np.asarray` (the error names them)",
      "`np.tanh`-style elementary functions, `np.convolve`, slicing, or a constant "
      "`scipy.sparse` matrix built outside `f`"),
     ("`np.asarray(x)` of a traced array without `like=`, `np.array([...], dtype=float)`, "
@@ -107,6 +133,14 @@ forward to the numpy function of the same name, supported or not as it is), and 
 **Index arguments** (index arrays, masks, shifts, `np.add.at` indices, `bincount` bins) must
 be constants in global mode; local mode (`local=True`) reads them at `x`. See
 [patterns.md](patterns.md).
+
+**scipy functions.** scipy's ufuncs (`scipy.special.erf`, `iv`, ...) reach the tracer as
+numpy's do. The scipy functions below that are Python code converting their inputs with
+`np.asarray` (`scipy.linalg.solve`, `scipy.special.logsumexp`, the `scipy.stats` methods, ...)
+are traced by interception while a trace runs, also when imported by name before the trace
+(`from scipy.special import logsumexp`); calls without traced arguments, and calls from other
+threads, run scipy's own code
+([internals](internals.md#library-functions-that-convert-their-input)).
 """
 
 

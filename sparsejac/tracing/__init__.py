@@ -7,14 +7,17 @@ as an ODE's ``t``), and checks what ``f`` returned.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
+from sparsejac.errors import TracedConversionError
 from sparsejac.tracing.buffers import buffers_traced
 from sparsejac.tracing.hooks import registry
+from sparsejac.tracing.library import library_traced
 from sparsejac.tracing.program import (
     INPUT,
     PARAM,
@@ -27,6 +30,10 @@ from sparsejac.tracing.program import (
 from sparsejac.tracing.tracer import Tracer, lift_objects
 
 __all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "trace"]
+
+
+#: how compiled extension code words a type error about an argument it cannot take
+_COMPILED_REFUSAL = re.compile(r"\bnot Tracer\b")
 
 
 def as_float_input(x: Any, name: str = "x") -> np.ndarray:
@@ -172,8 +179,21 @@ def trace(
     tr = Trace(local=local)
     xvar = tr.new_input(x_arr, INPUT)
     pvars = tuple(tr.new_input(np.asarray(p), PARAM) for p in params)
-    with recording(tr), buffers_traced(), _scipy_sparse_defers():
-        result = f(Tracer(tr, xvar), *(Tracer(tr, v) for v in pvars))
+    with recording(tr), buffers_traced(), library_traced(), _scipy_sparse_defers():
+        try:
+            result = f(Tracer(tr, xvar), *(Tracer(tr, v) for v in pvars))
+        except TypeError as exc:
+            if _COMPILED_REFUSAL.search(str(exc)):
+                raise TracedConversionError(
+                    f"compiled code received a traced array and refused it ({exc}): it is "
+                    "not a numpy function the tracer can follow. If it is the `solve` of a "
+                    "scipy.sparse.linalg.splu / factorized factorisation made before `f` was "
+                    "traced, call splu(A) (or spsolve(A, b)) inside `f`: a constant A is "
+                    "factorised once, when f is traced. Otherwise write the computation with "
+                    "the numpy functions of docs/supported.md, or pass `sparsity=` and use "
+                    "mode='fd'."
+                ) from exc
+            raise
         out = _output_var(tr, result, name)
     return Program(
         x=xvar, params=pvars, nodes=tr.nodes, out=out,

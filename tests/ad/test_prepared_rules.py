@@ -19,8 +19,6 @@ from sparsejac.errors import ConcretizationError
 from sparsejac.tracing import trace
 
 from ..test_rules import (
-    BINARY_CASES,
-    BINARY_ROWS,
     CASES,
     OPERAND_DOMAINS,
     UNARY_ROWS,
@@ -30,7 +28,9 @@ from ..test_rules import (
     _binary_f,
     _case_id,
     _row_id,
+    binary_row_params,
     sample,
+    sample_operands,
 )
 
 
@@ -59,19 +59,12 @@ def test_unary_row(row: Row, shape: tuple[int, ...], rng: np.random.Generator) -
     check_prepared(row.fn, sample(row.domain, shape, rng), sample(row.domain, shape, rng))
 
 
-@pytest.mark.parametrize(
-    ("row", "sa", "sb", "traced"),
-    [pytest.param(r, sa, sb, t, id=f"{_row_id(r)}-{sa}-{sb}-{t}")
-     for r in BINARY_ROWS for sa, sb, t in BINARY_CASES
-     if not (r.fn is np.ldexp and t != "a")],
-)
+@pytest.mark.parametrize(("row", "sa", "sb", "traced"), binary_row_params())
 def test_binary_row(row: Row, sa: tuple[int, ...], sb: tuple[int, ...], traced: str,
                     rng: np.random.Generator) -> None:
     """A binary row's local Jacobians (broadcasting, constant operands) are right."""
     da, db = OPERAND_DOMAINS.get(row.fn, (row.domain, row.domain))
-    a, b = sample(da, sa, rng), sample(db, sb, rng)
-    if row.fn is np.ldexp:
-        b = rng.integers(-2, 3, size=sb)
+    a, b = sample_operands(row, sa, sb, rng)
     f = _binary_f(row.fn, sa, sb, traced, {"a": a, "b": b})
 
     def point() -> np.ndarray:
@@ -88,3 +81,24 @@ def test_entry(case: Case, rng: np.random.Generator) -> None:
     x0 = rng.uniform(*case.domain, size=case.shape)
     x1 = rng.uniform(*case.domain, size=case.shape)
     check_prepared(case.f, x0, x1)
+
+
+_LIBRARY_CASES = [c for c in CASES if c.entry.startswith(("numpy.linalg.", "scipy."))]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=_case_id(c)) for c in _LIBRARY_CASES])
+def test_library_entry_at_several_points(case: Case, rng: np.random.Generator) -> None:
+    """Linear algebra, scipy.special and scipy.stats: one program replayed at three points."""
+    x0 = rng.uniform(*case.domain, size=case.shape)
+    prog = trace(case.f, x0)
+    pp = PreparedProgram(prog, width=2)
+    n = x0.size
+    for _ in range(3):
+        x1 = rng.uniform(*case.domain, size=case.shape)
+        out1, b = pp.forward(x1, np.arange(n), n)
+        m = int(np.size(out1))
+        jac = jvp(case.f, x1, np.eye(n)).reshape(m, n)
+        scale = 1.0 + np.abs(jac).max(initial=0.0)
+        np.testing.assert_allclose(b, jac, rtol=0, atol=1e-12 * scale)
+        _, c = pp.reverse(x1, np.arange(m), m)
+        np.testing.assert_allclose(c, jac, rtol=0, atol=1e-12 * scale)

@@ -9,9 +9,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.special as sc
 
 import sparsejac
-from sparsejac.primitives.elementwise import BINARY_ROWS, UNARY_ROWS, ZERO_DERIVATIVE
+from sparsejac.primitives.elementwise import (
+    BINARY_ROWS,
+    TERNARY_ROWS,
+    UNARY_ROWS,
+    ZERO_DERIVATIVE,
+)
 from tests.primitives.util import check_exact, rand
 
 X34 = rand((3, 4), 1)
@@ -143,8 +149,40 @@ def test_binary_row_broadcasts_size_one_axes(row: Any) -> None:
         expected[:, 3:] = False
     if row.fn is np.nextafter:  # no derivative with respect to the direction operand
         expected[:, 3:] = False
+    if row.partials[0] is None:  # piecewise constant in the first operand (pdtr's count)
+        expected[:, :3] = False
+    if row.refuse and row.refuse[0] is not None:  # an order: constant, only b traced
+        if row.fn is sc.yn:
+            a = np.array([0.0, 1.0, 3.0])
+        check_exact(lambda x: row.fn(a.reshape(3, 1), x.reshape(1, 4)), b, expected[:, 3:])
+        return
     check_exact(lambda x: row.fn(x[:3].reshape(3, 1), x[3:].reshape(1, 4)),
                 np.concatenate([a, b]), expected)
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.fn.__name__)
+                                 for r in BINARY_ROWS + TERNARY_ROWS if r.refuse])
+def test_refused_operands_name_the_function_and_the_argument(row: Any) -> None:
+    """A traced order or parameter (iv's `v`, gammainc's `a`) is refused, naming both."""
+    for k, why in enumerate(row.refuse):
+        if why is None:
+            continue
+        name = f"scipy.special.{row.fn.__name__}"
+
+        def f(x: Any, k: int = k) -> Any:
+            args = [np.full(3, 0.5 if row.fn in (sc.betainc, sc.betaincc) else 2.0)
+                    for _ in range(row.fn.nin)]
+            args[k] = x
+            return row.fn(*args)
+
+        with pytest.raises(sparsejac.UnsupportedPrimitiveError,
+                           match=rf"{name} cannot differentiate .* `{why[0]}` "
+                                 rf"\(received a traced `{why[0]}`"):
+            sparsejac.jacobian_sparsity(f, np.full(3, 1.5))
+    # constant (or parameter) orders are fine, with the other operands traced
+    pattern = sparsejac.jacobian_sparsity(lambda x: row.fn(*[
+        x * 0.3 if why is None else np.full(3, 2.0) for why in row.refuse]), np.ones(3))
+    assert pattern.nnz == 3
 
 
 def _takes_floats(u: np.ufunc) -> bool:

@@ -178,10 +178,38 @@ def test_inf_norm_global_and_local() -> None:
     check_exact(f, x, [[0, 1, 0, 0], [0, 0, 1, 0]], local=True)
 
 
-def test_matrix_norm_orders_are_refused() -> None:
-    """Matrix norms other than Frobenius (ord=2 of a matrix, nuclear) are refused by name."""
-    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="matrix norm"):
-        sparsejac.jacobian_sparsity(lambda x: np.linalg.norm(x, ord=2), X34)
+def test_matrix_norms_have_hand_derived_jacobians() -> None:
+    """Matrix 2-norm, nuclear norm and 1-norm (once refused) against their derivatives.
+
+    d‖A‖₂/dA = u₁v₁ᵀ, d‖A‖_*/dA = U Vᵀ (thin SVD), d‖A‖₁/dA = sign(A) in the column of
+    largest absolute sum.
+    """
+    u, _, vh = np.linalg.svd(X34, full_matrices=False)
+    got = sparsejac.jacobian(lambda x: np.linalg.norm(x, ord=2), X34).toarray()
+    np.testing.assert_allclose(got.reshape(3, 4), np.outer(u[:, 0], vh[0]), atol=1e-12)
+    got = sparsejac.jacobian(lambda x: np.linalg.norm(x, ord="nuc"), X34).toarray()
+    np.testing.assert_allclose(got.reshape(3, 4), u @ vh, atol=1e-12)
+    got = sparsejac.jacobian(lambda x: np.linalg.norm(x - 1.0, ord=1), X34).toarray()
+    col = np.argmax(np.abs(X34 - 1.0).sum(axis=0))
+    expected = np.zeros((3, 4))
+    expected[:, col] = np.sign(X34[:, col] - 1.0)
+    np.testing.assert_array_equal(got.reshape(3, 4), expected)
+
+
+def test_every_norm_order_matches_numpy() -> None:
+    """Every vector and matrix ord, axis and keepdims: the traced value is numpy's."""
+    from sparsejac.tracing import trace
+
+    x = rand((3, 4), 43) - 0.5
+    calls = [((None,), {}), ((2,), {}), ((-2,), {}), (("nuc",), {}), (("fro",), {}),
+             ((1,), {}), ((-1,), {}), ((np.inf,), {}), ((-np.inf,), {}),
+             ((2,), {"axis": (1, 0), "keepdims": True}), ((1,), {"axis": (1, 0)}),
+             ((None,), {"axis": 0}), ((0,), {"axis": 1}), ((3,), {"axis": -1}),
+             ((-np.inf,), {"axis": 0, "keepdims": True}), ((-1.5,), {"axis": 1})]
+    for args, kw in calls:
+        prog = trace(lambda t, a=args, k=kw: np.linalg.norm(t, *a, **k), x)
+        np.testing.assert_allclose(prog.out.value, np.linalg.norm(x, *args, **kw),
+                                   rtol=1e-13, err_msg=f"{args} {kw}")
 
 
 def test_cross_product() -> None:

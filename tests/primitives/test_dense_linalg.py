@@ -1,0 +1,244 @@
+"""Dense matrix functions of traced operands (sparsejac/primitives/dense_linalg.py).
+
+Independent oracles: complex-step derivatives for the analytic matrix functions (solve, inv,
+det, expm: ``Im f(A + ih E) / h`` is exact to rounding), hand-derived derivatives where they
+are classical (eigenvalues ``v vᵀ``, singular values ``u vᵀ``, det = adjugate at singular
+matrices), and the exact structure of the masks (Cholesky, QR, triangular solves) against the
+nonzeros of the Jacobian at generic points; the prepared engine is checked at several points
+in every mode. The registry-wide checks (finite differences, adjoint identity, fast paths) are
+the cases of tests/test_rules.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+import sparsejac
+from tests.primitives.util import check_exact, rand
+from tests.scenarios import fd_jacobian
+
+EXACT_MODES = ["forward", "reverse", "mixed"]
+
+
+def complex_step(f: Callable[[Any], Any], x: np.ndarray, h: float = 1e-30) -> np.ndarray:
+    """``J[:, j] = Im f(x + i h e_j) / h``: exact to rounding for real-analytic f."""
+    flat = x.ravel().astype(complex)
+    cols = []
+    for j in range(flat.size):
+        e = flat.copy()
+        e[j] += 1j * h
+        cols.append(np.imag(np.asarray(f(e.reshape(x.shape)))).ravel() / h)
+    return np.stack(cols, axis=1)
+
+
+def jac(f: Callable[[Any], Any], x: np.ndarray, **kw: Any) -> np.ndarray:
+    return sparsejac.jacobian(f, x, **kw).toarray()
+
+
+def shift(x: Any, c: float = 3.0) -> Any:
+    return x + c * np.eye(x.shape[-1])
+
+
+# -- complex-step oracles ------------------------------------------------------------------
+
+ANALYTIC = [
+    pytest.param(lambda x: np.linalg.solve(shift(x), x[:, 0] ** 2), (3, 3), id="solve_both"),
+    pytest.param(lambda x: np.linalg.solve(shift(x[None] * [[[1.0]], [[2.0]]]), x[:, :2]),
+                 (3, 3), id="solve_batched"),
+    pytest.param(lambda x: np.linalg.inv(shift(x)), (3, 3), id="inv"),
+    pytest.param(np.linalg.det, (4, 4), id="det"),
+    pytest.param(lambda x: np.linalg.det(x.reshape(2, 3, 3)), (2, 9), id="det_batched"),
+    pytest.param(lambda x: sla.expm(x - 1.0), (3, 3), id="expm"),
+    pytest.param(lambda x: sla.expm(x.reshape(2, 2, 2)), (2, 4), id="expm_batched"),
+    pytest.param(lambda x: np.linalg.matrix_power(shift(x), -3), (3, 3), id="matrix_power"),
+]
+
+
+@pytest.mark.parametrize(("f", "shape"), ANALYTIC)
+def test_analytic_functions_match_the_complex_step(f: Any, shape: tuple[int, ...]) -> None:
+    """solve, inv, det, expm and powers: Jacobian = complex-step Jacobian (and every mode)."""
+    x = rand(shape, 3)
+    want = complex_step(f, x)
+    scale = np.abs(want).max()
+    for mode in EXACT_MODES:
+        np.testing.assert_allclose(jac(f, x, mode=mode), want, rtol=1e-11, atol=1e-12 * scale,
+                                   err_msg=mode)
+
+
+# -- hand-derived derivatives ----------------------------------------------------------------
+
+
+def test_det_at_singular_matrices_is_the_adjugate() -> None:
+    """d det / dA = adj(A)ᵀ also where A is singular (rank n-1: nonzero; rank n-2: zero)."""
+    a = np.array([[1.0, 2.0], [2.0, 4.0]])
+    np.testing.assert_allclose(jac(np.linalg.det, a).reshape(2, 2), [[4.0, -2.0], [-2.0, 1.0]],
+                               atol=1e-14)
+    u = np.array([[1.0], [2.0], [0.5]])
+    rank1 = u @ u.T
+    np.testing.assert_allclose(jac(np.linalg.det, rank1), 0.0, atol=1e-13)
+    b = np.array([[1.0, 2.0, 3.0], [0.0, 1.0, 1.0], [1.0, 3.0, 4.0]])  # rank 2
+    adj = np.array([[np.linalg.det(np.delete(np.delete(b, i, 0), j, 1)) * (-1) ** (i + j)
+                     for j in range(3)] for i in range(3)])  # cofactors C = adj(B)ᵀ
+    np.testing.assert_allclose(jac(np.linalg.det, b).reshape(3, 3), adj, atol=1e-13)
+
+
+def test_eigenvalue_and_singular_value_gradients() -> None:
+    """∂w_k/∂A = v_k v_kᵀ on the lower triangle (symmetrised), ∂s_k/∂A = u_k v_kᵀ."""
+    a = rand((4, 4), 5)
+    sym = np.tril(a) + np.tril(a, -1).T
+    _, v = np.linalg.eigh(sym)
+    got = jac(np.linalg.eigvalsh, a).reshape(4, 4, 4)
+    for k in range(4):
+        outer = np.outer(v[:, k], v[:, k])
+        np.testing.assert_allclose(got[k], np.tril(outer + outer.T - np.diag(np.diag(outer))),
+                                   atol=1e-12)
+    b = rand((3, 5), 6)
+    u, _, vh = np.linalg.svd(b, full_matrices=False)
+    got = jac(lambda x: np.linalg.svd(x, compute_uv=False), b).reshape(3, 3, 5)
+    for k in range(3):
+        np.testing.assert_allclose(got[k], np.outer(u[:, k], vh[k]), atol=1e-12)
+
+
+def test_logabsdet_gradient_is_the_inverse_transpose() -> None:
+    """d log|det A| / dA = A⁻ᵀ, with a negative determinant (the sign has no derivative)."""
+    a = shift(rand((3, 3), 7))
+    a[[0, 1]] = a[[1, 0]]  # det < 0
+    assert np.linalg.det(a) < 0
+    got = jac(lambda x: np.linalg.slogdet(x)[1] + np.linalg.slogdet(x)[0], a)
+    got = got.reshape(3, 3)
+    np.testing.assert_allclose(got, np.linalg.inv(a).T, rtol=1e-12)
+
+
+# -- structure of the masks at generic points -------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_structure(n: int, upper: bool) -> None:
+    """L[i, j] depends on A[p, q] (p ≥ q, the triangle read) iff q ≤ j and (p ≤ j or p = i)."""
+    x = rand((n, n), n) + n * np.eye(n)
+    check_exact(lambda t: np.linalg.cholesky(t, upper=upper), x)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (5, 3), (3, 5), (4, 1), (1, 4), (2, 3)])
+@pytest.mark.parametrize("mode", ["reduced", "r", "complete"])
+def test_qr_structure_and_values(shape: tuple[int, int], mode: str) -> None:
+    """Q's column i depends on A's columns up to i (not the last when Q is square)."""
+    x = rand(shape, sum(shape))
+    if mode == "r":
+        check_exact(lambda t: np.linalg.qr(t, mode="r"), x)
+        return
+    m, n = shape
+    check_exact(lambda t: np.linalg.qr(t, mode=mode)[1], x)
+    if mode == "complete" and m > n:  # the extra columns are not unique: NaN derivative
+        got = jac(lambda t: np.linalg.qr(t, mode="complete")[0], x).reshape(m, m, m * n)
+        assert np.isnan(got[:, n:]).all()
+        assert np.isfinite(got[:, :n]).all()
+        return
+    check_exact(lambda t: np.linalg.qr(t, mode=mode)[0], x)
+    got = jac(lambda t: np.linalg.qr(t, mode=mode)[0], x)
+    np.testing.assert_allclose(got, fd_jacobian(lambda t: np.linalg.qr(t, mode=mode)[0], x),
+                               atol=1e-7)
+
+
+@pytest.mark.parametrize("assume_a", ["upper triangular", "lower triangular"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_triangular_solves_have_triangular_patterns(assume_a: str, transposed: bool) -> None:
+    """scipy's triangular solvers read a triangle; the inverse of a triangle is triangular."""
+    x = rand((4, 6), 9)
+    pat = check_exact(lambda t: sla.solve(shift(t[:, :4]), t[:, 4:], assume_a=assume_a,
+                                          transposed=transposed), x)
+    assert pat.sum() < pat.size  # not a dense block
+
+
+# -- derivatives that do not exist ------------------------------------------------------------
+
+
+def test_coincident_eigenvalues_give_nan_vector_derivatives() -> None:
+    """At a repeated eigenvalue the eigenvectors are not differentiable: NaN, values fine."""
+    a = np.diag([1.0, 1.0, 2.0])
+    got = jac(lambda x: np.linalg.eigh(x)[1], a)
+    assert np.isnan(got).any()
+    values = jac(lambda x: np.linalg.eigh(x)[0], a)
+    assert np.isfinite(values).all()
+    # a Jacobian that does not use the vectors is unaffected
+    assert np.isfinite(jac(lambda x: np.linalg.eigh(x)[0] * 2, a)).all()
+
+
+def test_svd_full_matrices_extra_columns_are_nan() -> None:
+    """The columns of a full U beyond the n-th are not unique: NaN; the others are exact."""
+    x = rand((4, 2), 11)
+    got = jac(lambda t: np.linalg.svd(t)[0], x).reshape(4, 4, 8)
+    assert np.isnan(got[:, 2:]).all()
+    thin = jac(lambda t: np.linalg.svd(t, full_matrices=False)[0], x).reshape(4, 2, 8)
+    np.testing.assert_array_equal(got[:, :2], thin)
+
+
+def test_refused_forms_say_why() -> None:
+    """svd(hermitian=True) and qr(mode='raw') are refused by name; shapes are checked."""
+    x = rand((3, 3), 12)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="hermitian=True"):
+        jac(lambda t: np.linalg.svd(t, hermitian=True)[1], x)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="mode='raw'"):
+        jac(lambda t: np.linalg.qr(t, mode="raw")[0], x)
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        jac(lambda t: np.linalg.inv(t[:2]), x)
+
+
+def test_lstsq_rank_deficient_needs_local_mode() -> None:
+    """A rank-deficient matrix at the trace point changes lstsq's outputs: local mode only."""
+    a = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
+    b = np.array([1.0, 0.0, 2.0])
+
+    def f(x: Any) -> Any:
+        sol, res, _, s = np.linalg.lstsq(x, b)
+        assert res.shape == (0,)
+        return sol + s[0]
+
+    with pytest.raises(sparsejac.ConcretizationError, match="rank"):
+        sparsejac.jacobian_sparsity(f, a)
+    assert sparsejac.jacobian_sparsity(f, a, local=True).shape == (2, 6)
+
+
+def test_lstsq_outputs_match_numpy() -> None:
+    """Solution, residuals, rank and singular values are numpy's."""
+    from sparsejac.tracing import trace
+
+    a = rand((5, 3), 13)
+    b = rand((5, 2), 14)
+    prog = trace(lambda x: np.concatenate([np.ravel(v) for v in np.linalg.lstsq(x, b)]), a)
+    want = np.linalg.lstsq(a, b)
+    np.testing.assert_allclose(prog.out.value, np.concatenate([np.ravel(v) for v in want]),
+                               rtol=1e-14)
+
+
+# -- prepared replays in every mode ----------------------------------------------------------
+
+
+def _mixed_linalg(x: Any) -> Any:
+    a = shift(x[:9].reshape(3, 3))
+    l_ = np.linalg.cholesky(a @ a.T)
+    w = np.linalg.eigvalsh(a + a.T)
+    q, r = np.linalg.qr(a)
+    return np.concatenate([np.linalg.solve(a, x[9:]), np.ravel(l_), w, np.ravel(q @ r.T),
+                           [np.linalg.det(a), np.linalg.norm(a, 2)], np.ravel(np.linalg.pinv(
+                               x[:6].reshape(2, 3)))])
+
+
+@pytest.mark.parametrize("mode", EXACT_MODES)
+def test_prepared_replays_at_several_points(mode: str) -> None:
+    """One preparation, several points: equal to central differences (and the eager engine)."""
+    rng = np.random.default_rng(15)
+    x0 = rng.uniform(0.5, 1.5, 12)
+    prepared = sparsejac.SparseJacobian(_mixed_linalg, x0, mode=mode)
+    for _ in range(3):
+        x = rng.uniform(0.5, 1.5, 12)
+        got = prepared(x).toarray()
+        np.testing.assert_allclose(got, jac(_mixed_linalg, x), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(got, fd_jacobian(_mixed_linalg, x), atol=2e-6)
+    assert prepared.stats()["preparations"] == 1

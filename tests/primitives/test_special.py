@@ -1,0 +1,158 @@
+"""scipy.special with traced arguments: the new rows and composites (items 7 of issue 13).
+
+Oracles independent of the partials in sparsejac/primitives/partials.py: the complex step for
+the functions scipy evaluates at complex arguments (``iv``, ``kv``, ``rgamma``), a *different*
+recurrence for the Bessel functions (``J_v' = J_{v-1} - (v/z) J_v`` where the partial uses
+``(J_{v-1} - J_{v+1})/2``), scipy.stats densities (boost's ``beta.pdf`` and ``t.pdf``) for the
+incomplete beta and Student's t distribution function, softmax for ``logsumexp``; scipy's own
+values at the edge cases of ``logsumexp`` (``b`` with zeros and signs, ``-inf`` entries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.special as sc
+import scipy.stats as st
+
+import sparsejac
+from sparsejac.tracing import trace
+from tests.primitives.util import rand
+
+X = rand((6,), 1, 0.3, 2.5)
+
+
+def diag(f: Callable[[Any], Any], x: np.ndarray = X) -> np.ndarray:
+    """The diagonal of an elementwise function's Jacobian (checked to be diagonal)."""
+    j = sparsejac.jacobian(f, x).toarray()
+    np.testing.assert_array_equal(j - np.diag(np.diag(j)), 0.0)
+    return np.diag(j)
+
+
+@pytest.mark.parametrize(("f", "g"), [
+    pytest.param(lambda x: sc.iv(1.5, x), lambda z: sc.iv(1.5, z), id="iv"),
+    pytest.param(lambda x: sc.kv(0.7, x), lambda z: sc.kv(0.7, z), id="kv"),
+    pytest.param(sc.rgamma, sc.rgamma, id="rgamma"),
+])
+def test_complex_step(f: Any, g: Any) -> None:
+    """Functions scipy evaluates at complex arguments: the complex-step derivative."""
+    want = np.imag(g(X + 1e-30j)) / 1e-30
+    np.testing.assert_allclose(diag(f), want, rtol=1e-13)
+
+
+def test_bessel_functions_against_another_recurrence() -> None:
+    """J_v' = J_{v-1} - (v/z) J_v, I_v' = I_{v-1} - (v/z) I_v, Y_n' = Y_{n-1} - (n/z) Y_n."""
+    v = 1.3
+    np.testing.assert_allclose(diag(lambda x: sc.jv(v, x)),
+                               sc.jv(v - 1, X) - v / X * sc.jv(v, X), rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda x: sc.ive(v, x)),
+                               sc.ive(v - 1, X) - v / X * sc.ive(v, X) - sc.ive(v, X),
+                               rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda x: sc.yn(2, x)),
+                               sc.yn(1, X) - 2 / X * sc.yn(2, X), rtol=1e-12)
+    np.testing.assert_allclose(diag(sc.j1), 0.5 * (sc.j0(X) - sc.jv(2, X)), rtol=1e-12)
+    np.testing.assert_allclose(diag(sc.i1), 0.5 * (sc.i0(X) + sc.iv(2, X)), rtol=1e-12)
+    np.testing.assert_allclose(diag(sc.y1), 0.5 * (sc.y0(X) - sc.yv(2, X)), rtol=1e-12)
+    np.testing.assert_allclose(diag(sc.y0), -sc.y1(X), rtol=1e-12)
+
+
+def test_distribution_functions_against_densities() -> None:
+    """d/dx betainc(a, b, x) is the beta density, d/dt stdtr(df, t) Student's t density."""
+    x = X / 3
+    np.testing.assert_allclose(diag(lambda t: sc.betainc(2.5, 1.5, t), x),
+                               st.beta.pdf(x, 2.5, 1.5), rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda t: sc.betaincc(2.5, 1.5, t), x),
+                               -st.beta.pdf(x, 2.5, 1.5), rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda t: sc.stdtr(3.5, t)), st.t.pdf(X, 3.5), rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda t: sc.gammainc(2.5, t)), st.gamma.pdf(X, 2.5),
+                               rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda t: sc.gammaincc(2.5, t)), -st.gamma.pdf(X, 2.5),
+                               rtol=1e-12)
+    np.testing.assert_allclose(diag(sc.erfcinv, X / 3), 1.0 / (-2 / np.sqrt(np.pi) * np.exp(
+        -sc.erfcinv(X / 3) ** 2)), rtol=1e-12)
+
+
+def test_gamma_function_family() -> None:
+    """polygamma(n, x)' = polygamma(n+1, x); zeta(s, q)' = -s zeta(s+1, q); beta, betaln."""
+    np.testing.assert_allclose(diag(lambda x: sc.polygamma(2, x)), sc.polygamma(3, X),
+                               rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda x: sc.polygamma(0, x)), sc.polygamma(1, X),
+                               rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda x: sc.zeta(2.5, x)), -2.5 * sc.zeta(3.5, X),
+                               rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda x: sc.multigammaln(x + 2, 3)),
+                               sum(sc.digamma(X + 2 - j / 2) for j in range(3)), rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda x: sc.betaln(x, 1.5)),
+                               sc.digamma(X) - sc.digamma(X + 1.5), rtol=1e-12)
+    np.testing.assert_allclose(diag(lambda x: sc.beta(2.0, x)),
+                               sc.beta(2.0, X) * (sc.digamma(X) - sc.digamma(X + 2.0)),
+                               rtol=1e-12)
+
+
+def test_logsumexp_softmax_and_log_softmax() -> None:
+    """∇ logsumexp = softmax; J softmax = diag(s) − s sᵀ; J log_softmax = I − 1 sᵀ."""
+    x = rand((5,), 2, -2.0, 3.0)
+    s = np.exp(x) / np.exp(x).sum()
+    np.testing.assert_allclose(sparsejac.jacobian(sc.logsumexp, x).toarray()[0], s,
+                               rtol=1e-13)
+    np.testing.assert_allclose(sparsejac.jacobian(sc.softmax, x).toarray(),
+                               np.diag(s) - np.outer(s, s), atol=1e-15)
+    np.testing.assert_allclose(sparsejac.jacobian(sc.log_softmax, x).toarray(),
+                               np.eye(5) - s[None, :], atol=1e-14)
+    b = np.array([1.0, 0.0, 2.0, 0.5, 0.0])  # weights: zeros drop their entries
+    got = sparsejac.jacobian(lambda t: sc.logsumexp(t, b=b), x).toarray()[0]
+    np.testing.assert_allclose(got, b * np.exp(x) / (b * np.exp(x)).sum(), rtol=1e-13)
+
+
+@pytest.mark.parametrize(("a", "kw"), [
+    (np.array([[1.0, 2.0, -np.inf], [0.5, -1.0, 3.0]]), {"axis": 1}),
+    (np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 3.0]]), {"b": np.array([1.0, -2.0, 0.5]),
+                                                      "axis": 1, "return_sign": True}),
+    (np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 3.0]]), {"b": np.array([1.0, -2.0, 0.5])}),
+    (np.array([[1.0, 2.0, 3.0], [3.0, 3.0, 3.0]]), {"axis": (0, 1), "keepdims": True}),
+    (np.array([[1.0, 2.0, 3.0], [3.0, 3.0, 3.0]]), {"b": np.array([[0.0, 1.0, 1.0],
+                                                                    [1.0, 0.0, 0.0]]),
+                                                     "axis": 0}),
+    (np.array(2.5), {}),
+])
+def test_logsumexp_values_are_scipys(a: np.ndarray, kw: dict[str, Any]) -> None:
+    """Edge cases: -inf entries, signed weights (NaN or a sign), ties, zero weights, 0-d."""
+    def f(x: Any) -> Any:
+        out = sc.logsumexp(x, **kw)
+        return np.concatenate([np.ravel(o) for o in out]) if isinstance(out, tuple) else out
+
+    finite = np.where(np.isfinite(a), a, 0.0)
+    got = trace(lambda x: f(np.where(np.isfinite(a), x, a)), finite).out.value
+    want = f(a)
+    np.testing.assert_allclose(np.ravel(got), np.ravel(want), rtol=1e-14, equal_nan=True)
+
+
+def test_refused_arguments_name_the_function() -> None:
+    """Orders and parameters without a closed-form derivative are refused, by name."""
+    x = np.array([1.5, 2.5])
+    for f, name, arg in [
+        (lambda t: sc.polygamma(t, 2.0), "scipy.special.polygamma", "n"),
+        (lambda t: sc.zeta(t, 2.0), "scipy.special.zeta", "x"),
+        (lambda t: sc.zeta(t), "scipy.special.zeta", "x"),
+        (lambda t: sc.multigammaln(3.0, t), "scipy.special.multigammaln", "d"),
+        (lambda t: sc.betainc(t, 2.0, 0.5), "scipy.special.betainc", "a"),
+    ]:
+        with pytest.raises(sparsejac.UnsupportedPrimitiveError,
+                           match=rf"{name} cannot differentiate .*`{arg}`"):
+            sparsejac.jacobian_sparsity(f, x)
+
+
+def test_orders_from_a_parameter_are_fine() -> None:
+    """An order computed from a traced parameter (inactive) does not need a derivative."""
+    jac = sparsejac.ode_jacobian(lambda t, y: sc.iv(t + 1.0, y), 0.5, np.array([1.0, 2.0]))
+    np.testing.assert_allclose(jac(0.5, np.array([1.0, 2.0])).toarray(), np.diag(
+        0.5 * (sc.iv(0.5, [1.0, 2.0]) + sc.iv(2.5, [1.0, 2.0]))), rtol=1e-13)
+
+
+def test_multigammaln_checks_its_domain_at_the_trace_point() -> None:
+    """As scipy, a <= (d-1)/2 raises ValueError (checked at the trace point)."""
+    with pytest.raises(ValueError, match="not met"):
+        sparsejac.jacobian(lambda t: sc.multigammaln(t, 4), np.array([1.0, 2.0]))
