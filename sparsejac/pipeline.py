@@ -32,6 +32,7 @@ import scipy.sparse as sp
 
 from sparsejac import fd as _fd
 from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
+from sparsejac.ad.tape import Tape
 from sparsejac.coloring import (
     DEFAULT_REVERSE_COST,
     ColoringResult,
@@ -56,8 +57,10 @@ __all__ = [
     "CALIBRATION_REPEATS",
     "CALIBRATION_WINDOW",
     "CANDIDATE_MODES",
+    "TAPE_WORK_PER_NODE",
     "Engine",
     "Plan",
+    "choose_engine",
     "fd_evaluations",
     "prepare",
 ]
@@ -160,7 +163,7 @@ class Engine(Protocol):
 class PreparedEngine:
     """The recorded program, linearised once and replayed at every ``x``."""
 
-    program: PreparedProgram
+    program: PreparedProgram | Tape
     kind: str = "prepared"
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
@@ -424,6 +427,7 @@ def prepare(
     reverse_cost: float = DEFAULT_REVERSE_COST,
     one_shot: bool = False,
     check: bool = False,
+    engine: str = "auto",
 ) -> Plan:
     """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
 
@@ -451,6 +455,8 @@ def prepare(
         With ``mode="fd"`` and a user ``sparsity``: probe ``f`` with a few dense finite
         differences and refuse the pattern if it misses entries, naming them
         (:func:`sparsejac.fd.missing_entries`).
+    engine : {"auto", "tape", "chain"}
+        What evaluates the recorded program in the exact modes (:func:`choose_engine`).
 
     Returns
     -------
@@ -510,26 +516,64 @@ def prepare(
         _check_trusted(call, x0, params, colorings["fd"])
 
     t0 = time.perf_counter()
-    engine: Engine
+    runner: Engine
     if mode == "fd":
-        engine = FdEngine(call, fd_method, pattern.shape[0])
+        runner = FdEngine(call, fd_method, pattern.shape[0])
     elif retrace:
-        engine = RetraceEngine(call, pattern, name)
+        runner = RetraceEngine(call, pattern, name)
     elif one_shot or (program is not None and program.value_dependent):
         assert program is not None
-        engine = EagerEngine(program)
+        runner = EagerEngine(program)
     else:
         assert program is not None
-        width = min(c.n_colors for c in colorings.values())
-        engine = PreparedEngine(PreparedProgram(program, width=max(width, 1)))
+        width = max(min(c.n_colors for c in colorings.values()), 1)
+        runner = PreparedEngine(choose_engine(program, width, engine))
     seconds["preparation"] = time.perf_counter() - t0
 
     costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}
     chosen, reason, timed = _choose(modes, colorings, costs, reverse_cost,
-                                    calibrate and not one_shot, engine, pattern, x0, params)
+                                    calibrate and not one_shot, runner, pattern, x0, params)
     if timed:
         seconds["calibration"] = timed
-    return Plan(pattern, colorings, chosen, reason, costs, engine, float(effort), seconds)
+    return Plan(pattern, colorings, chosen, reason, costs, runner, float(effort), seconds)
+
+
+#: The tape is chosen when its work per call, about ``sum(sizes) x (width + 1)`` element
+#: operations, stays below this many per node of the program: the chain engine's Python walk
+#: costs a few microseconds per node, the tape's loop about a nanosecond per element and
+#: direction (``benchmarks/solvers.py``, ``benchmarks/idioms.py``).
+TAPE_WORK_PER_NODE = 4000
+
+
+def choose_engine(program: Program, width: int, engine: str = "auto"
+                  ) -> PreparedProgram | Tape:
+    """The prepared form of ``program`` for ``width`` seed directions.
+
+    ``"tape"`` (:class:`~sparsejac.ad.tape.Tape`) where the program can be encoded and, with
+    ``"auto"``, where its elementwise work is small next to its number of nodes (many small
+    operations: the tape's compiled loop beats a walk in Python); the chain engine
+    (:class:`~sparsejac.ad.PreparedProgram`, local Jacobians preaccumulated) otherwise. A
+    fixed rule on sizes: the same program always gets the same engine.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.pipeline import choose_engine
+    >>> def kinetics(y):
+    ...     return np.array([-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 3e7 * y[1] ** 2])
+    >>> type(choose_engine(trace(kinetics, np.ones(3)), 3)).__name__
+    'Tape'
+    >>> type(choose_engine(trace(lambda x: x[1:] * x[:-1], np.ones(10**5)), 2)).__name__
+    'PreparedProgram'
+    """
+    if engine != "chain":
+        work = sum(nd.out.size for nd in program.nodes) * (width + 1)
+        if engine == "tape" or work <= TAPE_WORK_PER_NODE * max(len(program.nodes), 1):
+            tape = Tape.build(program)
+            if tape is not None and tape.fits(width):
+                return tape
+    return PreparedProgram(program, width=width)
 
 
 def _choose(modes: list[str], colorings: dict[str, ColoringResult], costs: dict[str, float],

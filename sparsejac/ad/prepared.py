@@ -346,6 +346,7 @@ class PreparedProgram:
     def stats(self) -> dict[str, Any]:
         """Sizes of the prepared program (entries, sources, dynamic steps)."""
         return {
+            "engine": "chain",
             "nodes": len(self.prog.nodes),
             "dense_blocks": len(self.sources) - 1,
             "dynamic_steps": sum(isinstance(s, ValueStep) for st in self.steps for s in st),
