@@ -130,7 +130,7 @@ class SymmetricRecovery:
     >>> rec.decompress_data(H @ S)
     array([1., 4., 4., 2., 5., 5., 3.])
     >>> rec.depth
-    2
+    1
     """
 
     def __init__(
