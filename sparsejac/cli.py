@@ -49,14 +49,15 @@ MATRIX_ONLY = ("--partition", "--seed", "--effort", "--time-budget")
 FUNCTION_ONLY = ("--size", "--x0")
 
 
-def _add_common(p: argparse.ArgumentParser, orders: Sequence[str]) -> None:
+def _add_common(p: argparse.ArgumentParser, orders: Sequence[str],
+                default: str = "'best' (default)") -> None:
     p.add_argument(
         "--order",
         choices=[*orders, "all", "best"],
         default=None,
         metavar="{NAME,all,best}",
         help=f"vertex order: one of {', '.join(orders)}; 'all' (each of them, then best) or "
-        "'best' (the default; 'all' for --partition symmetric)",
+        f"{default}",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="FILE.png",
@@ -78,7 +79,8 @@ def _matrix_parser() -> argparse.ArgumentParser:
         "the three (auto), or each of them (all, the default); or, for a structurally "
         "symmetric pattern such as a Hessian's, symmetric colourings (star and acyclic)",
     )
-    _add_common(p, list(BIDIRECTIONAL_ORDERS))
+    _add_common(p, list(BIDIRECTIONAL_ORDERS),
+                "'best' (the default; 'all' for --partition symmetric)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
     p.add_argument(
         "--effort", type=float, default=DEFAULT_EFFORT, metavar="E",
