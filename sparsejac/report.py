@@ -28,7 +28,7 @@ from sparsejac.coloring.symmetric import AdjacencyGraph
 from sparsejac.pattern import as_pattern
 from sparsejac.sparse_jacobian import SparseJacobian
 
-__all__ = ["function_report", "matrix_report", "result_key"]
+__all__ = ["function_report", "matrix_report"]
 
 #: Partitions that colour both sides (and so accept the bidirectional-only orders).
 TWO_SIDED = ("bidirectional", "auto")
@@ -123,11 +123,11 @@ def matrix_report(
             found.update(((p, order), r) for p, r in got.items())
     results = []
     keys = [
-        (f"symmetric:{method}" if p == "symmetric" else p, p, method)
+        (f"symmetric:{m}" if p == "symmetric" else p, p, m)
         for p in partitions
-        for method in (SYMMETRIC_METHODS if p == "symmetric" else (None,))
+        for m in (SYMMETRIC_METHODS if p == "symmetric" else (None,))
     ]
-    for key, partition, method in keys:
+    for key, partition, kind in keys:
         for order in orders:
             if (key, order) not in found:
                 continue  # dense_rows_first and dense_columns_first: bidirectional only
@@ -136,7 +136,7 @@ def matrix_report(
             results.append(
                 {
                     "partition": partition,
-                    **({} if method is None else {"method": method}),
+                    **({} if kind is None else {"method": kind}),
                     "order": order,
                     "chosen": r.partition,
                     "found_by": r.order,

@@ -301,18 +301,19 @@ def check_acyclic_coloring(sparsity: Any, colors: Any) -> None:
                 pairs[(min(color[i], color[j]), max(color[i], color[j]))].append((i, j))
     for (a, b), edges in pairs.items():
         parent: dict[int, int] = {}
-
-        def root(u: int) -> int:
-            while parent.setdefault(u, u) != u:
-                u = parent[u]
-            return u
-
         for i, j in edges:
-            ri, rj = root(i), root(j)
+            ri, rj = _root(parent, i), _root(parent, j)
             if ri == rj:
                 raise AssertionError(
                     f"edge ({i}, {j}) closes a cycle coloured with {a} and {b} only")
             parent[ri] = rj
+
+
+def _root(parent: dict[int, int], u: int) -> int:
+    """The root of ``u`` in a plain union-find forest (a dict; absent means a root)."""
+    while parent.setdefault(u, u) != u:
+        u = parent[u]
+    return u
 
 
 def _symmetric_values(pat: SparsityPattern) -> np.ndarray:

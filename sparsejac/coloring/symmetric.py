@@ -54,10 +54,10 @@ from sparsejac.coloring import _kernels, _symmetric
 from sparsejac.coloring.budget import Budget, dynamic_cost
 from sparsejac.coloring.graph import BipartiteGraph
 from sparsejac.coloring.greedy import kernel_array, relabel
-from sparsejac.coloring.search import best_groups
 from sparsejac.coloring.orders import ORDERS, check_permutation, resolve_order
 from sparsejac.coloring.recovery import SYMMETRIC_METHODS, check_method, check_symmetric
 from sparsejac.coloring.result import Candidate, ColoringResult
+from sparsejac.coloring.search import best_groups
 from sparsejac.pattern import SparsityPattern
 
 __all__ = [
@@ -149,7 +149,7 @@ class AdjacencyGraph(BipartiteGraph):
         self.n_vertices = n
 
     @cached_property
-    def dense(self) -> None:  # type: ignore[override]
+    def dense(self) -> None:
         """None: every net is one edge, never dense."""
         return None
 
@@ -345,7 +345,7 @@ def best_symmetric(graph: AdjacencyGraph, method: str, rng: np.random.Generator,
             return s
         if budget.fits(s.cost(kind), kind):
             fn = ORDERS[kind]
-            s.run(name, kind, lambda fn=fn: fn(graph, "symmetric", rng))  # type: ignore[arg-type]
+            s.run(name, kind, lambda fn=fn: fn(graph, "symmetric", rng))
     if method == "star" and not s.done:
         t0 = time.perf_counter()
         column = best_groups(BipartiteGraph(graph.pattern, "column"), rng,

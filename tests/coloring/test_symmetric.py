@@ -119,7 +119,7 @@ def test_checkers_agree_with_networkx(n, density, seed, k):
 def test_checkers_reject_known_bad_colourings():
     """A two-coloured path on 4 vertices is acyclic, not star; a two-coloured C4 neither."""
     check_acyclic_coloring(path(4), [0, 1, 0, 1])
-    with pytest.raises(AssertionError, match="path .* two colours"):
+    with pytest.raises(AssertionError, match=r"path .* two colours"):
         check_star_coloring(path(4), [0, 1, 0, 1])
     with pytest.raises(AssertionError, match="closes a cycle"):
         check_acyclic_coloring(cycle(4), [0, 1, 0, 1])
@@ -137,14 +137,15 @@ CASES = [(n, d, s) for s, (n, d) in enumerate(
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("n,density,seed", CASES)
+@pytest.mark.parametrize(("n", "density", "seed"), CASES)
 def test_every_order_valid_and_exact(method, n, density, seed):
     """Every order gives a valid colouring whose decompression equals H to rounding."""
     H = random_symmetric(n, density, seed)
     check = check_star_coloring if method == "star" else check_acyclic_coloring
     for order in ALL_ORDERS:
         r = sparsejac.color(H, "symmetric", order, method=method)
-        assert r.partition == "symmetric" and r.method == method
+        assert r.partition == "symmetric"
+        assert r.method == method
         check(H, r.groups)
         back = r.decompress(r.compress(H))
         np.testing.assert_allclose(back.toarray(), H, rtol=1e-12, atol=1e-12)
@@ -191,7 +192,7 @@ def test_decompress_data_out_and_sparse_input():
 
 
 @pytest.mark.parametrize(
-    "name,H,star,acyclic",
+    ("name", "H", "star", "acyclic"),
     [
         ("path10", path(10), 3, 2),
         ("path3", path(3), 2, 2),
@@ -266,7 +267,7 @@ def test_lower_bound_formula():
 
 def test_errors():
     """Bad patterns, methods and combinations name the argument."""
-    with pytest.raises(ValueError, match="structurally symmetric `sparsity`.*e.g. \\(0, 1\\)"):
+    with pytest.raises(ValueError, match=r"structurally symmetric `sparsity`.*e.g. \(0, 1\)"):
         sparsejac.color(np.eye(3) + np.eye(3, k=1), "symmetric")
     with pytest.raises(ValueError, match="square `sparsity`"):
         sparsejac.color(np.ones((2, 3)), "symmetric")
@@ -320,7 +321,8 @@ def test_custom_order_and_adjacency_graph():
         return np.arange(pattern.shape[0])[::-1]
 
     r = sparsejac.color(H, "symmetric", reverse, method="acyclic")
-    assert seen == ["symmetric"] and r.order == "reverse"
+    assert seen == ["symmetric"]
+    assert r.order == "reverse"
     g = AdjacencyGraph(as_pattern(H))
     assert np.array_equal(symmetric_groups(g, "acyclic", np.arange(20)[::-1]), r.groups)
     assert g.degrees.tolist() == [d for _, d in sorted(graph_of(H).degree())]
@@ -332,9 +334,13 @@ def test_best_search_is_deterministic_and_stats():
     H = laplacian_2d(12)
     a = sparsejac.color(H, "symmetric", method="acyclic", seed=3, effort=0.05)
     b = sparsejac.color(H, "symmetric", method="acyclic", seed=3, effort=0.05)
-    assert np.array_equal(a.groups, b.groups) and a.work == b.work and a.order == b.order
+    assert np.array_equal(a.groups, b.groups)
+    assert a.work == b.work
+    assert a.order == b.order
     s = a.stats()
-    assert s["method"] == "acyclic" and s["depth"] >= 1 and s["partition"] == "symmetric"
+    assert s["method"] == "acyclic"
+    assert s["depth"] >= 1
+    assert s["partition"] == "symmetric"
     assert sparsejac.color(H, "symmetric").stats()["depth"] == 0
     assert "method='acyclic'" in repr(a)
 
