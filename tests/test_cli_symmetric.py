@@ -1,4 +1,4 @@
-"""`sparsejac report FILE --partition symmetric`: star and acyclic colourings of a Hessian pattern."""
+"""`sparsejac report FILE --partition symmetric`: star and acyclic colourings of Hessians."""
 
 from __future__ import annotations
 
