@@ -273,8 +273,9 @@ def star_sources(indptr, indices, trans, colors, n_colors):  # type: ignore[no-u
 
     ``H[i, j] = B[i, colors[j]]`` when ``j`` is the only neighbour of ``i`` with its colour
     (and ``H[i, i] = B[i, colors[i]]``); else the transposed entry must be alone in ``B[j,
-    colors[i]]``. Returns ``(rows, cols, ok)``, ``ok`` False when some nonzero is alone in
-    neither (the colouring is not a star colouring) or a neighbour shares a vertex's colour.
+    colors[i]]``. Returns ``(rows, cols, lost, clash)``: the first CSR position alone in
+    neither (the colouring is not a star colouring) and the first off-diagonal position whose
+    two vertices share a colour (not even a distance-1 colouring), each -1 if there is none.
     """
     n = indptr.size - 1
     nnz = indices.size
@@ -282,14 +283,15 @@ def star_sources(indptr, indices, trans, colors, n_colors):  # type: ignore[no-u
     alone = np.zeros(nnz, dtype=np.bool_)
     rows = np.empty(nnz, dtype=np.int64)
     cols = np.empty(nnz, dtype=np.int64)
-    ok = True
+    lost = -1
+    clash = -1
     for i in range(n):
         for a in range(indptr[i], indptr[i + 1]):
             j = indices[a]
             if j != i:
                 count[colors[j]] += 1
-        if count[colors[i]] > 0:
-            ok = False
+                if clash < 0 and colors[j] == colors[i]:
+                    clash = a
         for a in range(indptr[i], indptr[i + 1]):
             alone[a] = indices[a] == i or count[colors[indices[a]]] == 1
         for a in range(indptr[i], indptr[i + 1]):
@@ -306,10 +308,11 @@ def star_sources(indptr, indices, trans, colors, n_colors):  # type: ignore[no-u
                 rows[a] = j
                 cols[a] = colors[i]
             else:
-                ok = False
+                if lost < 0:
+                    lost = a
                 rows[a] = i
                 cols[a] = colors[j]
-    return rows, cols, ok
+    return rows, cols, lost, clash
 
 
 @_njit

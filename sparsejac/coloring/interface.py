@@ -640,3 +640,9 @@ def warm_up() -> None:
     arrow[0, :] = arrow[:, 0] = 1
     result = color(arrow, "bidirectional", "best", effort=0.0)
     result.decompress_data(B=np.zeros((6, result.n_forward)), C=np.zeros((result.n_reverse, 6)))
+    # A symmetric 5-cycle: the star and acyclic kernels, the orders on the adjacency graph and
+    # both recoveries.
+    ring = cycle + cycle.T
+    for method in ("star", "acyclic"):
+        sym = color(ring, "symmetric", "best", method=method, effort=0.0)
+        sym.decompress_data(np.zeros((5, sym.n_colors)))

@@ -25,6 +25,7 @@ row ``i``. A distance-1 colouring gives the diagonal at once: ``H[i, i] = B[i, c
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -145,29 +146,27 @@ class SymmetricRecovery:
         # symmetric: the CSC arrays equal the CSR arrays, and CSC position a is the
         # transposed entry of CSR position a
         self.trans = pattern.csc_to_csr
-        rows, cols, ok = _symmetric.star_sources(
+        if self.colors.shape != (n,) or (n and (self.colors.min() < 0
+                                                 or self.colors.max() >= max(self.n_colors, 1))):
+            raise ValueError(f"`colors` must be {n} colours in 0..{self.n_colors - 1}")
+        rows, cols, lost, clash = _symmetric.star_sources(
             pattern.indptr, pattern.indices, self.trans, self.colors, max(self.n_colors, 1))
-        off = pattern.rows != pattern.indices
-        clash = off & (self.colors[pattern.rows] == self.colors[pattern.indices])
-        if clash.any():
-            k = int(np.flatnonzero(clash)[0])
-            i, j = int(pattern.rows[k]), int(pattern.indices[k])
+        if clash >= 0:
+            i, j = int(pattern.rows[clash]), int(pattern.indices[clash])
             raise ValueError(
                 f"these colours do not recover H[{i}, {j}]: vertices {i} and {j} are adjacent "
                 f"and share colour {int(self.colors[i])}")
         self.depth = 0
         if self.method == "star":
-            if not ok:
-                lost = int(np.flatnonzero(off)[0])
+            if lost >= 0:
+                i, j = int(pattern.rows[lost]), int(pattern.indices[lost])
                 raise ValueError(
-                    "these colours are not a star colouring: some off-diagonal nonzero is "
-                    f"alone in B neither in its row nor in its column (first nonzero "
-                    f"({int(pattern.rows[lost])}, {int(pattern.indices[lost])}) checked)")
+                    f"these colours are not a star colouring: H[{i}, {j}] is alone in B "
+                    f"neither in row {i} nor in row {j}")
             gather_c = rows * self.n_colors + cols
-            gather_f = cols * n + rows
             gather_c.setflags(write=False)
-            gather_f.setflags(write=False)
-            self._gather_c, self._gather_f = gather_c, gather_f
+            self._gather_c = gather_c
+            self._rows, self._cols = rows, cols
         else:
             source, level, done = _symmetric.substitution_order(
                 pattern.indptr, pattern.indices, self.trans, self.colors,
@@ -179,6 +178,13 @@ class SymmetricRecovery:
             self.source = source
             self.level = level
             self.depth = int(level.max()) + 1 if level.size else 0
+
+    @cached_property
+    def _gather_f(self) -> np.ndarray:
+        """Flat indices into a Fortran-ordered ``B`` (star), computed on first use."""
+        idx: np.ndarray = self._cols * self.pattern.shape[0] + self._rows
+        idx.setflags(write=False)
+        return idx
 
     def decompress_data(self, B: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The nonzero values of ``H`` in CSR order, from ``B = H @ S`` of shape (n, p).
