@@ -93,9 +93,11 @@ class ColoringResult:
     ----------
     pattern : SparsityPattern
         The m×n pattern that was coloured.
-    partition : {"column", "row", "bidirectional"}
+    partition : {"column", "row", "bidirectional", "symmetric"}
         Which side was coloured: columns, rows, or some of both (``"bidirectional"``: both
-        groups arrays are set, with -1 where a column or row is in no seed).
+        groups arrays are set, with -1 where a column or row is in no seed); or
+        (``"symmetric"``, see ``method``) rows and columns of a symmetric matrix together:
+        ``column_groups`` holds the colour of every vertex, ``B = H @ S`` as for columns.
     order : str
         What produced the colouring: an order name such as ``"dsatur"``, a callable's
         name, or ``"best:<candidate>"`` (with ``"+recolor"`` when iterated greedy
