@@ -165,10 +165,23 @@ class PreparedEngine:
 
     program: PreparedProgram | Tape
     kind: str = "prepared"
+    #: for direct assembly: each output entry's position among the pattern's nonzeros
+    #: (None: the compressed products and decompression)
+    direct: np.ndarray | None = None
+    nnz: int = 0
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """Replay the prepared program with the seeds of ``c``; decompress."""
+        """Replay the prepared program: J's entries directly, or with the seeds of ``c``."""
+        if self.direct is not None and isinstance(self.program, PreparedProgram):
+            fx, values = self.program.direct(x, params)
+            if self.direct.size == self.nnz and out is None:  # the entries are the pattern
+                return values, fx
+            data = np.zeros(self.nnz) if out is None else out
+            if out is not None:
+                data[:] = 0.0
+            data[self.direct] = values
+            return data, fx
         cg, p, rg, q = _groups(c)
         b = cmat = None
         fx = None
@@ -183,8 +196,9 @@ class PreparedEngine:
         return _decompress(c, b, cmat, out), fx
 
     def stats(self) -> dict[str, Any] | None:
-        """The prepared program's sizes."""
-        return self.program.stats()
+        """The prepared program's sizes, and the path (``direct`` or ``compressed``)."""
+        return {**self.program.stats(),
+                "path": "compressed" if self.direct is None else "direct"}
 
 
 @dataclass(frozen=True)
@@ -527,7 +541,11 @@ def prepare(
     else:
         assert program is not None
         width = max(min(c.n_colors for c in colorings.values()), 1)
-        runner = PreparedEngine(choose_engine(program, width, engine))
+        prepared = choose_engine(program, width, engine)
+        direct = None
+        if mode == "auto" and isinstance(prepared, PreparedProgram):
+            direct = prepared.direct_positions(pattern.rows, pattern.indices)
+        runner = PreparedEngine(prepared, direct=direct, nnz=pattern.nnz)
     seconds["preparation"] = time.perf_counter() - t0
 
     costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}
