@@ -471,7 +471,7 @@ def _symmetric_color(sparsity: Any, order: Any, check: bool,
     best = isinstance(order, str) and order == "best"
     if not best:
         resolve_order(order, "column")
-    else:
+    elif seconds is not None:
         _warm_once()
     result = color_symmetric(pattern, method, order, _generators(seed)(), work, seconds)
     if check:
@@ -548,7 +548,7 @@ def color_partitions(
         for part in parts:  # a one-sided partition refuses the bidirectional-only orders
             resolve_order(order, "bidirectional" if part in ("bidirectional", "auto") else part)
     rngs = _generators(seed)
-    if best:
+    if best and seconds is not None:
         _warm_once()
     done: dict[str, ColoringResult] = {}
 
@@ -609,7 +609,10 @@ _warm = False
 
 
 def _warm_once() -> None:
-    """Load every kernel before the first ``best`` search of a process, outside its budget."""
+    """Load every kernel before the first timed ``best`` search (``time_budget=``).
+
+    Outside its budget; a search bounded by work alone needs no warm-up.
+    """
     global _warm
     if not _warm:
         _warm = True
