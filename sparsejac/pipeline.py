@@ -521,9 +521,15 @@ def prepare(
 
     t0 = time.perf_counter()
     modes = list(CANDIDATE_MODES) if mode == "auto" else [mode]
+    # A program that may be assembled directly (mode="auto", the chain engine) gets the
+    # mandatory colouring passes first; the search runs only if it turns out not to be.
+    defer_search = (effort is None and mode == "auto" and not one_shot and engine != "tape"
+                    and program is not None and not program.value_dependent
+                    and time_budget is None and isinstance(order, str) and order == "best")
     if effort is None:
         effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
-    colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
+    colorings = _colour(pattern, modes, order, 0.0 if defer_search else effort, time_budget,
+                        reverse_cost)
     seconds["coloring"] = time.perf_counter() - t0
 
     if check and mode == "fd" and sparsity is not None:
@@ -546,6 +552,13 @@ def prepare(
         if mode == "auto" and isinstance(prepared, PreparedProgram):
             direct = prepared.direct_positions(pattern.rows, pattern.indices)
         runner = PreparedEngine(prepared, direct=direct, nnz=pattern.nnz)
+        if defer_search:
+            if direct is None and effort > 0:  # the colours matter: search for fewer now
+                t1 = time.perf_counter()
+                colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
+                seconds["coloring"] += time.perf_counter() - t1
+            elif direct is not None:
+                effort = 0.0  # direct assembly uses no seeds: a search could not pay off
     seconds["preparation"] = time.perf_counter() - t0
 
     costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}

@@ -73,3 +73,15 @@ def test_dense_output_through_a_sum() -> None:
     x = np.linspace(0.1, 1, 30)
     np.testing.assert_allclose(jac(x).toarray(), sparsejac.ad.jvp(f, x, np.eye(30)),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_direct_programs_skip_the_colour_search() -> None:
+    """The search cannot pay off without seeds; it still runs for an explicit mode."""
+    x = np.ones(10_000)
+    auto = sparsejac.SparseJacobian(stencil, x, engine="chain")
+    forward = sparsejac.SparseJacobian(stencil, x, engine="chain", mode="forward")
+    assert auto.stats()["engine"]["path"] == "direct"
+    assert auto.stats()["coloring_budget"] == 0.0
+    assert forward.stats()["coloring_budget"] > 0.0
+    # the colouring kept for the reports and explicit modes is still a valid one
+    assert auto.coloring.n_colors >= auto.stats()["lower_bound"]["column"]
