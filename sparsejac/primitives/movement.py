@@ -209,11 +209,7 @@ GATHER = Gather()
 
 
 def _vstack(blocks: Sequence[Deps]) -> Deps:
-    import scipy.sparse as sp
-
-    out = sp.vstack(blocks, format="csr")
-    out.has_sorted_indices = True
-    return sp.csr_array(out)
+    return depsets.vstack(blocks)
 
 
 # ---------------------------------------------------------------------------------------
