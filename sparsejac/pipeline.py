@@ -57,6 +57,9 @@ __all__ = [
     "CALIBRATION_REPEATS",
     "CALIBRATION_WINDOW",
     "CANDIDATE_MODES",
+    "ONE_SHOT_FEW",
+    "ONE_SHOT_MANY",
+    "ONE_SHOT_SLACK",
     "TAPE_WORK_PER_NODE",
     "Engine",
     "Plan",
@@ -115,13 +118,29 @@ def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None)
     b = cmat = None
     if s is not None and s.shape[1]:
         p = s.shape[1]
-        _, t = program_jvp(prog, np.ascontiguousarray(s.T).reshape((p, *prog.x.shape)))
-        b = np.ascontiguousarray(t.reshape(p, -1).T)
+        b = np.empty((prog.n_out, p))
+        for lo, hi in _chunks(p, prog.n_in):
+            seeds = np.ascontiguousarray(s[:, lo:hi].T).reshape((hi - lo, *prog.x.shape))
+            _, t = program_jvp(prog, seeds)
+            b[:, lo:hi] = t.reshape(hi - lo, -1).T
     if w is not None and w.shape[0]:
         q = w.shape[0]
-        _, ct = program_vjp(prog, w.reshape((q, *prog.out.shape)))
-        cmat = ct.reshape(q, -1)
+        cmat = np.empty((q, prog.n_in))
+        for lo, hi in _chunks(q, prog.n_out):
+            _, ct = program_vjp(prog, w[lo:hi].reshape((hi - lo, *prog.out.shape)))
+            cmat[lo:hi] = ct.reshape(hi - lo, -1)
     return _decompress(c, b, cmat, out)
+
+
+#: The eager interpreters carry blocks of at most this many entries (directions × size):
+#: larger temporaries cost more in fresh memory pages than in arithmetic.
+EAGER_BLOCK = 2_000_000
+
+
+def _chunks(p: int, size: int) -> list[tuple[int, int]]:
+    """Direction ranges whose blocks stay within :data:`EAGER_BLOCK` entries."""
+    step = max(1, EAGER_BLOCK // max(size, 1))
+    return [(lo, min(lo + step, p)) for lo in range(0, p, step)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -425,6 +444,27 @@ def _colour(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: 
     return {m: found[p] for m, p in partitions.items()}
 
 
+#: A one-off Jacobian keeps the natural-order colourings (one pass each, as scipy's
+#: ``group_columns``) when the better one-sided one has at most :data:`ONE_SHOT_FEW` colours,
+#: or at most this many more than its lower bound while staying below
+#: :data:`ONE_SHOT_MANY`; otherwise it runs the mandatory passes of every partition (DSATUR,
+#: bidirectional: a dense row and column make every one-sided colouring need n colours).
+ONE_SHOT_SLACK = 4
+ONE_SHOT_FEW = 12
+ONE_SHOT_MANY = 64
+
+
+def _one_shot_colour(pattern: SparsityPattern, reverse_cost: float
+                     ) -> tuple[dict[str, ColoringResult] | None, list[str]]:
+    """Natural-order column and row colourings for a one-off Jacobian, if they are good."""
+    found = _colour(pattern, ["forward", "reverse"], "natural", 0.0, None, reverse_cost)
+    best = min(found.values(), key=lambda c: c.n_colors)
+    p = best.n_colors
+    if p <= ONE_SHOT_FEW or (p <= best.lower_bound + ONE_SHOT_SLACK and p <= ONE_SHOT_MANY):
+        return found, ["forward", "reverse"]
+    return None, list(CANDIDATE_MODES)
+
+
 def prepare(
     call: Callable[..., Any],
     x0: np.ndarray,
@@ -526,10 +566,15 @@ def prepare(
     defer_search = (effort is None and mode == "auto" and not one_shot and engine != "tape"
                     and program is not None and not program.value_dependent
                     and time_budget is None and isinstance(order, str) and order == "best")
+    colorings: dict[str, ColoringResult] | None = None
+    if (one_shot and effort is None and mode == "auto" and time_budget is None
+            and isinstance(order, str) and order == "best"):
+        colorings, modes = _one_shot_colour(pattern, reverse_cost)
     if effort is None:
         effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
-    colorings = _colour(pattern, modes, order, 0.0 if defer_search else effort, time_budget,
-                        reverse_cost)
+    if colorings is None:
+        colorings = _colour(pattern, modes, order, 0.0 if defer_search else effort,
+                            time_budget, reverse_cost)
     seconds["coloring"] = time.perf_counter() - t0
 
     if check and mode == "fd" and sparsity is not None:
@@ -614,8 +659,13 @@ def _choose(modes: list[str], colorings: dict[str, ColoringResult], costs: dict[
     if len(modes) == 1:
         return modes[0], f"mode={modes[0]!r} was requested", {}
     note = ""
-    bi = colorings["mixed"]
-    for side, same in (("forward", bi.n_reverse == 0), ("reverse", bi.n_forward == 0)):
+    bi = colorings.get("mixed")
+    if bi is None:
+        note = "; one-off Jacobian: natural-order colourings, no mixed mode needed"
+    sides = () if bi is None else (("forward", bi.n_reverse == 0),
+                                   ("reverse", bi.n_forward == 0))
+    for side, same in sides:
+        assert bi is not None
         if same and colorings[side].n_colors <= bi.n_colors:
             # a one-sided bicolouring is that mode itself
             modes = [m for m in modes if m != "mixed"]

@@ -85,3 +85,26 @@ def test_direct_programs_skip_the_colour_search() -> None:
     assert forward.stats()["coloring_budget"] > 0.0
     # the colouring kept for the reports and explicit modes is still a valid one
     assert auto.coloring.n_colors >= auto.stats()["lower_bound"]["column"]
+
+
+def test_one_off_jacobian_keeps_natural_colours_when_they_are_good() -> None:
+    """A stencil: natural-order column/row colourings only; an arrowhead: the full passes."""
+    x = np.linspace(0.1, 1.0, 300)
+    plan = sparsejac.pipeline.prepare(stencil, x, one_shot=True)
+    assert set(plan.colorings) == {"forward", "reverse"}
+    assert "one-off" in plan.reason
+    np.testing.assert_allclose(plan.matrix(plan.evaluate(x)).toarray(), stencil_jacobian(x),
+                               rtol=0, atol=1e-14)
+
+    def arrow(x: Any) -> Any:
+        r = x ** 2
+        r[0] = r[0] + np.sum(x)
+        return r + x[0]
+
+    plan = sparsejac.pipeline.prepare(arrow, x, one_shot=True)
+    assert plan.mode == "mixed"  # natural one-sided colourings need n colours here
+    want = np.diag(2 * x)
+    want[0, :] += 1.0
+    want[:, 0] += 1.0
+    np.testing.assert_allclose(sparsejac.jacobian(arrow, x).toarray(), want, rtol=0,
+                               atol=1e-13)
