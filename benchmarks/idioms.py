@@ -22,14 +22,12 @@ after one untimed call.
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy
+from common import best, machine  # benchmarks/common.py
 from scipy.optimize._numdiff import approx_derivative
 
 import sparsejac
@@ -88,20 +86,8 @@ def kinetics(y: Any) -> Any:
     return dydt
 
 
-def best(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
-def machine() -> str:
-    return (f"{platform.python_implementation()} {platform.python_version()}, numpy "
-            f"{np.__version__}, scipy {scipy.__version__}, sparsejac {sparsejac.__version__}, "
-            f"{platform.machine()}, {datetime.date.today().isoformat()}")
 
 
 def main(argv: list[str] | None = None) -> int:

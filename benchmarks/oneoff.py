@@ -13,14 +13,10 @@ n = 10 … 10⁶; times are the minimum of repeats after one untimed call.
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy
+from common import best, machine  # benchmarks/common.py
 from scipy.optimize._numdiff import approx_derivative, group_columns
 
 import sparsejac
@@ -33,14 +29,6 @@ def f(x: Any) -> Any:
     return r + 0.1 * x[::-1]
 
 
-def best(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    out = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - t)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,9 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     sizes = [10, 100, 1_000, 10_000, 100_000] + ([] if args.quick else [1_000_000])
-    print(f"{platform.python_implementation()} {platform.python_version()}, numpy "
-          f"{np.__version__}, scipy {scipy.__version__}, sparsejac {sparsejac.__version__}, "
-          f"{datetime.date.today().isoformat()}")
+    print(machine())
     print("| n | sparsejac.jacobian ms | products | group_columns + approx_derivative ms | "
           "groups | FD / sparsejac |")
     print("|--:|--:|--:|--:|--:|--:|")

@@ -33,8 +33,6 @@ process pays import and compilation once; every kernel is compiled by an untimed
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 import sys
 import time
 import warnings
@@ -43,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy
 import scipy.sparse as sp
+from common import machine  # benchmarks/common.py
 from scipy.integrate import solve_ivp
 from scipy.optimize import NonlinearConstraint, least_squares, minimize
 
@@ -288,10 +286,6 @@ def warm_up() -> None:
         fd()
 
 
-def machine() -> str:
-    return (f"{platform.python_implementation()} {platform.python_version()}, numpy "
-            f"{np.__version__}, scipy {scipy.__version__}, sparsejac {sparsejac.__version__}, "
-            f"{platform.machine()}, {datetime.date.today().isoformat()}")
 
 
 def main(argv: list[str] | None = None) -> int:
