@@ -240,3 +240,28 @@ def test_bad_engine_is_refused() -> None:
     expected = r"`engine` 'compiled'; expected one of \['auto', 'tape', 'chain'\]"
     with pytest.raises(ValueError, match=expected):
         sparsejac.SparseJacobian(lambda x: x, np.ones(2), engine="compiled")
+
+
+EDGES = np.array([1000.0, -1.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, -8.0, np.pi / 2,
+                  710.0, -1000.0, 0.5])
+OTHER = np.array([2.0, 0.5, -1.0, 0.0, 3.0, -0.0, np.inf, np.nan, 1.0 / 3, -2.0, 1e300, 0.0,
+                  2.0])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("fn", list(OPS), ids=lambda f: f.__name__)
+def test_values_and_derivatives_at_edge_values_match_numpy_and_the_chain(fn: Any) -> None:
+    """Overflow, zeros of both signs, infinities, NaN, negative bases: as numpy and the chain."""
+    if getattr(fn, "nin", 1) == 1:
+        prog, x, want = trace(fn, np.ones(EDGES.size)), EDGES, fn(EDGES)
+    else:
+        prog = trace(lambda z: fn(z[:EDGES.size], z[EDGES.size:]), np.ones(2 * EDGES.size))
+        x, want = np.concatenate([EDGES, OTHER]), fn(EDGES, OTHER)
+    tape = Tape.build(prog)
+    assert tape is not None
+    np.testing.assert_allclose(tape.value(x), want, rtol=1e-15, atol=0, equal_nan=True)
+    chain = PreparedProgram(prog, width=x.size)
+    n, m = x.size, EDGES.size
+    for got, ref in ((tape.forward(x, np.arange(n), n)[1], chain.forward(x, np.arange(n), n)[1]),
+                     (tape.reverse(x, np.arange(m), m)[1], chain.reverse(x, np.arange(m), m)[1])):
+        np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0, equal_nan=True)
