@@ -65,6 +65,7 @@ __all__ = [
     "Plan",
     "choose_engine",
     "fd_evaluations",
+    "index_dtype",
     "prepare",
 ]
 
@@ -194,8 +195,11 @@ class PreparedEngine:
         """Replay the prepared program: J's entries directly, or with the seeds of ``c``."""
         if self.direct is not None and isinstance(self.program, PreparedProgram):
             fx, values = self.program.direct(x, params)
-            if self.direct.size == self.nnz and out is None:  # the entries are the pattern
-                return values, fx
+            if self.direct.size == self.nnz:  # the entries are the pattern, in its order
+                if out is None:
+                    return values, fx
+                out[:] = values
+                return out, fx
             data = np.zeros(self.nnz) if out is None else out
             if out is not None:
                 data[:] = 0.0
@@ -383,13 +387,40 @@ class Plan:
             check_compressed_size(mode, self.pattern.shape, p, q)
         return self.engine.evaluate(mode, c, x, params, out)
 
-    def matrix(self, data: np.ndarray) -> sp.csr_array:
-        """A ``csr_array`` with ``data`` on the pattern (sharing its index arrays)."""
+    def matrix(self, data: np.ndarray, format: str = "csr") -> sp.csr_array | sp.csc_array:
+        """A new ``csr_array`` (or ``csc_array``) holding ``data`` (CSR order) on the pattern.
+
+        Its index arrays are its own (every in-place scipy method works on it, and changing
+        it changes nothing here) and int32 where they fit, as scipy makes them; ``data`` is
+        used as it is for CSR, gathered once into CSC order (no sort) for CSC.
+        """
         pat = self.pattern
-        out = sp.csr_array((data, pat.indices, pat.indptr), shape=pat.shape, copy=False)
+        dtype = index_dtype(pat)
+        if format == "csc":
+            out: sp.csr_array | sp.csc_array = sp.csc_array(
+                (data[pat.csc_to_csr], pat.col_indices.astype(dtype),
+                 pat.col_indptr.astype(dtype)), shape=pat.shape, copy=False)
+        else:
+            out = sp.csr_array((data, pat.indices.astype(dtype), pat.indptr.astype(dtype)),
+                               shape=pat.shape, copy=False)
         out.has_sorted_indices = True
         out.has_canonical_format = True
         return out
+
+
+def index_dtype(pattern: SparsityPattern) -> type[np.signedinteger[Any]]:
+    """int32 when every index and pointer of ``pattern`` fits (scipy's own choice), else int64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pattern import as_pattern
+    >>> from sparsejac.pipeline import index_dtype
+    >>> index_dtype(as_pattern(np.eye(3))).__name__
+    'int32'
+    """
+    big = max(pattern.nnz, *pattern.shape)
+    return np.int32 if big < np.iinfo(np.int32).max else np.int64
 
 
 def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name: str,

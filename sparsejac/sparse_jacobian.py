@@ -326,7 +326,7 @@ class SparseJacobian:
 
     def __call__(self, x: Any, *args: Any, out: sp.csr_array | None = None,
                  **kwargs: Any) -> sp.csr_array:
-        """The Jacobian at ``x`` as a ``csr_array`` (same index arrays every call).
+        """The Jacobian at ``x`` as a new ``csr_array``.
 
         Parameters
         ----------
@@ -341,13 +341,20 @@ class SparseJacobian:
         Returns
         -------
         scipy.sparse.csr_array of float64
+            Sorted, canonical, with its own index arrays (int32 where they fit): every
+            scipy method works on it, in place too, without affecting later calls.
         """
         return self.evaluate(x, args=args or None, kwargs=kwargs or None, out=out)
 
     def evaluate(self, x: Any, *, params: Sequence[Any] | None = None,
                  args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None,
-                 out: sp.csr_array | None = None) -> sp.csr_array:
+                 out: sp.csr_array | None = None, format: str = "csr"
+                 ) -> sp.csr_array | sp.csc_array:
         """The Jacobian at ``x``, with new ``params`` values and, if given, ``args``/``kwargs``.
+
+        ``format="csc"`` returns a ``csc_array`` instead (for CSC consumers such as SuperLU
+        and SUNDIALS; the values are gathered into CSC order by a permutation computed once,
+        no sort per call).
 
         Examples
         --------
@@ -358,20 +365,123 @@ class SparseJacobian:
         >>> jac.evaluate(np.ones(2), params=(np.pi / 2,)).toarray()
         array([[2., 0.],
                [0., 2.]])
+        >>> jac.evaluate(np.ones(2), params=(np.pi / 2,), format="csc").format
+        'csc'
         """
+        if format not in ("csr", "csc"):
+            raise ValueError(f"`format` must be 'csr' or 'csc'; got {format!r}")
+        plan = self._plan
+        if out is not None and not (
+                format == "csr" and isinstance(out, sp.csr_array) and out.shape == plan.shape
+                and out.nnz == plan.pattern.nnz and out.data.dtype == np.float64):
+            raise ValueError(
+                "`out` must be a csr_array returned by this SparseJacobian (shape "
+                f"{plan.shape}, nnz {plan.pattern.nnz}, float64)")
+        data, plan = self._data(x, params, args, kwargs,
+                                None if out is None else out.data)
+        if out is None:
+            return plan.matrix(data, format)
+        if data is not out.data:
+            if data.shape != out.data.shape:  # prepared again with another pattern
+                return plan.matrix(data, format)
+            out.data[:] = data
+        return out
+
+    def structure(self, order: str = "csr") -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cols)`` of every structural nonzero, in the order :meth:`values` uses.
+
+        For solvers that take the structure once and the values at every iteration in that
+        fixed order (interior-point solvers such as IPOPT: ``jacobianstructure`` and
+        ``jacobian``).
+
+        Parameters
+        ----------
+        order : {"csr", "csc"}
+            Row by row (columns sorted within a row), or column by column.
+
+        Returns
+        -------
+        rows, cols : ndarray of int64
+            New arrays, one entry per nonzero.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> jac = sparsejac.SparseJacobian(lambda x: x[1:] * x[:-1], np.ones(3))
+        >>> jac.structure()
+        (array([0, 0, 1, 1]), array([0, 1, 1, 2]))
+        >>> jac.values(np.array([1.0, 2.0, 3.0]))
+        array([2., 1., 3., 2.])
+        """
+        pat = self._plan.pattern
+        if order == "csc":
+            return np.array(pat.col_indices), np.repeat(
+                np.arange(pat.shape[1], dtype=np.int64), np.diff(pat.col_indptr))
+        if order != "csr":
+            raise ValueError(f"`order` must be 'csr' or 'csc'; got {order!r}")
+        return np.array(pat.rows), np.array(pat.indices)
+
+    def values(self, x: Any, *, params: Sequence[Any] | None = None,
+               out: np.ndarray | None = None, order: str = "csr") -> np.ndarray:
+        """J's nonzero values at ``x`` in the fixed order of :meth:`structure`.
+
+        Parameters
+        ----------
+        x : array_like
+            The point.
+        params : sequence, optional
+            New values of the traced parameters.
+        out : ndarray, optional
+            A float64 array of ``nnz`` values, filled in place (no allocation for the
+            ``"csr"`` order) and returned.
+        order : {"csr", "csc"}
+            As for :meth:`structure`.
+
+        Returns
+        -------
+        ndarray of float64, shape (nnz,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> jac = sparsejac.SparseJacobian(lambda x: x[1:] * x[:-1], np.ones(3))
+        >>> buf = np.empty(4)
+        >>> jac.values(np.array([1.0, 2.0, 3.0]), out=buf) is buf
+        True
+        >>> jac.values(np.array([1.0, 2.0, 3.0]), order="csc")   # column by column
+        array([2., 1., 3., 2.])
+        """
+        if order not in ("csr", "csc"):
+            raise ValueError(f"`order` must be 'csr' or 'csc'; got {order!r}")
+        nnz = self._plan.pattern.nnz
+        if out is not None and not (isinstance(out, np.ndarray) and out.shape == (nnz,)
+                                    and out.dtype == np.float64 and out.flags.writeable):
+            raise ValueError(f"`out` must be a writeable float64 array of shape ({nnz},); got "
+                             f"{type(out).__name__} {getattr(out, 'shape', '')} "
+                             f"{getattr(out, 'dtype', '')}")
+        if order == "csr":
+            data, _ = self._data(x, params, None, None, out)
+            return data
+        data, plan = self._data(x, params, None, None, None)
+        gathered: np.ndarray = data[plan.pattern.csc_to_csr]
+        if out is None:
+            return gathered
+        out[:] = gathered
+        return out
+
+    def _data(self, x: Any, params: Sequence[Any] | None, args: Sequence[Any] | None,
+              kwargs: dict[str, Any] | None, out: np.ndarray | None
+              ) -> tuple[np.ndarray, Plan]:
+        """J's values in CSR order (written into ``out`` if given), and the plan used."""
         if args is not None or kwargs is not None:
             self.use_args(() if args is None else tuple(args), kwargs or {})
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else tuple(params)
         state = self._state
         plan = state.plan
-        if out is not None and not (
-                isinstance(out, sp.csr_array) and out.shape == plan.shape
-                and out.nnz == plan.pattern.nnz and out.data.dtype == np.float64):
-            raise ValueError(
-                "`out` must be a csr_array returned by this SparseJacobian (shape "
-                f"{plan.shape}, nnz {plan.pattern.nnz}, float64)")
-        data, fx = plan.evaluate_with_value(xa, ps, None if out is None else out.data)
+        data, fx = plan.evaluate_with_value(xa, ps, out)
         if plan.replays and self._verify and not self._agrees(state, fx, xa, ps):
             # f no longer computes what was recorded (a global, a closure variable or a
             # mutable container changed since the preparation): prepare again
@@ -380,7 +490,9 @@ class SparseJacobian:
                     self._prepare(state.args, state.kwargs)
                 state = self._state
             plan = state.plan
-            data, fx = plan.evaluate_with_value(xa, ps, None if out is None else out.data)
+            if out is not None and out.shape != (plan.pattern.nnz,):
+                out = None  # the new preparation found another pattern
+            data, fx = plan.evaluate_with_value(xa, ps, out)
             if plan.replays and not self._agrees(state, fx, xa, ps):
                 raise RuntimeError(
                     f"`{self._name}` does not compute the same values from the same x: the "
@@ -388,9 +500,7 @@ class SparseJacobian:
                     "again. f must be a deterministic function of x (and of its arguments); "
                     "random numbers or state that changes at every call cannot be "
                     "differentiated this way (use mode='fd' with `sparsity=`).")
-        if out is None:
-            return plan.matrix(data)
-        return out
+        return data, plan
 
     def _agrees(self, state: _State, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether the recorded program still computes ``f``, to rounding.
