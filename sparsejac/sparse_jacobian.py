@@ -617,6 +617,11 @@ class SparseJacobian:
         if self.mode == "fd":  # the dense scheme: one (two for 3-point) evaluation per column
             full = fd_evaluations(self._fd_method, n)
         note = ", approximate" if self.mode == "fd" else ""
+        engine = self._plan.engine.stats() or {}
+        if engine.get("path") == "direct":
+            return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
+                    f"nnz={self._plan.pattern.nnz:,}, assembled directly: no products; "
+                    f"mode={self.mode!r} would take {work})")
         return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
                 f"nnz={self._plan.pattern.nnz:,}, mode={self.mode!r}: {work} instead of "
                 f"{full:,}{note})")
