@@ -336,6 +336,9 @@ class Plan:
     engine: Engine
     effort: float
     seconds: dict[str, Any] = field(default_factory=dict)
+    #: attributes of the first matrix built, per class (see :meth:`matrix`)
+    _matrices: dict[Any, dict[str, Any]] = field(default_factory=dict, repr=False,
+                                                 compare=False)
 
     @property
     def coloring(self) -> ColoringResult:
@@ -395,17 +398,38 @@ class Plan:
         used as it is for CSR, gathered once into CSC order (no sort) for CSC.
         """
         pat = self.pattern
-        dtype = index_dtype(pat)
         if format == "csc":
-            out: sp.csr_array | sp.csc_array = sp.csc_array(
-                (data[pat.csc_to_csr], pat.col_indices.astype(dtype),
-                 pat.col_indptr.astype(dtype)), shape=pat.shape, copy=False)
-        else:
-            out = sp.csr_array((data, pat.indices.astype(dtype), pat.indptr.astype(dtype)),
-                               shape=pat.shape, copy=False)
-        out.has_sorted_indices = True
-        out.has_canonical_format = True
+            return _new_matrix(sp.csc_array, pat, data[pat.csc_to_csr], pat.col_indices,
+                               pat.col_indptr, self._matrices)
+        return _new_matrix(sp.csr_array, pat, data, pat.indices, pat.indptr, self._matrices)
+
+
+_STATE_KEYS = frozenset({"_shape", "maxprint", "indices", "indptr", "data"})
+
+
+def _new_matrix(cls: Any, pat: SparsityPattern, data: np.ndarray, indices: np.ndarray,
+                indptr: np.ndarray, cache: dict[Any, dict[str, Any]]) -> Any:
+    """A canonical ``cls`` matrix with ``data`` and its own copies of the index arrays.
+
+    The first matrix of a plan goes through scipy's checks; the next ones copy its other
+    attributes (``cache``, per plan and class): scipy validates its arrays at every
+    construction, tens of microseconds that would dominate a small Jacobian.
+    """
+    dtype = index_dtype(pat)
+    idx, ptr = indices.astype(dtype), indptr.astype(dtype)
+    state = cache.get(cls)
+    if state is not None:
+        out = cls.__new__(cls)
+        out.__dict__.update(state)
+        out.data, out.indices, out.indptr = data, idx, ptr
         return out
+    out = cls((data, idx, ptr), shape=pat.shape, copy=False)
+    out.has_sorted_indices = True
+    out.has_canonical_format = True
+    if set(out.__dict__) >= _STATE_KEYS:
+        cache[cls] = {k: v for k, v in out.__dict__.items()
+                      if k not in ("data", "indices", "indptr")}
+    return out
 
 
 def index_dtype(pattern: SparsityPattern) -> type[np.signedinteger[Any]]:
