@@ -24,8 +24,11 @@ from scipy.linalg import solve as imported_solve
 from scipy.special import logsumexp as imported_logsumexp
 
 import sparsejac
+import sparsejac.primitives  # the registry: it registers the library functions
 from sparsejac.tracing import library, trace
 from sparsejac.tracing.tracer import Tracer
+
+library.run_deferred()  # scipy.linalg and scipy.stats are imported above: register their rules
 
 A = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 2.0]])
 B = np.array([1.0, 2.0, 3.0])
