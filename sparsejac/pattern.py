@@ -248,7 +248,9 @@ def _from_compressed(a: Any) -> SparsityPattern | None:
     for name, value in (("indptr", indptr), ("indices", indices), ("rows", rows),
                         ("col_indptr", col_indptr), ("col_indices", col_indices),
                         ("csc_to_csr", csc_to_csr)):
-        object.__setattr__(pattern, name, _readonly(np.array(value, dtype=np.int64)))
+        if np.may_share_memory(value, a.indptr) or np.may_share_memory(value, a.indices):
+            value = value.copy()  # never freeze (or share) the caller's arrays
+        object.__setattr__(pattern, name, _readonly(value))
     object.__setattr__(pattern, "shape", (m, n))
     object.__setattr__(pattern, "nnz", int(indices.size))
     return pattern

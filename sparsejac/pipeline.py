@@ -41,6 +41,7 @@ from sparsejac.coloring import (
     partition_for_mode,
 )
 from sparsejac.coloring.budget import prepared_effort
+from sparsejac.coloring.graph import bidirectional_lower_bound
 from sparsejac.detection import program_sparsity
 from sparsejac.errors import (
     ConcretizationError,
@@ -509,6 +510,22 @@ ONE_SHOT_FEW = 12
 ONE_SHOT_MANY = 64
 
 
+def _column_as_bidirectional(c: ColoringResult) -> ColoringResult:
+    """A column colouring as the bidirectional colouring that seeds no row (one-sided).
+
+    Where natural-order one-sided colourings are good, a bidirectional pass (a star
+    bicolouring, seconds on millions of nonzeros) cannot beat them by much; the mode choice
+    then sees mixed mode as the forward mode it is.
+    """
+    m = c.pattern.shape[0]
+    return ColoringResult(
+        pattern=c.pattern, partition="bidirectional", order=f"column:{c.order}",
+        n_colors=c.n_colors, column_groups=c.column_groups,
+        row_groups=np.full(m, -1, dtype=np.int64),
+        lower_bound=bidirectional_lower_bound(c.pattern), seconds=0.0, candidates=(),
+        work=0.0)
+
+
 def _one_shot_colour(pattern: SparsityPattern, reverse_cost: float
                      ) -> tuple[dict[str, ColoringResult] | None, list[str]]:
     """Natural-order column and row colourings for a one-off Jacobian, if they are good."""
@@ -627,6 +644,14 @@ def prepare(
         colorings, modes = _one_shot_colour(pattern, reverse_cost)
     if effort is None:
         effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
+    if colorings is None and defer_search:
+        # a program that may be assembled directly first gets natural-order colourings, one
+        # pass per partition, when they are good (as for a one-off Jacobian): they size its
+        # engine, and suffice if J then needs no seeds
+        natural, _ = _one_shot_colour(pattern, reverse_cost)
+        if natural is not None:
+            natural["mixed"] = _column_as_bidirectional(natural["forward"])
+            colorings = natural
     if colorings is None:
         colorings = _colour(pattern, modes, order, 0.0 if defer_search else effort,
                             time_budget, reverse_cost)
@@ -653,7 +678,7 @@ def prepare(
             direct = prepared.direct_positions(pattern.rows, pattern.indices)
         runner = PreparedEngine(prepared, direct=direct, nnz=pattern.nnz)
         if defer_search:
-            if direct is None and effort > 0:  # the colours matter: search for fewer now
+            if direct is None:  # the colours matter: the mandatory passes and the search
                 t1 = time.perf_counter()
                 colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
                 seconds["coloring"] += time.perf_counter() - t1
