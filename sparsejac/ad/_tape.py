@@ -6,7 +6,11 @@ slots and writes its output's slots. Instruction ``i`` is row ``i`` of ``code``:
 ``[op, out, size, a, b, active]``
 
 * ``op == GATHER``: ``buf[out + idx[b + r]] = buf[idx[a + r]]`` (a copy by slot: indexing,
-  ``setitem`` into a buffer whose output shares the buffer's slots, concatenation);
+  ``setitem`` into a buffer whose output shares the buffer's slots, concatenation). When
+  the output shares its operand's slots, ``active`` holds the offset (+ 1) of its rows in the
+  ``saved`` array: a forward pass that a reverse pass follows keeps the values it overwrites
+  there, and the reverse pass puts them back before it walks the earlier instructions (whose
+  partial derivatives read those slots);
 * ``op == LINEAR``: ``buf[out + r] += sum_e val[e] * buf[col[e]]`` for ``e`` in
   ``ptr[a + r] : ptr[a + r + 1]`` (the constant part is preloaded in the buffer); a gather,
   a reduction or a constant contraction;
@@ -177,9 +181,13 @@ def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  #
 
 
 @numba.njit(cache=True)
-def run_forward(code, idx, ptr, col, val, buf, tb):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Values into ``buf`` and (``tb.shape[1] > 0``) tangents into ``tb``, in program order."""
+def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Values into ``buf`` and (``tb.shape[1] > 0``) tangents into ``tb``, in program order.
+
+    With a non-empty ``saved``, the values that shared-slot gathers overwrite are kept there.
+    """
     p = tb.shape[1]
+    keep = saved.size > 0
     for i in range(code.shape[0]):
         op = code[i, 0]
         o = code[i, 1]
@@ -188,6 +196,9 @@ def run_forward(code, idx, ptr, col, val, buf, tb):  # type: ignore[no-untyped-d
         ib = code[i, 4]
         act = code[i, 5]
         if op == GATHER:
+            if keep and act > 0:
+                for r in range(n):
+                    saved[act - 1 + r] = buf[o + idx[ib + r]]
             for r in range(n):
                 src = idx[ia + r]
                 dst = o + idx[ib + r]
@@ -247,8 +258,12 @@ def run_forward(code, idx, ptr, col, val, buf, tb):  # type: ignore[no-untyped-d
 
 
 @numba.njit(cache=True)
-def run_reverse(code, idx, ptr, col, val, buf, cb):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Cotangents into ``cb`` from the values in ``buf``, in reverse program order."""
+def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Cotangents into ``cb`` from the values in ``buf``, in reverse program order.
+
+    ``saved`` is what the forward pass kept: each shared-slot gather's overwritten values are
+    put back once its cotangents are through, so that earlier instructions see theirs.
+    """
     q = cb.shape[1]
     for i in range(code.shape[0] - 1, -1, -1):
         op = code[i, 0]
@@ -265,6 +280,9 @@ def run_reverse(code, idx, ptr, col, val, buf, cb):  # type: ignore[no-untyped-d
                     g = cb[dst, j]
                     cb[dst, j] = 0.0  # the slot held another value before (a shared buffer)
                     cb[src, j] += g
+            if act > 0:
+                for r in range(n):
+                    buf[o + idx[ib + r]] = saved[act - 1 + r]
         elif op == LINEAR:
             for r in range(n):
                 for e in range(ptr[ia + r], ptr[ia + r + 1]):

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.ad import _tape as k
+from sparsejac.ad.prepared import PreparedProgram
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.depsets import broadcast_rows
 from sparsejac.primitives.elementwise import Elementwise
@@ -74,6 +75,8 @@ OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
 #: local Jacobian alone does not make an operation affine (``remainder``, ``copysign``).
 LINEAR_PRIMITIVES = (LinearMap, ReduceSum, CumSum, Contraction)
 
+_NO_SAVE = np.empty(0)
+
 #: Tangent or cotangent blocks above this many entries (slots × directions) are not taped.
 MAX_BLOCK = 4_000_000
 
@@ -114,8 +117,11 @@ class Tape:
     """
 
     def __init__(self, prog: Program, template: np.ndarray, table: tuple[np.ndarray, ...],
-                 slots: dict[int, int]) -> None:
+                 slots: dict[int, int], n_saved: int = 0) -> None:
         self.prog = prog
+        #: values overwritten by shared-slot gathers, kept for a reverse pass
+        self.n_saved = n_saved
+        self._fallback: dict[int, PreparedProgram] = {}
         self.template = template
         self.table = table
         self.x_slot = slots[prog.x.id]
@@ -165,6 +171,7 @@ class Tape:
         cols: list[np.ndarray] = []
         vals: list[np.ndarray] = []
         last = _last_readers(prog)
+        n_saved = 0
 
         def indices(a: np.ndarray) -> int:
             nonlocal n_idx
@@ -193,13 +200,17 @@ class Tape:
                 src = _gather_sources(plan, ins, const_block)
                 rows = np.arange(out.size, dtype=np.int64)
                 base = _shared_base(prog, node, i, src, ins, last)
+                shared = 0
                 if base is not None:  # write into the buffer's own slots
                     slots[out.id] = ins[base]
                     keep = src != ins[base] + rows
                     src, rows = src[keep], rows[keep]
+                    shared = n_saved + 1  # where the overwritten values are kept (+1)
+                    n_saved += int(src.size)
                 o = slot(out)
                 if src.size:
-                    code.append([k.GATHER, o, int(src.size), indices(src), indices(rows), 0])
+                    code.append([k.GATHER, o, int(src.size), indices(src), indices(rows),
+                                 shared])
                 continue
             o = slot(out)
             op = _elementwise_op(node)
@@ -227,7 +238,7 @@ class Tape:
         table = (np.array(code, dtype=np.int64).reshape(-1, 6),
                  _cat(idx, np.int64), _cat(ptr, np.int64), _cat(cols, np.int64),
                  _cat(vals, np.float64))
-        return cls(prog, template, table, slots)
+        return cls(prog, template, table, slots, n_saved)
 
     # -- evaluation -------------------------------------------------------------------------
 
@@ -247,9 +258,11 @@ class Tape:
                 buf[s:s + var.size] = v
         return buf
 
-    def _run_forward(self, buf: np.ndarray, tb: np.ndarray) -> None:
+    def _run_forward(self, buf: np.ndarray, tb: np.ndarray,
+                     saved: np.ndarray | None = None) -> None:
         code, idx, ptr, col, val = self.table
-        k.run_forward(code, idx, ptr, col, val, buf, tb)
+        k.run_forward(code, idx, ptr, col, val, buf, tb,
+                      _NO_SAVE if saved is None else saved)
 
     def _out(self, buf: np.ndarray) -> np.ndarray:
         out = self.prog.out
@@ -268,21 +281,39 @@ class Tape:
         tb = np.zeros((buf.size, p))
         k.seed_rows(tb, self.x_slot, np.asarray(groups, dtype=np.int64))
         self._run_forward(buf, tb)
+        if not np.isfinite(buf).all():
+            return self._chain(p).forward(x, groups, p, params)
         m = self.prog.n_out
         return self._out(buf), tb[self.out_slot:self.out_slot + m].copy()
+
+    def _chain(self, width: int) -> PreparedProgram:
+        """The chain engine for the same program, for points where a value is not finite.
+
+        Sums of infinite terms depend on their order (``inf - inf`` is NaN); there the
+        chain engine's order for the same number of directions is used, as the other
+        engines would.
+        """
+        hit = self._fallback.get(width)
+        if hit is None:
+            hit = self._fallback[width] = PreparedProgram(self.prog, width=width)
+        return hit
 
     def reverse(self, x: np.ndarray, groups: np.ndarray, q: int,
                 params: Sequence[Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(f(x), C)`` with ``C = W @ J(x)`` for the 0/1 seed ``W[groups[i], i] = 1``."""
         buf = self._buffer(x, params)
-        self._run_forward(buf, np.zeros((buf.size, 0)))
-        return self._out(buf), self._reverse(buf, groups, q)
+        saved = np.empty(max(self.n_saved, 1))
+        self._run_forward(buf, np.zeros((buf.size, 0)), saved)
+        if not np.isfinite(buf).all():
+            return self._chain(q).reverse(x, groups, q, params)
+        return self._out(buf), self._reverse(buf, groups, q, saved)
 
-    def _reverse(self, buf: np.ndarray, groups: np.ndarray, q: int) -> np.ndarray:
+    def _reverse(self, buf: np.ndarray, groups: np.ndarray, q: int, saved: np.ndarray
+                 ) -> np.ndarray:
         cb = np.zeros((buf.size, q))
         k.seed_rows(cb, self.out_slot, np.asarray(groups, dtype=np.int64))
         code, idx, ptr, col, val = self.table
-        k.run_reverse(code, idx, ptr, col, val, buf, cb)
+        k.run_reverse(code, idx, ptr, col, val, buf, cb, saved)
         n = self.prog.n_in
         return cb[self.x_slot:self.x_slot + n].T.copy()
 
@@ -293,10 +324,13 @@ class Tape:
         buf = self._buffer(x, params)
         tb = np.zeros((buf.size, p))
         k.seed_rows(tb, self.x_slot, np.asarray(col_groups, dtype=np.int64))
-        self._run_forward(buf, tb)
+        saved = np.empty(max(self.n_saved, 1))
+        self._run_forward(buf, tb, saved)
+        if not np.isfinite(buf).all():
+            return self._chain(p + q).mixed(x, col_groups, p, row_groups, q, params)
         m = self.prog.n_out
         return (self._out(buf), tb[self.out_slot:self.out_slot + m].copy(),
-                self._reverse(buf, row_groups, q))
+                self._reverse(buf, row_groups, q, saved))
 
     def stats(self) -> dict[str, Any]:
         """Sizes of the tape."""

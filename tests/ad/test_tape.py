@@ -265,3 +265,51 @@ def test_values_and_derivatives_at_edge_values_match_numpy_and_the_chain(fn: Any
     for got, ref in ((tape.forward(x, np.arange(n), n)[1], chain.forward(x, np.arange(n), n)[1]),
                      (tape.reverse(x, np.arange(m), m)[1], chain.reverse(x, np.arange(m), m)[1])):
         np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("f", [
+    pytest.param(lambda x: _overwrite_copy(np.exp(0.3 * x), x), id="out-partial"),
+    pytest.param(lambda x: _overwrite_read(x), id="reader-partial"),
+])
+def test_reverse_sees_values_before_a_shared_buffer_overwrote_them(f: Any,
+                                                                   rng: np.random.Generator
+                                                                   ) -> None:
+    """A buffer written in place shares its operand's slots; the reverse pass must still read
+    the operand's values where partials need them (exp's own output, a product's factor)."""
+    compare(f, rng.uniform(-1, 1, 12), rng.uniform(-1, 1, 12))
+
+
+def _overwrite_copy(a: Any, x: Any) -> Any:
+    b = a.copy()          # b takes a's slots: a is not read again
+    b[::2] *= 1.7
+    b[1] += x[0]
+    return b
+
+
+def _overwrite_read(x: Any) -> Any:
+    a = np.sin(x)
+    c = a * x             # d c / d x reads a
+    b = a.copy()
+    b[2:5] = x[2:5] ** 2  # overwrites a's values in the shared slots
+    return b + c
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_points_with_infinite_values_use_the_chain_engines_order() -> None:
+    """Sums of infinite terms depend on their order: there the tape defers to the chain."""
+    def f(x: Any) -> Any:
+        e = np.exp(800.0 * x)
+        return (e[1:] - e[:-1]) * x[1:] + np.sum(e) * x[:-1]
+
+    x = np.array([1.0, 0.5, 2.0, -1.0])  # exp overflows
+    prog = trace(f, np.zeros(4))
+    tape = Tape.build(prog)
+    assert tape is not None
+    for width in (1, 4):
+        chain = PreparedProgram(prog, width=width)
+        bt, bc = tape.forward(x, np.arange(4), 4)[1], chain.forward(x, np.arange(4), 4)[1]
+        np.testing.assert_array_equal(bt, bc)
+    q = 3
+    ct, cc = tape.reverse(x, np.arange(q), q)[1], PreparedProgram(prog, width=q).reverse(
+        x, np.arange(q), q)[1]
+    np.testing.assert_array_equal(ct, cc)
