@@ -17,7 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
-from sparsejac.pipeline import Plan, fd_evaluations, prepare
+from sparsejac.operators import JacobianOperator
+from sparsejac.pipeline import Plan, PreparedEngine, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -433,6 +434,61 @@ class SparseJacobian:
     def f(self, x: Any) -> Any:
         """``f(x, *params, *args, **kwargs)`` with the preparation's arguments."""
         return self._state.call(check_x(x, self._x0.shape), *self._params0)
+
+    def linear_operator(self, x: Any, *, params: Sequence[Any] | None = None
+                        ) -> JacobianOperator:
+        """``J(x)`` as a matrix-free ``scipy.sparse.linalg.LinearOperator``.
+
+        The prepared program is linearised at ``x`` once (its primal replay and the
+        value-dependent local derivatives); then ``matvec``/``matmat`` are forward sweeps
+        (JVPs) and ``rmatvec``/``rmatmat`` reverse sweeps (VJPs) with the given vectors or
+        matrices as seeds: no tracing, no colouring, no call of ``f`` per product. For
+        Krylov solvers (``gmres``, ``lsqr``, a Newton–Krylov loop). A plan that does not
+        replay a program (``mode="fd"``, a value-dependent ``f``) assembles ``J(x)`` once
+        instead and multiplies by it (``matrix_free`` is then False).
+
+        Parameters
+        ----------
+        x : array_like
+            The point (shape of ``x0``, or flat).
+        params : sequence, optional
+            Values of the traced parameters (default: the preparation's).
+
+        Returns
+        -------
+        JacobianOperator
+            Shape ``(m, n)``; its ``value`` attribute is ``f(x)``, flattened.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from scipy.sparse.linalg import gmres
+        >>> import sparsejac
+        >>> def f(x):
+        ...     return 4 * x - np.roll(x, 1) - np.roll(x, -1) + x ** 3
+        >>> jac = sparsejac.SparseJacobian(f, np.ones(50))
+        >>> A = jac.linear_operator(np.full(50, 0.5))
+        >>> dx, info = gmres(A, -A.value, rtol=1e-12, atol=0.0)
+        >>> info, bool(np.allclose(jac(np.full(50, 0.5)) @ dx, -A.value))
+        (0, True)
+        """
+        xa = check_x(x, self._x0.shape)
+        ps = self._params0 if params is None else tuple(params)
+        state = self._state
+        plan = state.plan
+        if not plan.replays:
+            matrix = self.evaluate(xa, params=ps)
+            value = state.call(np.array(xa, copy=True), *ps)
+            return JacobianOperator(plan.shape, matrix=matrix, value=value)
+        engine = plan.engine
+        assert isinstance(engine, PreparedEngine)
+        lin = engine.program.linearize(xa, ps)
+        if self._verify and not self._agrees(state, lin.value, xa, ps):
+            with self._lock:  # f no longer computes what was recorded: prepare again
+                if self._state is state:
+                    self._prepare(state.args, state.kwargs)
+            return self.linear_operator(xa, params=ps)
+        return JacobianOperator(plan.shape, linearization=lin, value=lin.value)
 
     # -- introspection -------------------------------------------------------------------
 

@@ -30,7 +30,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "ad": ("sparsejac.ad",),
     "fd": ("sparsejac.fd",),
     "api": ("sparsejac.pipeline", "sparsejac.validation", "sparsejac.sparse_jacobian",
-            "sparsejac.jacobian", "sparsejac.adapters", "sparsejac.report", "sparsejac.plot"),
+            "sparsejac.jacobian", "sparsejac.adapters", "sparsejac.operators", "sparsejac.report",
+            "sparsejac.plot"),
     "cli": ("sparsejac.cli", "sparsejac.__main__"),
     "package": ("sparsejac",),
 }

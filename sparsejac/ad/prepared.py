@@ -40,7 +40,7 @@ from sparsejac.ad.kernels import spread_dense, spread_onehot
 from sparsejac.tracing import Node, Program
 from sparsejac.tracing.walk import Values, dead_after
 
-__all__ = ["Materialize", "Opaque", "PreparedProgram", "Source"]
+__all__ = ["DenseSeed", "Linearization", "Materialize", "Opaque", "PreparedProgram", "Source"]
 
 #: An intermediate becomes a dense tangent block when its entries outnumber this fraction of
 #: the block (size × width).
@@ -74,6 +74,30 @@ class Opaque:
 
 
 Step = ValueStep | Materialize | Opaque
+
+
+@dataclass(frozen=True)
+class DenseSeed:
+    """A general seed matrix, as opposed to a colouring's one-hot ``groups``.
+
+    ``s`` is ``S`` (``n × p``) for a forward sweep and ``Wᵀ`` (``m × q``) for a reverse one:
+    rows indexed like the seeded variable, one column per direction (C-contiguous float64).
+    """
+
+    s: np.ndarray
+
+
+#: The seed of a sweep: a colouring's groups (one-hot) or a dense matrix.
+Seed = np.ndarray | DenseSeed
+
+
+def _spread(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, seed: Seed,
+            out: np.ndarray) -> None:
+    """``out[rows[e], :] += vals[e] * seed[cols[e], :]`` for either kind of seed."""
+    if isinstance(seed, DenseSeed):
+        spread_dense(rows, cols, vals, seed.s, out)
+    else:
+        spread_onehot(rows, cols, vals, seed, out)
 
 
 class PreparedProgram:
@@ -203,9 +227,18 @@ class PreparedProgram:
         v[e.dyn_pos] += self.slots.value(slots, e.slot)
         return v
 
-    def _const_block(self, e: Entries, groups: np.ndarray, p: int, transpose: bool
+    def _const_block(self, e: Entries, groups: Seed, p: int, transpose: bool
                      ) -> np.ndarray:
         """Constant x-part of an entry set spread with ``groups`` (cached per seed; a copy)."""
+        if isinstance(groups, DenseSeed):  # a general seed: not cached (it changes per call)
+            rows, cols, vals = e.spread.const0
+            if transpose:
+                out = np.zeros((self.prog.n_in, p))
+                spread_dense(cols, rows, vals, groups.s, out)
+            else:
+                out = np.zeros((e.size, p))
+                spread_dense(rows, cols, vals, groups.s, out)
+            return out
         key = (id(e), transpose, id(groups), p)
         hit = self._seed_cache.get(key)
         blk = hit[1] if hit is not None and hit[0] is groups else None
@@ -222,20 +255,39 @@ class PreparedProgram:
             self._seed_cache[key] = (groups, blk)
         return blk.copy()
 
-    def _fill(self, e: Entries, slots: list[Any], out: np.ndarray, groups: np.ndarray,
+    def _fill(self, e: Entries, slots: list[Any], out: np.ndarray, groups: Seed,
               blocks: list[np.ndarray | None]) -> None:
         """``out += J_e @ S`` except the constant x-part (added by the caller)."""
         plan = e.spread
         if plan.dyn0 is not None:
             assert e.slot is not None
             rows, cols, idx = plan.dyn0
-            spread_onehot(rows, cols, self.slots.value(slots, e.slot)[idx], groups, out)
+            _spread(rows, cols, self.slots.value(slots, e.slot)[idx], groups, out)
         if plan.others:
             full = self._entry_values(e, slots)
             for s, rows, cols, pos in plan.others:
                 block = blocks[s]
                 if block is not None:
                     spread_dense(rows, cols, full[pos], block, out)
+
+    def linearize(self, x: np.ndarray, params: Sequence[Any] | None = None) -> Linearization:
+        """The primal replay at ``x`` done once, for any number of seeded products there.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sparsejac.tracing import trace
+        >>> from sparsejac.ad import PreparedProgram
+        >>> pp = PreparedProgram(trace(lambda x: x[1:] * x[:-1], np.ones(3)))
+        >>> lin = pp.linearize(np.array([1.0, 2.0, 3.0]))
+        >>> lin.jvp(np.eye(3))                       # J @ I
+        array([[2., 1., 0.],
+               [0., 3., 2.]])
+        >>> lin.vjp(np.array([[1.0, 1.0]]))          # 1ᵀ J
+        array([[2., 4., 2.]])
+        """
+        vals, slots = self._values(x, params)
+        return Linearization(self, vals, slots)
 
     def value(self, x: np.ndarray, params: Sequence[Any] | None = None) -> Any:
         """``f(x)`` by replaying the program (no derivatives)."""
@@ -267,7 +319,7 @@ class PreparedProgram:
         _, c = self._reverse(vals, slots, row_groups, q)
         return out, b, c
 
-    def _forward(self, vals: Values, slots: list[Any], groups: np.ndarray, p: int
+    def _forward(self, vals: Values, slots: list[Any], groups: Seed, p: int
                  ) -> tuple[Any, np.ndarray]:
         blocks: list[np.ndarray | None] = [None] * len(self.sources)
         m = self.prog.n_out
@@ -293,7 +345,7 @@ class PreparedProgram:
         self._fill(self.out_entries, slots, b, groups, blocks)
         return out_val, b
 
-    def _reverse(self, vals: Values, slots: list[Any], groups: np.ndarray, q: int
+    def _reverse(self, vals: Values, slots: list[Any], groups: Seed, q: int
                  ) -> tuple[Any, np.ndarray]:
         n = self.prog.n_in
         cts: list[np.ndarray | None] = [None] * len(self.sources)  # (size, q) blocks
@@ -306,14 +358,14 @@ class PreparedProgram:
         if plan.dyn0 is not None:
             assert e.slot is not None
             rows, cols, idx = plan.dyn0
-            spread_onehot(cols, rows, self.slots.value(slots, e.slot)[idx], groups, cts[0])
+            _spread(cols, rows, self.slots.value(slots, e.slot)[idx], groups, cts[0])
         if plan.others:
             full = self._entry_values(e, slots)
             for s, rows, cols, pos in plan.others:
                 blk = cts[s]
                 if blk is None:
                     blk = cts[s] = np.zeros((self.sources[s].size, q))
-                spread_onehot(cols, rows, full[pos], groups, blk)
+                _spread(cols, rows, full[pos], groups, blk)
         for src in reversed(self.sources[1:]):
             ct = cts[src.index]
             if ct is None:
@@ -354,8 +406,10 @@ class PreparedProgram:
 
 
 def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int, ...], p: int,
-                      groups: np.ndarray) -> np.ndarray:
+                      groups: Seed) -> np.ndarray:
     """Tangent block ``(p, *shape)`` of source ``s`` (the seed itself for x)."""
+    if s == 0 and isinstance(groups, DenseSeed):
+        return np.ascontiguousarray(groups.s.T).reshape((p, *shape))
     if s == 0:
         seed = np.zeros((groups.size, p))
         ok = groups >= 0
@@ -364,3 +418,35 @@ def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int,
     blk = blocks[s]
     assert blk is not None
     return np.ascontiguousarray(blk.T).reshape((p, *shape))
+
+
+class Linearization:
+    """A prepared program linearised at one point: ``J(x) @ S`` and ``W @ J(x)`` for any seeds.
+
+    Made by :meth:`PreparedProgram.linearize`: the primal values and every value-dependent
+    local derivative are computed once; each product is then one forward (reverse) sweep of
+    the prepared steps with a dense seed matrix, with no tracing and no replay of ``f``.
+    Products are independent and may run from several threads at once.
+
+    Attributes
+    ----------
+    value : object
+        ``f(x)``, replayed.
+    """
+
+    def __init__(self, program: PreparedProgram, vals: Values, slots: list[Any]) -> None:
+        self._pp = program
+        self._vals = vals
+        self._slots = slots
+        self.value = vals[program.prog.out]
+
+    def jvp(self, s: np.ndarray) -> np.ndarray:
+        """``J(x) @ S`` for ``S`` of shape ``(n, p)``; returns ``(m, p)``."""
+        seed = np.ascontiguousarray(s, dtype=np.float64)
+        return self._pp._forward(self._vals, self._slots, DenseSeed(seed), seed.shape[1])[1]
+
+    def vjp(self, w: np.ndarray) -> np.ndarray:
+        """``W @ J(x)`` for ``W`` of shape ``(q, m)``; returns ``(q, n)``."""
+        seed = np.ascontiguousarray(np.asarray(w, dtype=np.float64).T)
+        return np.ascontiguousarray(
+            self._pp._reverse(self._vals, self._slots, DenseSeed(seed), seed.shape[1])[1])
