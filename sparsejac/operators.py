@@ -1,4 +1,4 @@
-"""Matrix-free Jacobian products: :class:`JacobianOperator`, a ``scipy.sparse.linalg.LinearOperator``.
+"""Matrix-free Jacobian products: :class:`JacobianOperator`, a scipy ``LinearOperator``.
 
 Built by :meth:`sparsejac.SparseJacobian.linear_operator`. For a prepared plan (a global
 trace) the primal replay at ``x`` is done once, and every product is one sweep of the prepared

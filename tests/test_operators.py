@@ -42,7 +42,9 @@ def test_products_equal_the_hand_derived_jacobian(mode):
     x = rng.uniform(-1, 1, 12)
     jac = sparsejac.SparseJacobian(chain, np.ones(12), mode=mode)
     A = jac.linear_operator(x)
-    assert isinstance(A, LinearOperator) and A.shape == (12, 12) and A.matrix_free
+    assert isinstance(A, LinearOperator)
+    assert A.shape == (12, 12)
+    assert A.matrix_free
     J = chain_jac(x)
     v, w = rng.normal(size=12), rng.normal(size=12)
     V, W = rng.normal(size=(12, 3)), rng.normal(size=(12, 4))
@@ -137,7 +139,7 @@ def test_newton_krylov_with_the_operator_converges_quadratically():
     for _ in range(6):
         A = jac.linear_operator(x)
         norms.append(np.linalg.norm(A.value))
-        dx, info = gmres(A, -A.value, rtol=1e-13, atol=0.0)
+        dx, _ = gmres(A, -A.value, rtol=1e-13, atol=0.0)
         x = x + dx
     assert norms[-1] < 1e-10 * norms[0]
     np.testing.assert_allclose(f(x), 0.0, atol=1e-10)

@@ -353,12 +353,12 @@ class PreparedProgram:
         e = self.out_entries
         if e is None:
             return out_val, np.zeros((q, n))
-        cts[0] = self._const_block(e, groups, q, True)
+        cts[0] = c0 = self._const_block(e, groups, q, True)
         plan = e.spread
         if plan.dyn0 is not None:
             assert e.slot is not None
             rows, cols, idx = plan.dyn0
-            _spread(cols, rows, self.slots.value(slots, e.slot)[idx], groups, cts[0])
+            _spread(cols, rows, self.slots.value(slots, e.slot)[idx], groups, c0)
         if plan.others:
             full = self._entry_values(e, slots)
             for s, rows, cols, pos in plan.others:
@@ -411,6 +411,7 @@ def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int,
     if s == 0 and isinstance(groups, DenseSeed):
         return np.ascontiguousarray(groups.s.T).reshape((p, *shape))
     if s == 0:
+        assert isinstance(groups, np.ndarray)
         seed = np.zeros((groups.size, p))
         ok = groups >= 0
         seed[np.flatnonzero(ok), groups[ok]] = 1.0
