@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparsejac.ad.chain import Slots, ValueStep, apply_contributions, chain
 from sparsejac.ad.entries import Entries, is_identity_of_source
@@ -82,9 +83,46 @@ class DenseSeed:
 
     ``s`` is ``S`` (``n × p``) for a forward sweep and ``Wᵀ`` (``m × q``) for a reverse one:
     rows indexed like the seeded variable, one column per direction (C-contiguous float64).
+    ``mats`` holds, per entry set (by ``id``), its x-part at the linearisation point as a
+    ``csr_array`` (constant and value-dependent entries summed): a sparse product with it
+    replaces the entry-by-entry spread.
     """
 
     s: np.ndarray
+    mats: dict[int, sp.csr_array]
+
+
+@dataclass(frozen=True)
+class _XStructure:
+    """The x-part of an entry set as a CSR structure, with where each entry's value goes."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    base: np.ndarray  # the constant entries, summed per position
+    dyn_pos: np.ndarray | None  # position of each value-dependent entry
+    shape: tuple[int, int]
+
+    @staticmethod
+    def of(e: Entries, n_in: int) -> _XStructure:
+        rows0, cols0, v0 = e.spread.const0
+        dyn0 = e.spread.dyn0
+        rows, cols = rows0, cols0
+        if dyn0 is not None:
+            rows = np.concatenate([rows0, dyn0[0]])
+            cols = np.concatenate([cols0, dyn0[1]])
+        key = rows.astype(np.int64) * n_in + cols.astype(np.int64)
+        uniq, inv = np.unique(key, return_inverse=True)
+        nnz = uniq.size
+        indptr = np.zeros(e.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(uniq // n_in, minlength=e.size), out=indptr[1:])
+        base = np.bincount(inv[:rows0.size], v0, minlength=nnz).astype(np.float64)
+        return _XStructure(indptr, uniq % n_in, base,
+                           None if dyn0 is None else inv[rows0.size:], (e.size, n_in))
+
+    def matrix(self, dyn: np.ndarray | None) -> sp.csr_array:
+        data = self.base if self.dyn_pos is None or dyn is None else (
+            self.base + np.bincount(self.dyn_pos, dyn, minlength=self.base.size))
+        return sp.csr_array((data, self.indices, self.indptr), shape=self.shape)
 
 
 #: The seed of a sweep: a colouring's groups (one-hot) or a dense matrix.
@@ -119,6 +157,7 @@ class PreparedProgram:
     Examples
     --------
     >>> import numpy as np
+import scipy.sparse as sp
     >>> import sparsejac
     >>> from sparsejac.tracing import trace
     >>> from sparsejac.ad import PreparedProgram
@@ -144,6 +183,7 @@ class PreparedProgram:
         #: per node of ``prog``, its steps (value steps first, then materialise/opaque)
         self.steps: list[list[Step]] = []
         self._seed_cache: dict[Any, Any] = {}
+        self._xstructs: dict[int, _XStructure] = {}
         self._build()
         self.sweep: list[Materialize | Opaque] = [
             s for steps in self.steps for s in steps if not isinstance(s, ValueStep)]
@@ -230,15 +270,9 @@ class PreparedProgram:
     def _const_block(self, e: Entries, groups: Seed, p: int, transpose: bool
                      ) -> np.ndarray:
         """Constant x-part of an entry set spread with ``groups`` (cached per seed; a copy)."""
-        if isinstance(groups, DenseSeed):  # a general seed: not cached (it changes per call)
-            rows, cols, vals = e.spread.const0
-            if transpose:
-                out = np.zeros((self.prog.n_in, p))
-                spread_dense(cols, rows, vals, groups.s, out)
-            else:
-                out = np.zeros((e.size, p))
-                spread_dense(rows, cols, vals, groups.s, out)
-            return out
+        if isinstance(groups, DenseSeed):  # the whole x-part (constant and dynamic) at once
+            k = groups.mats[id(e)]
+            return np.ascontiguousarray((k.T if transpose else k) @ groups.s)
         key = (id(e), transpose, id(groups), p)
         hit = self._seed_cache.get(key)
         blk = hit[1] if hit is not None and hit[0] is groups else None
@@ -259,7 +293,7 @@ class PreparedProgram:
               blocks: list[np.ndarray | None]) -> None:
         """``out += J_e @ S`` except the constant x-part (added by the caller)."""
         plan = e.spread
-        if plan.dyn0 is not None:
+        if plan.dyn0 is not None and not isinstance(groups, DenseSeed):
             assert e.slot is not None
             rows, cols, idx = plan.dyn0
             _spread(rows, cols, self.slots.value(slots, e.slot)[idx], groups, out)
@@ -276,6 +310,7 @@ class PreparedProgram:
         Examples
         --------
         >>> import numpy as np
+import scipy.sparse as sp
         >>> from sparsejac.tracing import trace
         >>> from sparsejac.ad import PreparedProgram
         >>> pp = PreparedProgram(trace(lambda x: x[1:] * x[:-1], np.ones(3)))
@@ -287,7 +322,23 @@ class PreparedProgram:
         array([[2., 4., 2.]])
         """
         vals, slots = self._values(x, params)
-        return Linearization(self, vals, slots)
+        mats: dict[int, sp.csr_array] = {}
+        for e in self._x_entry_sets():
+            st = self._xstructs.get(id(e))
+            if st is None:
+                st = self._xstructs[id(e)] = _XStructure.of(e, self.prog.n_in)
+            dyn = None
+            if e.spread.dyn0 is not None:
+                assert e.slot is not None
+                dyn = self.slots.value(slots, e.slot)[e.spread.dyn0[2]]
+            mats[id(e)] = st.matrix(dyn)
+        return Linearization(self, vals, slots, mats)
+
+    def _x_entry_sets(self) -> list[Entries]:
+        """The entry sets a sweep spreads from x: the materialised sources' and the output's."""
+        sets = [s.source.entries for s in self.sweep
+                if isinstance(s, Materialize) and s.source.entries is not None]
+        return sets + ([self.out_entries] if self.out_entries is not None else [])
 
     def value(self, x: np.ndarray, params: Sequence[Any] | None = None) -> Any:
         """``f(x)`` by replaying the program (no derivatives)."""
@@ -355,7 +406,7 @@ class PreparedProgram:
             return out_val, np.zeros((q, n))
         cts[0] = c0 = self._const_block(e, groups, q, True)
         plan = e.spread
-        if plan.dyn0 is not None:
+        if plan.dyn0 is not None and not isinstance(groups, DenseSeed):
             assert e.slot is not None
             rows, cols, idx = plan.dyn0
             _spread(cols, rows, self.slots.value(slots, e.slot)[idx], groups, c0)
@@ -435,19 +486,23 @@ class Linearization:
         ``f(x)``, replayed.
     """
 
-    def __init__(self, program: PreparedProgram, vals: Values, slots: list[Any]) -> None:
+    def __init__(self, program: PreparedProgram, vals: Values, slots: list[Any],
+                 mats: dict[int, sp.csr_array]) -> None:
         self._pp = program
         self._vals = vals
         self._slots = slots
+        self._mats = mats
         self.value = vals[program.prog.out]
 
     def jvp(self, s: np.ndarray) -> np.ndarray:
         """``J(x) @ S`` for ``S`` of shape ``(n, p)``; returns ``(m, p)``."""
         seed = np.ascontiguousarray(s, dtype=np.float64)
-        return self._pp._forward(self._vals, self._slots, DenseSeed(seed), seed.shape[1])[1]
+        return self._pp._forward(self._vals, self._slots, DenseSeed(seed, self._mats),
+                                 seed.shape[1])[1]
 
     def vjp(self, w: np.ndarray) -> np.ndarray:
         """``W @ J(x)`` for ``W`` of shape ``(q, m)``; returns ``(q, n)``."""
         seed = np.ascontiguousarray(np.asarray(w, dtype=np.float64).T)
         return np.ascontiguousarray(
-            self._pp._reverse(self._vals, self._slots, DenseSeed(seed), seed.shape[1])[1])
+            self._pp._reverse(self._vals, self._slots, DenseSeed(seed, self._mats),
+                              seed.shape[1])[1])
