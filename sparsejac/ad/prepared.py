@@ -157,7 +157,6 @@ class PreparedProgram:
     Examples
     --------
     >>> import numpy as np
-import scipy.sparse as sp
     >>> import sparsejac
     >>> from sparsejac.tracing import trace
     >>> from sparsejac.ad import PreparedProgram
@@ -310,7 +309,6 @@ import scipy.sparse as sp
         Examples
         --------
         >>> import numpy as np
-import scipy.sparse as sp
         >>> from sparsejac.tracing import trace
         >>> from sparsejac.ad import PreparedProgram
         >>> pp = PreparedProgram(trace(lambda x: x[1:] * x[:-1], np.ones(3)))
