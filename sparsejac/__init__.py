@@ -9,8 +9,10 @@ reference in the documentation).
 """
 
 from sparsejac.adapters import (
+    BvpJacobian,
     OdeJacobian,
     RootJacobian,
+    bvp_jacobian,
     least_squares_jacobian,
     ode_jacobian,
     root_jacobian,
@@ -23,20 +25,24 @@ from sparsejac.errors import (
     UnsupportedPrimitiveError,
 )
 from sparsejac.jacobian import jacobian
+from sparsejac.operators import JacobianOperator
 from sparsejac.report import function_report, matrix_report
 from sparsejac.sparse_jacobian import SparseJacobian
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BvpJacobian",
     "ColoringResult",
     "ConcretizationError",
+    "JacobianOperator",
     "OdeJacobian",
     "RootJacobian",
     "SparseJacobian",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "__version__",
+    "bvp_jacobian",
     "color",
     "function_report",
     "jacobian",
