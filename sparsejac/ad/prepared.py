@@ -482,6 +482,19 @@ class Linearization:
     ----------
     value : object
         ``f(x)``, replayed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad import PreparedProgram
+    >>> lin = PreparedProgram(trace(lambda x: np.sin(x) * x[::-1], np.ones(2))).linearize(
+    ...     np.array([0.0, 1.0]))
+    >>> lin.value
+    array([0.        , 0.84147098])
+    >>> lin.jvp(np.array([[1.0], [0.0]]))             # first column of J
+    array([[1.        ],
+           [0.84147098]])
     """
 
     def __init__(self, program: PreparedProgram, vals: Values, slots: list[Any],
