@@ -28,7 +28,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "sparsejac": tuple(importlib.import_module("sparsejac").__all__),
     "sparsejac.ad": ("jvp", "vjp"),
     "sparsejac.coloring": ("intersection_graph", "ORDERS", "BIDIRECTIONAL_ORDERS",
-                           "DEFAULT_EFFORT", "color", "ColoringResult"),
+                           "DEFAULT_EFFORT", "SYMMETRIC_METHODS", "color", "ColoringResult"),
     "sparsejac.plot": ("plot_coloring",),
 }
 MODULES = ("sparsejac", "sparsejac.ad", "sparsejac.fd", "sparsejac.coloring", "sparsejac.plot",

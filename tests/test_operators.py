@@ -40,7 +40,7 @@ def central_fd(f, x, h=1e-6):
 def test_products_equal_the_hand_derived_jacobian(mode):
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, 12)
-    jac = sparsejac.SparseJacobian(chain, np.ones(12), mode=mode)
+    jac = sparsejac.SparseJacobian(chain, np.ones(12), mode=mode, engine="chain")
     A = jac.linear_operator(x)
     assert isinstance(A, LinearOperator)
     assert A.shape == (12, 12)
@@ -90,6 +90,19 @@ def test_params_are_used():
     jac = sparsejac.SparseJacobian(lambda x, t: np.sin(t) * x ** 2, np.ones(3), params=(0.0,))
     A = jac.linear_operator(np.arange(3.0), params=(np.pi / 2,))
     np.testing.assert_allclose(A @ np.ones(3), 2 * np.arange(3.0), atol=1e-15)
+
+
+@pytest.mark.parametrize("engine", ["tape", "chain"])
+def test_both_engines_give_the_same_products(engine):
+    """A compiled tape (small programs) is swept by a chain program built from its program."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, 12)
+    A = sparsejac.SparseJacobian(chain, np.ones(12), engine=engine).linear_operator(x)
+    assert A.matrix_free
+    V = rng.normal(size=(12, 2))
+    np.testing.assert_allclose(A @ V, chain_jac(x) @ V, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.T @ V, chain_jac(x).T @ V, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.value, chain(x), rtol=1e-15)
 
 
 def test_fd_mode_falls_back_to_the_assembled_matrix():

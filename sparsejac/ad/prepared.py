@@ -338,6 +338,33 @@ class PreparedProgram:
                 if isinstance(s, Materialize) and s.source.entries is not None]
         return sets + ([self.out_entries] if self.out_entries is not None else [])
 
+    def direct_positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+        """Where each output entry sits among a pattern's nonzeros (given in CSR order).
+
+        None unless every output entry is a derivative with respect to ``x`` itself (no
+        dense block in the program) and lies in the pattern: then :meth:`direct` gives the
+        Jacobian's values without seeds, compression or decompression.
+        """
+        e = self.out_entries
+        if e is None or len(self.sources) != 1 or (e.nnz and int(e.srcs.max()) != 0):
+            return None
+        n = max(self.prog.n_in, 1)
+        keys = rows.astype(np.int64) * n + cols
+        want = e.rows.astype(np.int64) * n + e.cols
+        pos: np.ndarray = np.searchsorted(keys, want)
+        if pos.size and (int(pos.max()) >= keys.size or not np.array_equal(keys[pos], want)):
+            return None
+        return pos
+
+    def direct(self, x: np.ndarray, params: Sequence[Any] | None = None
+               ) -> tuple[Any, np.ndarray]:
+        """``(f(x), values)``: the output entries' values (see :meth:`direct_positions`)."""
+        e = self.out_entries
+        assert e is not None
+        vals, slots = self._values(x, params)
+        values = self._entry_values(e, slots)
+        return vals[self.prog.out], (values.copy() if e.slot is None else values)
+
     def value(self, x: np.ndarray, params: Sequence[Any] | None = None) -> Any:
         """``f(x)`` by replaying the program (no derivatives)."""
         vals = Values(self.prog, x, params if params is not None else
@@ -447,6 +474,7 @@ class PreparedProgram:
     def stats(self) -> dict[str, Any]:
         """Sizes of the prepared program (entries, sources, dynamic steps)."""
         return {
+            "engine": "chain",
             "nodes": len(self.prog.nodes),
             "dense_blocks": len(self.sources) - 1,
             "dynamic_steps": sum(isinstance(s, ValueStep) for st in self.steps for s in st),
