@@ -26,8 +26,9 @@ import time
 from typing import Any
 
 import numpy as np
+
 # scipy's compressed finite differences (what least_squares uses with jac_sparsity=); the
-# functions live in a private module of scipy, hence the guard in test_examples-style runs
+# functions live in a private module of scipy (scipy.optimize._numdiff)
 from scipy.optimize._numdiff import approx_derivative, group_columns
 
 import sparsejac
