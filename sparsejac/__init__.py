@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from sparsejac.coloring import ColoringResult, color
     from sparsejac.detection import jacobian_sparsity
     from sparsejac.jacobian import jacobian
-    from sparsejac.operators import JacobianOperator
+    from sparsejac.operators import JacobianOperator, KrylovMethod
     from sparsejac.report import function_report, matrix_report
     from sparsejac.sparse_jacobian import SparseJacobian
 
@@ -47,6 +47,7 @@ _LAZY: dict[str, str] = {
     "BvpJacobian": "sparsejac.adapters",
     "bvp_jacobian": "sparsejac.adapters",
     "JacobianOperator": "sparsejac.operators",
+    "KrylovMethod": "sparsejac.operators",
     "OdeJacobian": "sparsejac.adapters",
     "RootJacobian": "sparsejac.adapters",
     "least_squares_jacobian": "sparsejac.adapters",
@@ -66,6 +67,7 @@ __all__ = [
     "ColoringResult",
     "ConcretizationError",
     "JacobianOperator",
+    "KrylovMethod",
     "OdeJacobian",
     "RootJacobian",
     "SparseJacobian",

@@ -18,7 +18,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from sparsejac.ad import Linearization
 
-__all__ = ["JacobianOperator"]
+__all__ = ["JacobianOperator", "KrylovMethod"]
 
 
 class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no type stubs
@@ -91,3 +91,104 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
 
     def __repr__(self) -> str:
         return f"JacobianOperator(shape={self.shape}, matrix_free={self.matrix_free})"
+
+
+class _Hook:
+    """The ``inner_M`` side of :class:`KrylovMethod`: scipy calls ``setup`` and ``update``."""
+
+    def __init__(self, owner: KrylovMethod) -> None:
+        self._owner = owner
+
+    def setup(self, x: np.ndarray, f: np.ndarray, func: Any) -> None:
+        self._owner.update(x)
+
+    def update(self, x: np.ndarray, f: np.ndarray) -> None:
+        self._owner.update(x)
+
+
+class KrylovMethod:
+    """Exact products inside ``scipy.optimize.newton_krylov`` and ``root(method="krylov")``.
+
+    scipy's Newton–Krylov solver builds finite-difference products ``(F(x + εv) − F(x)) / ε``
+    and takes no Jacobian, but it accepts a callable inner solver (``method=``) and calls the
+    ``setup``/``update`` hooks of its preconditioner (``inner_M=``) at every Newton step.
+    ``jac_options`` fills both: the hook linearises ``jac`` at the new point
+    (:meth:`SparseJacobian.linear_operator`) and the inner solver runs ``solver`` on that exact
+    operator instead of scipy's finite-difference one.
+
+    Parameters
+    ----------
+    jacobian : SparseJacobian
+        Prepared for ``F``.
+    solver : str or callable
+        ``"gmres"``, ``"lgmres"``, ``"bicgstab"`` ... of ``scipy.sparse.linalg``, or a function
+        with their interface.
+    **options
+        Passed to ``solver`` at every call (``restart``, a preconditioner ``M`` ...).
+
+    Attributes
+    ----------
+    jac_options : dict
+        ``{"method": ..., "inner_M": ...}``: ``newton_krylov(F, x0, **jac_options)`` or
+        ``root(F, x0, method="krylov", options={"jac_options": jac_options})``.
+    operator : JacobianOperator or None
+        The operator at the current Newton point.
+    n_products : int
+        Products asked of the operators so far.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import newton_krylov, root
+    >>> import sparsejac
+    >>> def F(x):
+    ...     return 4 * x - np.roll(x, 1) - np.roll(x, -1) + x ** 3 - 1.0
+    >>> km = sparsejac.KrylovMethod(sparsejac.SparseJacobian(F, np.zeros(50)))
+    >>> x = newton_krylov(F, np.zeros(50), f_tol=1e-12, **km.jac_options)
+    >>> bool(np.abs(F(x)).max() < 1e-12), km.n_products > 0
+    (True, True)
+    >>> sol = root(F, np.zeros(50), method="krylov",
+    ...            options={"jac_options": km.jac_options, "fatol": 1e-12})
+    >>> bool(sol.success)
+    True
+    """
+
+    def __init__(self, jacobian: Any, solver: Any = "gmres", **options: Any) -> None:
+        import scipy.sparse.linalg as sla
+
+        if not hasattr(jacobian, "linear_operator"):
+            raise TypeError("`jacobian` must be a SparseJacobian (with `linear_operator`); got "
+                            f"{type(jacobian).__name__}")
+        self.jacobian = jacobian
+        if isinstance(solver, str):
+            if solver not in ("gmres", "lgmres", "bicgstab", "cgs", "tfqmr", "gcrotmk"):
+                raise ValueError("`solver` must be 'gmres', 'lgmres', 'bicgstab', 'cgs', "
+                                 f"'tfqmr', 'gcrotmk' or a callable; got {solver!r}")
+            solver = getattr(sla, solver)
+        self.solver = solver
+        self.options = dict(options)
+        self.operator: JacobianOperator | None = None
+        self.n_products = 0
+        self.jac_options: dict[str, Any] = {"method": self._solve, "inner_M": _Hook(self)}
+
+    def update(self, x: np.ndarray) -> None:
+        """Linearise at the new Newton point ``x``."""
+        self.operator = self.jacobian.linear_operator(x)
+
+    def _solve(self, op: Any, rhs: np.ndarray, rtol: float = 1e-5, maxiter: int | None = None,
+               M: Any = None, **kw: Any) -> tuple[np.ndarray, int]:
+        A = self.operator
+        if A is None:  # pragma: no cover - scipy always calls setup first
+            raise RuntimeError("KrylovMethod used before scipy called its setup hook")
+        counted = LinearOperator(A.shape, dtype=A.dtype, matvec=self._counted(A))
+        options = {"atol": 0.0, **kw, **self.options}
+        if maxiter is not None:
+            options.setdefault("maxiter", maxiter)
+        x, info = self.solver(counted, rhs, rtol=rtol, **options)
+        return np.asarray(x), int(info)
+
+    def _counted(self, A: JacobianOperator) -> Any:
+        def matvec(v: np.ndarray) -> np.ndarray:
+            self.n_products += 1
+            return np.asarray(A.matvec(v))
+        return matvec

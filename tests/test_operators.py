@@ -156,3 +156,41 @@ def test_newton_krylov_with_the_operator_converges_quadratically():
         x = x + dx
     assert norms[-1] < 1e-10 * norms[0]
     np.testing.assert_allclose(f(x), 0.0, atol=1e-10)
+
+
+def _bratu_1d(x):
+    return 2 * x - np.roll(x, 1) - np.roll(x, -1) + 0.1 * np.exp(x) - 0.05
+
+
+@pytest.mark.parametrize("solver", ["gmres", "lgmres", "bicgstab"])
+def test_krylov_method_inside_newton_krylov_matches_scipys_own_solution(solver):
+    from scipy.optimize import newton_krylov
+
+    x0 = np.zeros(80)
+    km = sparsejac.KrylovMethod(sparsejac.SparseJacobian(_bratu_1d, x0), solver=solver)
+    ours = newton_krylov(_bratu_1d, x0, f_tol=1e-11, **km.jac_options)
+    ref = newton_krylov(_bratu_1d, x0, f_tol=1e-11)  # scipy's finite-difference products
+    assert km.n_products > 0
+    assert km.operator is not None
+    np.testing.assert_allclose(_bratu_1d(ours), 0.0, atol=1e-11)
+    np.testing.assert_allclose(ours, ref, atol=1e-8)
+
+
+def test_krylov_method_in_root_krylov():
+    from scipy.optimize import root
+
+    x0 = np.zeros(60)
+    km = sparsejac.KrylovMethod(sparsejac.SparseJacobian(_bratu_1d, x0))
+    sol = root(_bratu_1d, x0, method="krylov",
+               options={"jac_options": km.jac_options, "fatol": 1e-11})
+    assert sol.success
+    np.testing.assert_allclose(_bratu_1d(sol.x), 0.0, atol=1e-11)
+    assert km.n_products > 0
+
+
+def test_krylov_method_arguments_are_checked():
+    jac = sparsejac.SparseJacobian(_bratu_1d, np.zeros(5))
+    with pytest.raises(ValueError, match="`solver` must be"):
+        sparsejac.KrylovMethod(jac, solver="cg-ish")
+    with pytest.raises(TypeError, match="`jacobian` must be a SparseJacobian"):
+        sparsejac.KrylovMethod(np.eye(5))
