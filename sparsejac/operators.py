@@ -124,7 +124,9 @@ class KrylovMethod:
         ``"gmres"``, ``"lgmres"``, ``"bicgstab"`` ... of ``scipy.sparse.linalg``, or a function
         with their interface.
     **options
-        Passed to ``solver`` at every call (``restart``, a preconditioner ``M`` ...).
+        Passed to ``solver`` at every call (``restart``, a preconditioner ``M`` ...). For
+        ``"lgmres"`` and ``"gmres"`` the defaults are the ones ``newton_krylov`` itself uses
+        (one cycle per Newton step; LGMRES carries its outer vectors across steps).
 
     Attributes
     ----------
@@ -166,6 +168,8 @@ class KrylovMethod:
                                  f"'tfqmr', 'gcrotmk' or a callable; got {solver!r}")
             solver = getattr(sla, solver)
         self.solver = solver
+        self._sla = sla
+        self._outer_v: list[Any] = []
         self.options = dict(options)
         self.operator: JacobianOperator | None = None
         self.n_products = 0
@@ -182,6 +186,16 @@ class KrylovMethod:
             raise RuntimeError("KrylovMethod used before scipy called its setup hook")
         counted = LinearOperator(A.shape, dtype=A.dtype, matvec=self._counted(A))
         options = {"atol": 0.0, **kw, **self.options}
+        if self.solver is self._sla.lgmres:  # scipy's own settings for its default solver:
+            # one LGMRES cycle per Newton step, the outer vectors carried across steps
+            options.setdefault("maxiter", 1)
+            options.setdefault("outer_k", 10)
+            options.setdefault("outer_v", self._outer_v)
+            options.setdefault("prepend_outer_v", True)
+            options.setdefault("store_outer_Av", False)
+        elif self.solver is self._sla.gmres and maxiter is not None:
+            options.setdefault("restart", maxiter)  # as scipy: one restart cycle per step
+            options.setdefault("maxiter", 1)
         if maxiter is not None:
             options.setdefault("maxiter", maxiter)
         x, info = self.solver(counted, rhs, rtol=rtol, **options)
