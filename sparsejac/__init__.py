@@ -35,8 +35,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     )
     from sparsejac.coloring import ColoringResult, color
     from sparsejac.detection import jacobian_sparsity
-    from sparsejac.jacobian import jacobian
+    from sparsejac.one_off import jacobian
     from sparsejac.operators import JacobianOperator, KrylovMethod
+    from sparsejac.products import ProductJacobian, from_products
     from sparsejac.report import function_report, matrix_report
     from sparsejac.sparse_jacobian import SparseJacobian
 
@@ -56,10 +57,12 @@ _LAZY: dict[str, str] = {
     "ColoringResult": "sparsejac.coloring",
     "color": "sparsejac.coloring",
     "jacobian_sparsity": "sparsejac.detection",
-    "jacobian": "sparsejac.jacobian",
+    "jacobian": "sparsejac.one_off",
     "function_report": "sparsejac.report",
     "matrix_report": "sparsejac.report",
     "SparseJacobian": "sparsejac.sparse_jacobian",
+    "ProductJacobian": "sparsejac.products",
+    "from_products": "sparsejac.products",
 }
 
 __all__ = [
@@ -69,6 +72,7 @@ __all__ = [
     "JacobianOperator",
     "KrylovMethod",
     "OdeJacobian",
+    "ProductJacobian",
     "RootJacobian",
     "SparseJacobian",
     "TracedConversionError",
@@ -76,6 +80,7 @@ __all__ = [
     "__version__",
     "bvp_jacobian",
     "color",
+    "from_products",
     "function_report",
     "jacobian",
     "jacobian_sparsity",
@@ -93,6 +98,7 @@ def _load_primitives() -> None:
 _hooks.loader(_load_primitives)  # a Tracer's first numpy call installs the registry
 
 
+# No public name may equal a submodule's name: importing the submodule would rebind it.
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is not None:

@@ -34,8 +34,9 @@ PUBLIC: dict[str, tuple[str, ...]] = {
 MODULES = ("sparsejac", "sparsejac.ad", "sparsejac.fd", "sparsejac.coloring", "sparsejac.plot",
            "sparsejac.cli", "sparsejac.pattern", "sparsejac.detection", "sparsejac.pipeline",
            "sparsejac.validation", "sparsejac.tracing", "sparsejac.primitives",
-           "sparsejac.numeric", "sparsejac.errors", "sparsejac.jacobian",
-           "sparsejac.sparse_jacobian", "sparsejac.adapters", "sparsejac.report")
+           "sparsejac.numeric", "sparsejac.errors", "sparsejac.one_off",
+           "sparsejac.sparse_jacobian", "sparsejac.adapters", "sparsejac.report",
+           "sparsejac.products")
 EXAMPLES = re.compile(r"^Examples\n-{8,}\n(.*)", re.M | re.S)
 
 
