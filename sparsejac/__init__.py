@@ -25,8 +25,10 @@ from sparsejac.tracing import hooks as _hooks
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
     from sparsejac.adapters import (
+        BvpJacobian,
         OdeJacobian,
         RootJacobian,
+        bvp_jacobian,
         least_squares_jacobian,
         ode_jacobian,
         root_jacobian,
@@ -34,6 +36,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from sparsejac.coloring import ColoringResult, color
     from sparsejac.detection import jacobian_sparsity
     from sparsejac.one_off import jacobian
+    from sparsejac.operators import JacobianOperator, KrylovMethod
     from sparsejac.products import ProductJacobian, from_products
     from sparsejac.report import function_report, matrix_report
     from sparsejac.sparse_jacobian import SparseJacobian
@@ -42,6 +45,10 @@ __version__ = "0.1.0"
 
 #: public name -> the module defining it (imported on first access)
 _LAZY: dict[str, str] = {
+    "BvpJacobian": "sparsejac.adapters",
+    "bvp_jacobian": "sparsejac.adapters",
+    "JacobianOperator": "sparsejac.operators",
+    "KrylovMethod": "sparsejac.operators",
     "OdeJacobian": "sparsejac.adapters",
     "RootJacobian": "sparsejac.adapters",
     "least_squares_jacobian": "sparsejac.adapters",
@@ -59,8 +66,11 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "BvpJacobian",
     "ColoringResult",
     "ConcretizationError",
+    "JacobianOperator",
+    "KrylovMethod",
     "OdeJacobian",
     "ProductJacobian",
     "RootJacobian",
@@ -68,6 +78,7 @@ __all__ = [
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "__version__",
+    "bvp_jacobian",
     "color",
     "from_products",
     "function_report",

@@ -11,13 +11,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from sparsejac.ad import PreparedProgram
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
-from sparsejac.pipeline import Plan, fd_evaluations, prepare
+from sparsejac.pipeline import Plan, PreparedEngine, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -29,6 +30,9 @@ from sparsejac.validation import (
     check_reverse_cost,
     check_x,
 )
+
+if TYPE_CHECKING:
+    from sparsejac.operators import JacobianOperator
 
 __all__ = ["VERIFY_RTOL", "SparseJacobian", "bind_arguments"]
 
@@ -560,6 +564,81 @@ class SparseJacobian:
     def f(self, x: Any) -> Any:
         """``f(x, *params, *args, **kwargs)`` with the preparation's arguments."""
         return self._state.call(check_x(x, self._x0.shape), *self._params0)
+
+    def linear_operator(self, x: Any, *, params: Sequence[Any] | None = None
+                        ) -> JacobianOperator:
+        """``J(x)`` as a matrix-free ``scipy.sparse.linalg.LinearOperator``.
+
+        The prepared program is linearised at ``x`` once (its primal replay and the
+        value-dependent local derivatives); then ``matvec``/``matmat`` are forward sweeps
+        (JVPs) and ``rmatvec``/``rmatmat`` reverse sweeps (VJPs) with the given vectors or
+        matrices as seeds: no tracing, no colouring, no call of ``f`` per product. For
+        Krylov solvers (``gmres``, ``lsqr``, a Newton–Krylov loop). A plan that does not
+        replay a program (``mode="fd"``, a value-dependent ``f``) assembles ``J(x)`` once
+        instead and multiplies by it (``matrix_free`` is then False).
+
+        Parameters
+        ----------
+        x : array_like
+            The point (shape of ``x0``, or flat).
+        params : sequence, optional
+            Values of the traced parameters (default: the preparation's).
+
+        Returns
+        -------
+        JacobianOperator
+            Shape ``(m, n)``; its ``value`` attribute is ``f(x)``, flattened.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from scipy.sparse.linalg import gmres
+        >>> import sparsejac
+        >>> def f(x):
+        ...     return 4 * x - np.roll(x, 1) - np.roll(x, -1) + x ** 3
+        >>> jac = sparsejac.SparseJacobian(f, np.ones(50))
+        >>> A = jac.linear_operator(np.full(50, 0.5))
+        >>> dx, info = gmres(A, -A.value, rtol=1e-12, atol=0.0)
+        >>> info, bool(np.allclose(jac(np.full(50, 0.5)) @ dx, -A.value))
+        (0, True)
+        """
+        from sparsejac.operators import JacobianOperator  # scipy.sparse.linalg: on first use
+
+        xa = check_x(x, self._x0.shape)
+        ps = self._params0 if params is None else tuple(params)
+        state = self._state
+        plan = state.plan
+        program = self._chain_program(plan)
+        if program is None:
+            # finite differences or a value-dependent f: no recorded program to sweep, so
+            # the assembled J(x) once, products by sparse multiplication
+            matrix = self.evaluate(xa, params=ps)
+            value = self._state.call(np.array(xa, copy=True), *ps)
+            return JacobianOperator(plan.shape, matrix=matrix, value=value)
+        lin = program.linearize(xa, ps)
+        if self._verify and not self._agrees(state, lin.value, xa, ps):
+            # f no longer computes what was recorded: evaluate prepares again (or says why
+            # it cannot), then linearise the new preparation
+            self.evaluate(xa, params=ps)
+            return self.linear_operator(xa, params=ps)
+        return JacobianOperator(plan.shape, linearization=lin, value=lin.value)
+
+    def _chain_program(self, plan: Plan) -> PreparedProgram | None:
+        """The chain engine's prepared program of ``plan``, or None if it replays no program.
+
+        A compiled tape's sweeps take only colouring seeds: the chain program is built from
+        the tape's program once per preparation.
+        """
+        if not isinstance(plan.engine, PreparedEngine):
+            return None
+        program = plan.engine.program
+        if isinstance(program, PreparedProgram):
+            return program
+        hit: tuple[Plan, PreparedProgram] | None = getattr(self, "_chain_cache", None)
+        if hit is None or hit[0] is not plan:
+            hit = (plan, PreparedProgram(program.prog, width=1))
+            self._chain_cache = hit
+        return hit[1]
 
     # -- introspection -------------------------------------------------------------------
 
