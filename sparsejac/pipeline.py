@@ -273,12 +273,16 @@ class FdEngine:
     method: str
     n_out: int
     kind: str = "fd"
+    #: how the evaluations run (:func:`sparsejac.fd.worker_map`)
+    workers: Any = None
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """``p + 1`` (``2p`` for 3-point) evaluations of ``f``."""
-        return _fd.fd_jacobian_data(lambda z: self.call(z, *params), x, c, method=self.method,
-                                    n_out=self.n_out, out=out), None
+        """``p + 1`` (``2p`` for 3-point) evaluations of ``f``, on ``workers`` if given."""
+        with _fd.worker_map(self.workers) as evaluate_all:
+            return _fd.fd_jacobian_data(_fd.BoundParams(self.call, tuple(params)), x, c,
+                                        method=self.method, n_out=self.n_out, out=out,
+                                        map=evaluate_all), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""
@@ -554,6 +558,7 @@ def prepare(
     one_shot: bool = False,
     check: bool = False,
     engine: str = "auto",
+    workers: Any = None,
 ) -> Plan:
     """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
 
@@ -583,6 +588,8 @@ def prepare(
         (:func:`sparsejac.fd.missing_entries`).
     engine : {"auto", "tape", "chain"}
         What evaluates the recorded program in the exact modes (:func:`choose_engine`).
+    workers : int or map-like callable, optional
+        Where ``mode="fd"`` evaluates ``f`` (:func:`sparsejac.fd.worker_map`).
 
     Returns
     -------
@@ -663,7 +670,7 @@ def prepare(
     t0 = time.perf_counter()
     runner: Engine
     if mode == "fd":
-        runner = FdEngine(call, fd_method, pattern.shape[0])
+        runner = FdEngine(call, fd_method, pattern.shape[0], workers=workers)
     elif retrace:
         runner = RetraceEngine(call, pattern, name)
     elif one_shot or (program is not None and program.value_dependent):
