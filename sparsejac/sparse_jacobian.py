@@ -18,7 +18,8 @@ import scipy.sparse as sp
 
 from sparsejac.ad import PreparedProgram
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
-from sparsejac.pipeline import Plan, PreparedEngine, fd_evaluations, prepare
+from sparsejac.engines import PreparedEngine
+from sparsejac.pipeline import Plan, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -585,6 +586,42 @@ class SparseJacobian:
     def f(self, x: Any) -> Any:
         """``f(x, *params, *args, **kwargs)`` with the preparation's arguments."""
         return self._state.call(check_x(x, self._x0.shape), *self._params0)
+
+    @property
+    def params0(self) -> tuple[Any, ...]:
+        """The ``params`` values of the preparation."""
+        return self._params0
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The options a saved plan keeps (JSON values): mode asked for, costs, engine, name."""
+        out: dict[str, Any] = {"mode": self._mode, "reverse_cost": self._reverse_cost,
+                               "engine": self._options["engine"], "name": self._name}
+        if self._mode == "fd":
+            out["fd_method"] = self._fd_method
+        return out
+
+    def save(self, path: Any) -> None:
+        """Write the pattern, colourings, mode and preparation point to ``path`` (``.npz``).
+
+        :func:`sparsejac.load` prepares the same Jacobian from it, with the function given
+        again, without colouring (the costly part for a large pattern). Arrays and a JSON
+        header only: no code is stored (``f``, ``args`` and ``kwargs`` are supplied at load).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> jac = sparsejac.SparseJacobian(lambda x: np.sin(x[1:] * x[:-1]), np.ones(4))
+        >>> path = os.path.join(tempfile.mkdtemp(), "sin.npz")
+        >>> jac.save(path)
+        >>> sorted(np.load(path).files)[:3]
+        ['cols_forward', 'cols_mixed', 'fx0']
+        """
+        from sparsejac.plans import save
+
+        save(self, path)
 
     def linear_operator(self, x: Any, *, params: Sequence[Any] | None = None
                         ) -> JacobianOperator:
