@@ -71,6 +71,7 @@ __all__ = [
     "ONE_SHOT_SLACK",
     "TAPE_WORK_PER_NODE",
     "Plan",
+    "PlanView",
     "SavedPlan",
     "choose_engine",
     "fd_evaluations",
@@ -346,6 +347,51 @@ def _one_shot_colour(pattern: SparsityPattern, reverse_cost: float
     if p <= ONE_SHOT_FEW or (p <= best.lower_bound + ONE_SHOT_SLACK and p <= ONE_SHOT_MANY):
         return found, ["forward", "reverse"]
     return None, list(CANDIDATE_MODES)
+
+
+class PlanView:
+    """What an object evaluating a :class:`Plan` shows of it (its current ``_plan``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pipeline import PlanView, prepare
+    >>> class Shown(PlanView):
+    ...     @property
+    ...     def _plan(self):
+    ...         return prepare(lambda x: x[1:] * x[:-1], np.ones(4))
+    >>> Shown().mode, Shown().n_products, Shown().sparsity.nnz
+    ('forward', 2, 6)
+    """
+
+    @property
+    def _plan(self) -> Plan:
+        raise NotImplementedError
+
+    @property
+    def sparsity(self) -> sp.csr_array:
+        """The pattern in use, as a boolean ``csr_array`` (follows a new preparation)."""
+        return self._plan.pattern.to_csr_array()
+
+    @property
+    def mode(self) -> str:
+        """The chosen mode."""
+        return self._plan.mode
+
+    @property
+    def reason(self) -> str:
+        """Why the mode was chosen."""
+        return self._plan.reason
+
+    @property
+    def coloring(self) -> ColoringResult:
+        """The colouring of the chosen mode."""
+        return self._plan.coloring
+
+    @property
+    def n_products(self) -> int:
+        """Compressed products per Jacobian (or evaluations of ``f`` for ``fd``)."""
+        return self._plan.n_products
 
 
 @dataclass(frozen=True, eq=False)

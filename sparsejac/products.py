@@ -26,7 +26,7 @@ from sparsejac.coloring import (
 )
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.pattern import as_pattern
-from sparsejac.pipeline import Plan
+from sparsejac.pipeline import Plan, PlanView
 from sparsejac.validation import check_reverse_cost, check_x
 
 __all__ = ["ProductJacobian", "from_products"]
@@ -88,7 +88,7 @@ def _block(value: Any, shape: tuple[int, int], name: str, what: str) -> np.ndarr
     return np.asarray(arr, dtype=np.float64)
 
 
-class ProductJacobian:
+class ProductJacobian(PlanView):
     """A sparse Jacobian whose compressed products come from user functions.
 
     Built by :func:`from_products`; called like a prepared
@@ -121,32 +121,11 @@ class ProductJacobian:
     """
 
     def __init__(self, plan: Plan) -> None:
-        self._plan = plan
+        self._fixed = plan
 
     @property
-    def sparsity(self) -> sp.csr_array:
-        """The pattern, a boolean ``csr_array``."""
-        return self._plan.pattern.to_csr_array()
-
-    @property
-    def mode(self) -> str:
-        """The mode in use."""
-        return self._plan.mode
-
-    @property
-    def reason(self) -> str:
-        """Why the mode was chosen."""
-        return self._plan.reason
-
-    @property
-    def coloring(self) -> ColoringResult:
-        """The colouring of the mode."""
-        return self._plan.coloring
-
-    @property
-    def n_products(self) -> int:
-        """Products per Jacobian."""
-        return self._plan.n_products
+    def _plan(self) -> Plan:
+        return self._fixed
 
     def __call__(self, x: Any, *args: Any) -> sp.csr_array:
         """The Jacobian at ``x`` (``args`` are passed on to the products)."""

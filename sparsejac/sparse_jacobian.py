@@ -17,9 +17,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.ad import PreparedProgram
-from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
+from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.engines import PreparedEngine
-from sparsejac.pipeline import Plan, fd_evaluations, prepare
+from sparsejac.pipeline import Plan, PlanView, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -99,7 +99,7 @@ def _count(k: int, what: str) -> str:
     return f"{k:,} {what}" + ("" if k == 1 else "s")
 
 
-class SparseJacobian:
+class SparseJacobian(PlanView):
     """A sparse Jacobian prepared once and evaluated at many points.
 
     Preparation traces ``f`` at ``x0`` (sparsity detection), colours the pattern, chooses
@@ -317,31 +317,6 @@ class SparseJacobian:
     def plan(self) -> Plan:
         """The current preparation."""
         return self._plan
-
-    @property
-    def sparsity(self) -> sp.csr_array:
-        """The pattern in use, as a boolean ``csr_array`` (follows a new preparation)."""
-        return self._plan.pattern.to_csr_array()
-
-    @property
-    def mode(self) -> str:
-        """The chosen mode."""
-        return self._plan.mode
-
-    @property
-    def reason(self) -> str:
-        """Why the mode was chosen."""
-        return self._plan.reason
-
-    @property
-    def coloring(self) -> ColoringResult:
-        """The colouring of the chosen mode."""
-        return self._plan.coloring
-
-    @property
-    def n_products(self) -> int:
-        """Compressed products per Jacobian."""
-        return self._plan.n_products
 
     @property
     def x0(self) -> np.ndarray:
