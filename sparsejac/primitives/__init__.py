@@ -14,6 +14,7 @@ from sparsejac.primitives import (  # noqa: F401  (imported for their registrati
     numpy_linalg,
     reductions,
     scipy_linalg,
+    sorting,
     special,
 )
 from sparsejac.primitives.core import FUNCTIONS, UFUNCS, Entry, Primitive
