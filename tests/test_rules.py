@@ -422,6 +422,10 @@ CASES: list[Case] = [
                                                          [1.0, 3.0, 2.0, 5.0])),
     Case("numpy.interp", "traced_fp", lambda x: np.interp([0.1, 0.5, 1.7, 2.5], [0.0, 1.0, 2.0],
                                                           x[:3], right=-1.0), shape=(3,)),
+    Case("numpy.interp", "both_traced", lambda x: np.interp(x[0] * 2.0, [0.0, 1.0, 1.5, 3.0],
+                                                            x[1]), select=True),
+    Case("numpy.interp", "both_traced_left_right", lambda x: np.interp(
+        x * 2.2 - 1.0, [0.0, 1.0, 1.5, 2.0], x[0], left=-1.0, right=3.0), select=True),
     Case("numpy.select", "traced_conditions",
          lambda x: np.select([x < 0.8, x > 1.2], [x**2, x[0]], default=-x), select=True),
     Case("numpy.select", "constant_conditions",
@@ -448,6 +452,8 @@ CASES: list[Case] = [
     Case("numpy.dot", "both_traced", lambda x: np.dot(x[0], x[1:].T)),
     Case("numpy.einsum", "both_traced", lambda x: np.einsum("ij,kj->ik", x, x[:2] ** 2)),
     Case("numpy.einsum", "repeated_index", lambda x: np.einsum("ii->i", x[:, :3]) * x[0, 3]),
+    Case("numpy.einsum", "sublists", lambda x: np.einsum(x, [0, 1], x[:2], [2, 1], [0, 2])),
+    Case("numpy.einsum", "sublists_ellipsis", lambda x: np.einsum(x, [Ellipsis, 1], _K, [1, 2])),
     Case("numpy.einsum", "constant_ellipsis", lambda x: np.einsum("...j,jk->...k", x, _K)),
     Case("numpy.inner", "both_traced", lambda x: np.inner(x, x[0])),
     Case("numpy.vdot", "both_traced", lambda x: np.vdot(x, x[::-1])),
@@ -697,6 +703,33 @@ CASES: list[Case] = [
     Case("numpy.cumulative_prod", "axis0", lambda x: np.cumulative_prod(x, axis=0)),
     Case("numpy.multiply.accumulate", "axis1", lambda x: np.multiply.accumulate(x, axis=1)),
     Case("numpy.gradient", "mixed_spacing", _gradient),
+    # -- sorting: value-dependent selections (global pattern dense along the axis) -----------
+    Case("numpy.sort", "axis0", lambda x: np.sort(x, axis=0) * x[0], select=True),
+    Case("numpy.sort", "flat", lambda x: np.sort(x, axis=None) ** 2, select=True),
+    Case("numpy.partition", "kth", lambda x: np.partition(x, 1, axis=1), select=True),
+    Case("numpy.partition", "kths", lambda x: np.partition(x, (0, 2), axis=0), select=True),
+    Case("numpy.median", "even", lambda x: np.median(x, axis=1), select=True),
+    Case("numpy.median", "odd_keepdims", lambda x: np.median(x, axis=0, keepdims=True),
+         select=True),
+    Case("numpy.median", "flat", lambda x: np.median(x) * x, select=True),
+    Case("numpy.quantile", "vector_q", lambda x: np.quantile(x, [0.1, 0.5, 0.95], axis=1),
+         select=True),
+    Case("numpy.percentile", "flat", lambda x: np.percentile(x, 30.0) + x, select=True),
+    Case("numpy.maximum.accumulate", "axis1", lambda x: np.maximum.accumulate(x, axis=1),
+         select=True),
+    Case("numpy.minimum.accumulate", "axis0", lambda x: np.minimum.accumulate(x ** 2),
+         select=True),
+    Case("numpy.take_along_axis", "argsort", lambda x: np.take_along_axis(
+        x, np.argsort(x, axis=0), axis=0), select=True),
+    # -- assembly: composites calling numpy per piece --------------------------------------
+    Case("numpy.r_ / numpy.c_", "r_", lambda x: np.r_[x[0], 2.0, 1:3, x[1, ::-1] ** 2]),
+    Case("numpy.r_ / numpy.c_", "c_", lambda x: np.c_[x[0], x[1] ** 2, x[2:].T]),
+    Case("numpy.apply_along_axis", "vector", lambda x: np.apply_along_axis(
+        lambda r: r * r.sum(), 0, x)),
+    Case("numpy.apply_along_axis", "matrix", lambda x: np.apply_along_axis(
+        lambda r: np.outer(r[:2], r), 1, x)),
+    Case("numpy.vectorize", "binary", lambda x: np.vectorize(
+        lambda a, b: a * np.exp(b))(x, x[0])),
     Case("numpy.trapezoid", "dx", lambda x: np.trapezoid(x**2, dx=0.1, axis=0)),
     Case("numpy.trapezoid", "traced_x", lambda x: np.trapezoid(x[1], x=x[0])),
 ]
@@ -707,6 +740,7 @@ ZERO_CASES: list[Case] = [
     Case("numpy.any", "all", lambda x: np.any(x > 1.0)),
     Case("numpy.argmax", "axis", lambda x: np.argmax(x, axis=1)),
     Case("numpy.argmin", "keepdims", lambda x: np.argmin(x, axis=0, keepdims=True)),
+    Case("numpy.argsort", "axis0", lambda x: np.argsort(x, axis=0)),
     Case("numpy.count_nonzero", "axis", lambda x: np.count_nonzero(x > 1.0, axis=1)),
     Case("numpy.round", "decimals", lambda x: np.round(x * 10, 1)),
     Case("numpy.around", "around", lambda x: np.around(x * 10)),

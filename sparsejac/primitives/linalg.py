@@ -364,7 +364,7 @@ def _outer(a: Any, b: Any, out: Any = None) -> Any:
 
 
 def _sublist_subscripts(args: tuple[Any, ...]) -> tuple[str, list[Any]]:
-    """einsum's sublist form ``(op0, sub0, op1, sub1, ..., [out])`` as subscripts and operands."""
+    """Einsum's sublist form ``(op0, sub0, op1, sub1, ..., [out])`` as subscripts and operands."""
     ops = list(args[0::2])
     subs = list(args[1::2])
     out_sub = None

@@ -1,4 +1,4 @@
-"""Value-dependent permutations: ``sort``, ``partition``, ``median``, ``percentile``, ``quantile``.
+"""Value-dependent selections: ``sort``, ``partition``, ``median``, ``quantile``, running extrema.
 
 One primitive, :class:`SortPermute`, is a permutation of every lane along one axis chosen at
 ``x`` (``np.argsort`` or ``np.argpartition``). Its local Jacobian has the fixed structure of
@@ -23,8 +23,15 @@ import numpy as np
 
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import depsets
-from sparsejac.primitives.core import LocalJac, Primitive, bind, register_function
-from sparsejac.primitives.core import Deps
+from sparsejac.primitives.core import (
+    FUNCTIONS,
+    Deps,
+    LocalJac,
+    Primitive,
+    bind,
+    register_function,
+    register_ufunc,
+)
 from sparsejac.primitives.derive import derived_pattern
 from sparsejac.primitives.reductions import _ZeroReduction
 from sparsejac.tracing.program import Node
@@ -40,52 +47,73 @@ def _lanes(shape: tuple[int, ...], axis: int) -> np.ndarray:
 
 
 class SortPermute(Primitive):
-    """``x`` permuted along ``axis`` by ``argsort`` (``kth=None``) or ``argpartition``."""
+    """Every lane along ``axis`` gathered by a selection chosen at ``x``.
+
+    ``how`` is ``"sort"`` (``argsort``), ``("partition", kth)`` (``argpartition``),
+    ``"maximum.accumulate"`` or ``"minimum.accumulate"`` (the running extremum: output ``i``
+    is the lane's element at the last record position ``<= i``).
+    """
 
     name = "sort_permute"
 
     @staticmethod
-    def _perm(x: np.ndarray, axis: int, kth: Any) -> np.ndarray:
+    def _select(x: np.ndarray, axis: int, how: Any) -> np.ndarray:
         lanes = np.moveaxis(np.asarray(x), axis, -1).reshape(-1, np.shape(x)[axis])
-        if kth is None:
+        if how == "sort":
             return np.argsort(lanes, axis=-1, kind="stable")
-        return np.argpartition(lanes, kth, axis=-1)
+        if isinstance(how, tuple):
+            return np.argpartition(lanes, how[1], axis=-1)
+        acc = np.maximum if how == "maximum.accumulate" else np.minimum
+        record = lanes == acc.accumulate(lanes, axis=-1)
+        pos = np.where(record, np.arange(lanes.shape[1]), 0)
+        return np.asarray(np.maximum.accumulate(pos, axis=-1))
 
-    def impl(self, *vals: Any, axis: int, kth: Any = None, **params: Any) -> np.ndarray:
-        """The sorted (or partitioned) array."""
+    @staticmethod
+    def _reach(how: Any, length: int) -> np.ndarray:
+        """``(length, length)`` bool: which lane inputs an output may select, for any x."""
+        if isinstance(how, str) and how.endswith("accumulate"):
+            return np.tril(np.ones((length, length), dtype=bool))
+        return np.ones((length, length), dtype=bool)
+
+    def impl(self, *vals: Any, axis: int, how: Any = "sort", **params: Any) -> np.ndarray:
+        """The sorted (partitioned, running-extremum) array."""
         x = np.asarray(vals[0])
-        if kth is None:
+        if how == "sort":
             return np.sort(x, axis=axis, kind="stable")
-        return np.take_along_axis(x, np.argpartition(x, kth, axis=axis), axis=axis)
+        if isinstance(how, tuple):
+            return np.take_along_axis(x, np.argpartition(x, how[1], axis=axis), axis=axis)
+        acc = np.maximum if how == "maximum.accumulate" else np.minimum
+        return np.asarray(acc.accumulate(x, axis=axis))
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
-        """Every lane's dense block, valued 1 where the permutation at ``x`` puts an input."""
+        """Every lane's reachable block, valued 1 where the selection at ``x`` reads."""
         shape = node.out.shape
-        axis, kth = node.params["axis"], node.params.get("kth")
+        axis, how = node.params["axis"], node.params.get("how", "sort")
         idx = _lanes(shape, axis)
         length = idx.shape[1]
-        rows = np.broadcast_to(idx[:, :, None], (*idx.shape, length)).ravel()
-        cols = np.broadcast_to(idx[:, None, :], (*idx.shape, length)).ravel()
+        li, lj = np.nonzero(self._reach(how, length))
+        rows = idx[:, li].ravel()
+        cols = idx[:, lj].ravel()
 
         def dyn(vals: Sequence[Any], out: Any) -> np.ndarray:
-            perm = self._perm(vals[0], axis, kth)
-            hit = perm[:, :, None] == np.arange(length)[None, None, :]
-            return hit.astype(np.float64).ravel()
+            sel = self._select(vals[0], axis, how)
+            hit: np.ndarray = (sel[:, li] == lj[None, :]).astype(np.float64)
+            return hit.ravel()
 
         return [LocalJac(rows, cols, dyn=dyn)]
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
-        """Dense over each lane (global); the permutation at ``x`` (local)."""
+        """The reachable block of each lane (global); the selection at ``x`` (local)."""
         d = deps[0]
         if d is None:
             return None
         if not local:
             return derived_pattern(node, deps, local)
-        axis, kth = node.params["axis"], node.params.get("kth")
+        axis, how = node.params["axis"], node.params.get("how", "sort")
         idx = _lanes(node.out.shape, axis)
-        perm = self._perm(node.inputs[0].value, axis, kth)
+        sel = self._select(node.inputs[0].value, axis, how)
         rows = np.empty(idx.size, dtype=np.int64)
-        rows[idx.ravel()] = np.take_along_axis(idx, perm, axis=-1).ravel()
+        rows[idx.ravel()] = np.take_along_axis(idx, sel, axis=-1).ravel()
         return depsets.take_rows(d, rows)
 
 
@@ -123,7 +151,7 @@ def _partition(a: Any, kth: Any, axis: Any = -1, kind: Any = "introselect",
         raise UnsupportedPrimitiveError("numpy.partition", "`order=` or a traced `kth`")
     a, ax = _axis(a, axis, "numpy.partition")
     k = int(kth) if np.ndim(kth) == 0 else tuple(int(v) for v in np.ravel(kth))
-    return bind(SORT_PERMUTE, (a,), {"axis": ax, "kth": k})
+    return bind(SORT_PERMUTE, (a,), {"axis": ax, "how": ("partition", k)})
 
 
 @register_function(np.argsort, family="sorting", via="argsort (zero derivative)",
@@ -135,7 +163,7 @@ def _argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: 
 
 
 def _quantile_sorted(s: Any, q: np.ndarray, ax: int, keepdims: bool) -> Any:
-    """numpy's ``method="linear"`` on a lane already sorted along ``ax``."""
+    """Numpy's ``method="linear"`` on a lane already sorted along ``ax``."""
     n = _shape(s)[ax]
     virtual = q * (n - 1)
     lo = np.floor(virtual).astype(np.int64)
@@ -201,7 +229,8 @@ def _np_median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool 
     if out is not None:
         raise UnsupportedPrimitiveError("numpy.median", "the `out=` argument")
     if axis is not None and not isinstance(axis, (int, np.integer)):
-        raise UnsupportedPrimitiveError("numpy.median", f"`axis`={axis!r} (allowed: None or an int)")
+        raise UnsupportedPrimitiveError("numpy.median",
+                                        f"`axis`={axis!r} (allowed: None or an int)")
     nd = len(_shape(a))
     if axis is None:
         s, ax = np.sort(np.ravel(a)), 0
@@ -217,3 +246,47 @@ def _np_median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool 
     if keepdims:
         res = np.expand_dims(res, tuple(range(nd)) if axis is None else ax)
     return res
+
+
+def _running_extremum(name: str) -> Any:
+    def handler(a: Any, axis: int = 0, dtype: Any = None, out: Any = None) -> Any:
+        if dtype is not None or out is not None:
+            raise UnsupportedPrimitiveError(f"numpy.{name}", "the `dtype=`/`out=` arguments")
+        a, ax = _axis(a, axis, f"numpy.{name}")
+        return bind(SORT_PERMUTE, (a,), {"axis": ax, "how": name})
+
+    return handler
+
+
+register_ufunc(np.maximum, "accumulate", _running_extremum("maximum.accumulate"),
+               family="sorting", via="sort_permute (running extremum)")
+register_ufunc(np.minimum, "accumulate", _running_extremum("minimum.accumulate"),
+               family="sorting", via="sort_permute (running extremum)")
+
+
+_TAKE_ALONG = FUNCTIONS[np.take_along_axis].handler  # the movement entry (constant indices)
+
+
+def _argsort_of(indices: Any, arr: Any, axis: Any) -> int | None:
+    """The axis when ``indices`` is ``np.argsort(arr, axis)`` recorded in this trace."""
+    if not (isinstance(indices, Tracer) and isinstance(arr, Tracer)) or axis is None:
+        return None
+    nd = len(_shape(arr))
+    for node in reversed(arr._trace.nodes):
+        if node.out is indices._var:
+            if node.prim is not ARGSORT or node.inputs[0] is not arr._var:
+                return None
+            a = node.params.get("axis", -1)
+            if a is None or int(a) % nd != int(axis) % nd:
+                return None
+            return int(axis) % nd
+    return None
+
+
+@register_function(np.take_along_axis, family="movement", via="gather | sort_permute",
+                   note="constant indices, or `np.argsort` of the same array (a sort)")
+def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
+    ax = _argsort_of(indices, arr, axis)
+    if ax is not None:  # x sorted by its own argsort: the sort, valid in global mode
+        return bind(SORT_PERMUTE, (arr,), {"axis": ax})
+    return _TAKE_ALONG(arr, indices, axis)

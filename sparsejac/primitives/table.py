@@ -30,6 +30,10 @@ FAMILIES: dict[str, str] = {
               "constant matrix. Derivatives where they exist: eigen- and singular vectors at "
               "distinct values (NaN where they coincide), pinv and lstsq at locally constant "
               "rank.",
+    "sorting": "Value-dependent selections (`sort`, `partition`, running extrema, and the "
+               "quantiles built on them): the global pattern is dense along the sorted axis, "
+               "a local pattern (`local=True`) is the selection at x, and prepared Jacobians "
+               "recompute the selection at every point.",
     "creation": "Array creation from a traced array, and queries.",
     "stats": "`scipy.stats` distributions: the methods of scipy's generic classes, traced for "
              "the distributions listed (frozen or not).",
@@ -37,8 +41,9 @@ FAMILIES: dict[str, str] = {
 
 #: (functions, why they are not supported, what to write instead)
 NOT_SUPPORTED: list[tuple[str, str, str]] = [
-    ("`np.sort`, `np.argsort`, `np.partition`, `np.argpartition`, `np.unique`, "
-     "`np.searchsorted`, `np.median`, `np.percentile`, `np.quantile`",
+    ("`np.argpartition`, `np.unique`, `np.searchsorted`; `np.quantile`/`np.percentile` "
+     "methods other than `linear`; indexing with `np.argsort(x)` other than "
+     "`np.take_along_axis(x, np.argsort(x, axis), axis)` (global mode)",
      "the result is a value-dependent permutation or selection of x",
      "if the order does not depend on x, compute the permutation outside `f` and index with "
      "it; otherwise pass the sparsity yourself and use finite differences"),
@@ -75,21 +80,22 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "traced call that produces complex values raises, naming the call (dropping the "
      "imaginary part would give a wrong Jacobian)",
      "split real and imaginary parts by hand"),
-    ("`ufunc.reduceat`, `ufunc.outer`, `np.maximum.accumulate` (and other ufuncs' "
-     "`accumulate`), `ufunc.at` other than `np.add.at` / `np.subtract.at`",
+    ("`ufunc.reduceat`, `ufunc.outer`, `accumulate` of ufuncs other than `add`, `multiply`, "
+     "`maximum`, `minimum`, `ufunc.at` other than `np.add.at` / `np.subtract.at`",
      "no rule yet", "use `np.add.reduce` over reshaped slices, `np.outer`, or a loop over "
      "a few slices"),
     ("`np.modf`, `np.frexp`, the ufunc `np.divmod`", "ufuncs with two outputs",
      "use `//` and `%` (or `np.floor_divide` and `np.remainder`)"),
-    ("`where=` and `initial=` in reductions and ufuncs", "no rule yet",
+    ("`where=` and `initial=` in reductions other than `np.sum(where=)`, and in ufuncs",
+     "no rule yet",
      "`np.sum(np.where(mask, x, 0))`"),
     ("`np.pad` modes `mean`, `median`, `maximum`, `minimum`, `linear_ramp`, callables",
      "value-dependent or not yet mapped to positions", "build the border with slices"),
-    ("`np.interp` with both `x` and `fp` traced, or `period=`",
-     "the piece that `x` falls in depends on x", "a local pattern, or one traced argument"),
-    ("`np.vectorize`, `np.frompyfunc`, `np.apply_along_axis`, `np.piecewise` with "
+    ("`np.interp` with `period=`", "no rule yet", "wrap `x` into the period by hand"),
+    ("`np.frompyfunc`, `np.vectorize` with `signature=`/`excluded=`, `np.piecewise` with "
      "non-elementwise functions", "Python callbacks per element",
-     "write the body with array operations"),
+     "write the body with array operations (`np.vectorize` and `np.apply_along_axis` of a "
+     "traceable function are supported, at one traced call per element/lane)"),
     ("`scipy.special` ufuncs other than those listed above (`dawsn`, `hyp2f1`, `kve`, ...) and "
      "Python functions other than `logsumexp`, `softmax`, `log_softmax`, `polygamma`, `zeta`, "
      "`multigammaln` (`comb`, ...); `scipy.signal`, `scipy.ndimage`, `scipy.integrate`",
