@@ -2,7 +2,8 @@
 
 * each scheme (2-point, 3-point, complex step) agrees with the hand-derived Jacobians of
   ``tests/scenarios.py`` within the error the scheme is documented to have (:data:`FD_TOL`);
-* a black-box ``f`` (a ``scipy.special`` ufunc, ``np.searchsorted``: functions the tracer refuses) works
+* a black-box ``f`` (a ``scipy.special`` ufunc, ``np.searchsorted``: functions the tracer
+  refuses) works
   with a given ``sparsity``;
 * the steps are scipy's, and the results equal scipy's ``approx_derivative(..., sparsity=
   (structure, groups))`` for the same groups to rounding: it is the same computation.
