@@ -54,6 +54,10 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/jacobian.py --quick --no-asdex
 	$(BIN)/python benchmarks/rules.py --quick
 	$(BIN)/python benchmarks/reverse_cost.py
+	$(BIN)/python benchmarks/solvers.py --quick
+	$(BIN)/python benchmarks/idioms.py --quick
+	$(BIN)/python benchmarks/oneoff.py --quick
+	$(BIN)/python benchmarks/startup.py --no-compile
 
 ## clean: the environment, build leftovers, the built docs and numba's on-disk kernel caches
 clean:

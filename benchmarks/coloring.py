@@ -33,9 +33,20 @@ column:
     ColPack   ColPack's best star bicolouring over its orders, and the order
     auto      what partition="auto" picks (default reverse cost 1.5) and its passes
 
+A third table compares symmetric colouring (Hessians) with ColPack's star and acyclic
+colourings, on every structurally symmetric shared matrix (the others are listed as skipped;
+a symmetric matrix without ColPack counts is listed too) and on generated ones:
+
+    colB      the column colouring's lower bound (largest row count), for comparison
+    LB        the symmetric lower bound (symmetric_lower_bound: edges per vertex)
+    star ...  star colours in each named order (nat LF SL ID DLF dsat rand), of
+              order="best" (**bold**) and its time, and ColPack's best star count (order)
+    acyc ...  the same for acyclic colouring
+
     .venv/bin/python benchmarks/coloring.py            # everything (several minutes)
     .venv/bin/python benchmarks/coloring.py --quick    # skip the inputs above 10**5 columns
     .venv/bin/python benchmarks/coloring.py --bidirectional-only
+    .venv/bin/python benchmarks/coloring.py --symmetric-only
 """
 
 from __future__ import annotations
@@ -227,6 +238,92 @@ def bidirectional_table(args: argparse.Namespace) -> int:
     return 1 if worse else 0
 
 
+def colpack_symmetric() -> dict[tuple[str, str], tuple[int, str]]:
+    """ColPack's fewest star and acyclic colours per matrix, and the order that gave them."""
+    best: dict[tuple[str, str], tuple[int, str]] = {}
+    path = SHARED / "colpack_reference.csv"
+    if not path.is_file():
+        return best
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["problem"] in ("star", "acyclic"):
+                key = (row["matrix"], row["problem"])
+                got = (int(row["colors"]), row["ordering"])
+                best[key] = min(best.get(key, got), got)
+    return best
+
+
+def is_symmetric(pattern: SparsityPattern) -> bool:
+    m, n = pattern.shape
+    return m == n and bool(
+        np.array_equal(pattern.indptr, pattern.col_indptr)
+        and np.array_equal(pattern.indices, pattern.col_indices))
+
+
+def bench_symmetric(
+    name: str, pattern: SparsityPattern, reference: dict[tuple[str, str], tuple[int, str]]
+) -> tuple[list[str], list[tuple[str, int, int]]]:
+    from sparsejac.coloring.symmetric import AdjacencyGraph, symmetric_groups
+
+    graph = AdjacencyGraph(pattern)
+    cells = [name, f"{pattern.shape[0]}", str(pattern.nnz),
+             str(int(pattern.row_counts.max())), str(graph.lower_bound)]
+    compared = []
+    for method in ("star", "acyclic"):
+        for order in ORDER_COLUMNS:  # the header's sequence
+            fn = ORDERS[order]
+            perm = fn(graph, "symmetric", np.random.default_rng(0))  # type: ignore[arg-type]
+            cells.append(str(int(symmetric_groups(graph, method, perm).max()) + 1))
+        r = sparsejac.color(pattern, "symmetric", method=method)
+        cells += [f"**{r.n_colors}**", f"{r.seconds:.2f}"]
+        ref = reference.get((name, method))
+        cells.append("-" if ref is None else f"{ref[0]} ({ref[1]})")
+        if ref is not None:
+            compared.append((method, r.n_colors, ref[0]))
+    return cells, compared
+
+
+def symmetric_table(args: argparse.Namespace) -> int:
+    reference = colpack_symmetric()
+    cases: list[tuple[str, SparsityPattern]] = []
+    skipped, missing = [], []
+    for path in sorted(SHARED.glob("*.mtx")) if SHARED.is_dir() else []:
+        pattern = as_pattern(path)
+        if not is_symmetric(pattern):
+            skipped.append(path.stem)
+            continue
+        cases.append((path.stem, pattern))
+        if not all((path.stem, m) in reference for m in ("star", "acyclic")):
+            missing.append(path.stem)
+    cases.append(("lap2d 100²", as_pattern(laplacian(100, 2))))
+    cases.append(("lap3d 20³", as_pattern(laplacian(20, 3))))
+    if not args.quick:
+        cases.append(("lap2d 300²", as_pattern(laplacian(300, 2))))
+    cases.append(("arrowhead 10000", arrowhead(10_000)))
+    short = list(ORDER_COLUMNS.values())
+    header = ["matrix", "n", "nnz", "colB", "LB",
+              *(f"star {o}" for o in short), "star best", "s", "ColPack star",
+              *(f"acyc {o}" for o in short), "acyc best", "s", "ColPack acyclic"]
+    print()
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    counts = {"fewer": 0, "equal": 0, "more": 0}
+    for name, pattern in cases:
+        row, compared = bench_symmetric(name, pattern, reference)
+        print("| " + " | ".join(row) + " |", flush=True)
+        for _, got, ref in compared:
+            counts["fewer" if got < ref else "equal" if got == ref else "more"] += 1
+    print()
+    print(
+        f"# symmetric best vs ColPack's best star/acyclic: fewer colours on {counts['fewer']}, "
+        f"equal on {counts['equal']}, more on {counts['more']} "
+        f"(of {sum(counts.values())} matrix/method pairs)"
+    )
+    print(f"# not structurally symmetric (skipped): {', '.join(skipped) or 'none'}")
+    print(f"# symmetric without ColPack star/acyclic counts: {', '.join(missing) or 'none'}")
+    return 1 if counts["more"] else 0
+
+
 def timed(fn: Callable[[], object], repeats: int) -> tuple[object, float]:
     fn()  # warm-up (compilation, caches)
     best = float("inf")
@@ -301,8 +398,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bidirectional-only", action="store_true", help="only the bidirectional table"
     )
+    parser.add_argument(
+        "--symmetric-only", action="store_true", help="only the symmetric (Hessian) table"
+    )
     args = parser.parse_args(argv)
     warm_up()
+    if args.symmetric_only:
+        print(f"# sparsejac symmetric colouring benchmark, {datetime.date.today().isoformat()}")
+        print(f"# command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+        print(f"# machine: {machine()}")
+        return symmetric_table(args)
     if args.bidirectional_only:
         print(f"# sparsejac bicolouring benchmark, {datetime.date.today().isoformat()}")
         print(f"# command: {' '.join([Path(sys.executable).name, *sys.argv])}")
@@ -356,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         f"(of {fewer + equal + worse} matrix/partition pairs)"
     )
     worse_bi = bidirectional_table(args)
-    return 1 if worse or worse_bi else 0
+    worse_sym = symmetric_table(args)
+    return 1 if worse or worse_bi or worse_sym else 0
 
 
 if __name__ == "__main__":

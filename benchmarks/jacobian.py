@@ -2,6 +2,9 @@
 
 Problems (all as plain numpy functions, the same code for every contender):
 
+* small ones, where per-call overhead shows: HIRES (n = 8) and POLLU (n = 20) of the stiff
+  test set (``benchmarks/solvers.py``), Burgers at n = 100, and the kinetics loop of
+  ``benchmarks/idioms.py`` at n = 100 and 1,000;
 * the periodic 2D Brusselator of ``examples/brusselator_bdf.py`` (SciML/asdex definition) at
   N = 32, 64, 128, 256 (n = 2 N²), at t = 0;
 * tridiagonal viscous Burgers, ``-u u_x + ν u_xx`` with central differences and zero
@@ -122,8 +125,33 @@ def dense_row_col(n: int) -> tuple[Callable[[np.ndarray], Any], np.ndarray]:
     return mixed_mode.f, np.random.default_rng(0).uniform(0.5, 1.5, n)
 
 
+def stiff(name: str) -> tuple[Callable[[np.ndarray], Any], np.ndarray]:
+    """HIRES (n=8) or POLLU (n=20) of the stiff test set, written element by element."""
+    import solvers  # benchmarks/solvers.py: the same definitions
+
+    rhs, y0 = {"hires": (solvers.hires, solvers.HIRES_Y0),
+               "pollu": (solvers.pollu, solvers.POLLU_Y0)}[name]
+
+    def f(y):
+        return rhs(0.0, y)
+
+    return f, y0 + 0.1
+
+
+def kinetics(n: int) -> tuple[Callable[[np.ndarray], Any], np.ndarray]:
+    """The kinetics loop over species of benchmarks/idioms.py."""
+    import idioms
+
+    return idioms.kinetics, np.linspace(0.5, 1.5, n)
+
+
 PROBLEMS: list[tuple[str, Callable[[], tuple[Callable[[np.ndarray], Any], np.ndarray]], bool]] = [
     # (name, builder, in --quick)
+    ("HIRES n=8", lambda: stiff("hires"), True),
+    ("POLLU n=20", lambda: stiff("pollu"), True),
+    ("Burgers n=100", lambda: burgers(100), True),
+    ("kinetics loop n=100", lambda: kinetics(100), True),
+    ("kinetics loop n=1000", lambda: kinetics(1000), True),
     ("Brusselator N=32", lambda: brusselator(32), True),
     ("Brusselator N=64", lambda: brusselator(64), True),
     ("Brusselator N=128", lambda: brusselator(128), False),

@@ -5,39 +5,82 @@ calls, colour the pattern into a few seed directions, evaluate compressed Jacobi
 with forward or reverse mode, and decompress into a ``scipy.sparse.csr_array``.
 
 Public names are listed in ``__all__``; everything else is internal (see the developer
-reference in the documentation).
+reference in the documentation). ``import sparsejac`` is cheap: each public name (and each
+subpackage, ``sparsejac.ad`` ...) imports its module on first use, so numba, the colouring
+kernels and scipy's solvers load only when a Jacobian is asked for.
 """
 
-from sparsejac.adapters import (
-    OdeJacobian,
-    RootJacobian,
-    least_squares_jacobian,
-    ode_jacobian,
-    root_jacobian,
-)
-from sparsejac.coloring import ColoringResult, color
-from sparsejac.detection import jacobian_sparsity
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
 from sparsejac.errors import (
     ConcretizationError,
     TracedConversionError,
     UnsupportedPrimitiveError,
 )
-from sparsejac.jacobian import jacobian
-from sparsejac.report import function_report, matrix_report
-from sparsejac.sparse_jacobian import SparseJacobian
+from sparsejac.tracing import hooks as _hooks
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
+    from sparsejac.adapters import (
+        BvpJacobian,
+        OdeJacobian,
+        RootJacobian,
+        bvp_jacobian,
+        least_squares_jacobian,
+        ode_jacobian,
+        root_jacobian,
+    )
+    from sparsejac.coloring import ColoringResult, color
+    from sparsejac.detection import jacobian_sparsity
+    from sparsejac.one_off import jacobian
+    from sparsejac.operators import JacobianOperator, KrylovMethod
+    from sparsejac.products import ProductJacobian, from_products
+    from sparsejac.report import function_report, matrix_report
+    from sparsejac.sparse_jacobian import SparseJacobian
 
 __version__ = "0.1.0"
 
+#: public name -> the module defining it (imported on first access)
+_LAZY: dict[str, str] = {
+    "BvpJacobian": "sparsejac.adapters",
+    "bvp_jacobian": "sparsejac.adapters",
+    "JacobianOperator": "sparsejac.operators",
+    "KrylovMethod": "sparsejac.operators",
+    "OdeJacobian": "sparsejac.adapters",
+    "RootJacobian": "sparsejac.adapters",
+    "least_squares_jacobian": "sparsejac.adapters",
+    "ode_jacobian": "sparsejac.adapters",
+    "root_jacobian": "sparsejac.adapters",
+    "ColoringResult": "sparsejac.coloring",
+    "color": "sparsejac.coloring",
+    "jacobian_sparsity": "sparsejac.detection",
+    "jacobian": "sparsejac.one_off",
+    "function_report": "sparsejac.report",
+    "matrix_report": "sparsejac.report",
+    "SparseJacobian": "sparsejac.sparse_jacobian",
+    "ProductJacobian": "sparsejac.products",
+    "from_products": "sparsejac.products",
+}
+
 __all__ = [
+    "BvpJacobian",
     "ColoringResult",
     "ConcretizationError",
+    "JacobianOperator",
+    "KrylovMethod",
     "OdeJacobian",
+    "ProductJacobian",
     "RootJacobian",
     "SparseJacobian",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "__version__",
+    "bvp_jacobian",
     "color",
+    "from_products",
     "function_report",
     "jacobian",
     "jacobian_sparsity",
@@ -46,3 +89,26 @@ __all__ = [
     "ode_jacobian",
     "root_jacobian",
 ]
+
+
+def _load_primitives() -> None:
+    importlib.import_module("sparsejac.primitives")
+
+
+_hooks.loader(_load_primitives)  # a Tracer's first numpy call installs the registry
+
+
+# No public name may equal a submodule's name: importing the submodule would rebind it.
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")  # a subpackage: sparsejac.ad
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -23,8 +23,10 @@ from sparsejac.sparse_jacobian import SparseJacobian
 from sparsejac.validation import check_args, check_callable
 
 __all__ = [
+    "BvpJacobian",
     "OdeJacobian",
     "RootJacobian",
+    "bvp_jacobian",
     "least_squares_jacobian",
     "ode_jacobian",
     "root_jacobian",
@@ -277,3 +279,179 @@ def root_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
     """
     return RootJacobian(SparseJacobian(fun, x0, args=check_args(args),
                                        name=str(getattr(fun, "__name__", "fun")), **options))
+
+
+class _Stacked:
+    """``fun(x, y, *p)`` of ``z = [vec(y), p]`` with the mesh ``x`` traced as a parameter."""
+
+    __slots__ = ("fun", "k", "n")
+
+    def __init__(self, fun: Callable[..., Any], n: int, k: int) -> None:
+        self.fun, self.n, self.k = fun, n, k
+
+    def __call__(self, z: Any, x: Any) -> Any:
+        m = (z.size - self.k) // self.n
+        y = z[:self.n * m].reshape(self.n, m)
+        if self.k:
+            return self.fun(x, y, z[self.n * m:]).ravel()
+        return self.fun(x, y).ravel()
+
+
+class _Boundary:
+    """``bc(ya, yb, *p)`` of ``z = [ya, yb, p]``."""
+
+    __slots__ = ("bc", "n")
+
+    def __init__(self, bc: Callable[..., Any], n: int) -> None:
+        self.bc, self.n = bc, n
+
+    def __call__(self, z: Any) -> Any:
+        n = self.n
+        if z.size > 2 * n:
+            return self.bc(z[:n], z[n:2 * n], z[2 * n:])
+        return self.bc(z[:n], z[n:2 * n])
+
+
+class BvpJacobian:
+    """``fun_jac`` and ``bc_jac`` for ``scipy.integrate.solve_bvp``, exact and prepared.
+
+    Build it with :func:`bvp_jacobian`. ``solve_bvp`` asks ``fun_jac(x, y[, p])`` for the
+    per-node blocks ``df_dy`` of shape ``(n, n, m)`` (and ``df_dp``, ``(n, k, m)``), and
+    ``bc_jac(ya, yb[, p])`` for dense ``(n + k, n)`` blocks (and ``(n + k, k)``). The
+    Jacobian of ``fun`` over the whole mesh is block diagonal by node (plus the dense ``p``
+    columns), so it is coloured with ``n + k`` colours whatever ``m`` is: one prepared
+    Jacobian per mesh size (``solve_bvp`` refines the mesh and also evaluates at the
+    midpoints), kept for the last few sizes.
+
+    Attributes
+    ----------
+    options : dict
+        Passed to every :class:`SparseJacobian` built.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def fun(x, y):
+    ...     return np.vstack([y[1], -np.exp(y[0]) * x])
+    >>> def bc(ya, yb):
+    ...     return np.array([ya[0], yb[0] - 1.0])
+    >>> x = np.linspace(0, 1, 3)
+    >>> jac = sparsejac.bvp_jacobian(fun, bc, x, np.zeros((2, 3)))
+    >>> jac.fun_jac(x, np.zeros((2, 3)))[1, 0]          # d f_1 / d y_0 = -exp(y_0) x
+    array([ 0. , -0.5, -1. ])
+    >>> jac.bc_jac(np.zeros(2), np.zeros(2))
+    (array([[1., 0.],
+           [0., 0.]]), array([[0., 0.],
+           [1., 0.]]))
+    """
+
+    #: Prepared Jacobians of ``fun`` kept (one per mesh size).
+    KEEP = 8
+
+    def __init__(self, fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any,
+                 p: Any = None, **options: Any) -> None:
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim != 2:
+            raise ValueError(f"`y` must have shape (n, m); got shape {y.shape}")
+        self._fun, self._n = check_callable(fun, y, name="fun"), y.shape[0]
+        self._p0 = None if p is None else np.atleast_1d(np.asarray(p, dtype=np.float64))
+        self._k = 0 if self._p0 is None else self._p0.size
+        self.options = dict(options)
+        self._by_m: dict[int, SparseJacobian] = {}
+        self._y0 = y
+        self._jac_for(np.asarray(x, dtype=np.float64), y, self._p0)  # fail early
+        z = np.concatenate([y[:, 0], y[:, -1]] + ([] if self._p0 is None else [self._p0]))
+        self._bc = SparseJacobian(_Boundary(check_callable(bc, y[:, 0], name="bc"), self._n),
+                                  z, name=str(getattr(bc, "__name__", "bc")), **self.options)
+
+    def _jac_for(self, x: np.ndarray, y: np.ndarray, p: np.ndarray | None
+                 ) -> sp.csr_array:
+        m = y.shape[1]
+        z = y.ravel() if p is None else np.concatenate([y.ravel(), p])
+        sj = self._by_m.get(m)
+        if sj is None:
+            if len(self._by_m) >= self.KEEP:
+                self._by_m.pop(next(iter(self._by_m)))
+            sj = self._by_m[m] = SparseJacobian(
+                _Stacked(self._fun, self._n, self._k), z, params=(x,),
+                name=str(getattr(self._fun, "__name__", "fun")), **self.options)
+        return sj.evaluate(z, params=(x,))
+
+    def fun_jac(self, x: Any, y: Any, p: Any = None) -> Any:
+        """``df_dy`` ``(n, n, m)``, or ``(df_dy, df_dp)`` with ``df_dp`` ``(n, k, m)``."""
+        xa = np.asarray(x, dtype=np.float64)
+        ya = np.asarray(y, dtype=np.float64)
+        pa = None if self._k == 0 else np.atleast_1d(np.asarray(p, dtype=np.float64))
+        n, m, k = self._n, ya.shape[1], self._k
+        J = self._jac_for(xa, ya, pa).tocoo()
+        i, q = np.divmod(J.row, m)
+        dy = J.col < n * m
+        j, q2 = np.divmod(J.col[dy], m)
+        if np.any(q[dy] != q2):
+            raise ValueError(
+                "`fun` couples different mesh nodes (f at node q reads y at another node); "
+                "solve_bvp needs fun(x, y) computed node by node")
+        df_dy = np.zeros((n, n, m))
+        df_dy[i[dy], j, q[dy]] = J.data[dy]
+        if k == 0:
+            return df_dy
+        df_dp = np.zeros((n, k, m))
+        df_dp[i[~dy], J.col[~dy] - n * m, q[~dy]] = J.data[~dy]
+        return df_dy, df_dp
+
+    def bc_jac(self, ya: Any, yb: Any, p: Any = None) -> Any:
+        """``(dbc_dya, dbc_dyb)`` (``(n + k, n)`` each), and ``dbc_dp`` ``(n + k, k)``."""
+        parts = [np.asarray(ya, dtype=np.float64), np.asarray(yb, dtype=np.float64)]
+        if self._k:
+            parts.append(np.atleast_1d(np.asarray(p, dtype=np.float64)))
+        J = self._bc(np.concatenate(parts)).toarray()
+        n = self._n
+        if self._k == 0:
+            return J[:, :n], J[:, n:2 * n]
+        return J[:, :n], J[:, n:2 * n], J[:, 2 * n:]
+
+    def __repr__(self) -> str:
+        return (f"BvpJacobian(n={self._n}, k={self._k}, "
+                f"mesh sizes prepared={sorted(self._by_m)})")
+
+
+def bvp_jacobian(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any,
+                 p: Any = None, **options: Any) -> BvpJacobian:
+    """Exact ``fun_jac`` and ``bc_jac`` for ``scipy.integrate.solve_bvp``.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, y)`` or ``fun(x, y, p)``, vectorised over the mesh as ``solve_bvp`` wants
+        (``y`` of shape ``(n, m)``), written with numpy. ``x`` is traced as a parameter.
+    bc : callable
+        ``bc(ya, yb)`` or ``bc(ya, yb, p)``.
+    x, y : array_like
+        The initial mesh ``(m,)`` and guess ``(n, m)``, as given to ``solve_bvp``.
+    p : array_like, optional
+        Initial guess of the unknown parameters (give it iff ``solve_bvp`` gets ``p``).
+    **options
+        Passed to :class:`SparseJacobian` (``mode``, ``order`` ...).
+
+    Returns
+    -------
+    BvpJacobian
+        Pass ``fun_jac=jac.fun_jac, bc_jac=jac.bc_jac``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.integrate import solve_bvp
+    >>> import sparsejac
+    >>> def fun(x, y):                                  # y'' = -exp(y), y(0) = y(1) = 0
+    ...     return np.vstack([y[1], -np.exp(y[0])])
+    >>> def bc(ya, yb):
+    ...     return np.array([ya[0], yb[0]])
+    >>> x, y = np.linspace(0, 1, 5), np.zeros((2, 5))
+    >>> jac = sparsejac.bvp_jacobian(fun, bc, x, y)
+    >>> sol = solve_bvp(fun, bc, x, y, fun_jac=jac.fun_jac, bc_jac=jac.bc_jac)
+    >>> bool(sol.success), round(float(sol.sol(0.5)[0]), 4)
+    (True, 0.1405)
+    """
+    return BvpJacobian(fun, bc, x, y, p, **options)

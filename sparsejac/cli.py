@@ -37,9 +37,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from sparsejac.coloring import BIDIRECTIONAL_ORDERS, DEFAULT_EFFORT, PARTITIONS
+from sparsejac.coloring import BIDIRECTIONAL_ORDERS, DEFAULT_EFFORT, ORDERS, PARTITIONS
 from sparsejac.pattern import PatternFileError, read_pattern_file
-from sparsejac.report import function_report, matrix_report
+from sparsejac.report import function_report, matrix_report, result_key
 
 __all__ = ["build_parser", "load_function", "main"]
 
@@ -49,14 +49,15 @@ MATRIX_ONLY = ("--partition", "--seed", "--effort", "--time-budget")
 FUNCTION_ONLY = ("--size", "--x0")
 
 
-def _add_common(p: argparse.ArgumentParser, orders: Sequence[str]) -> None:
+def _add_common(p: argparse.ArgumentParser, orders: Sequence[str],
+                default: str = "'best' (default)") -> None:
     p.add_argument(
         "--order",
         choices=[*orders, "all", "best"],
-        default="best",
+        default=None,
         metavar="{NAME,all,best}",
         help=f"vertex order: one of {', '.join(orders)}; 'all' (each of them, then best) or "
-        "'best' (default)",
+        f"{default}",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="FILE.png",
@@ -72,12 +73,14 @@ def _matrix_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="Matrix Market (.mtx) or scipy (.npz) file")
     p.add_argument(
         "--partition",
-        choices=[*PARTITIONS, "auto", "all"],
+        choices=[*PARTITIONS, "auto", "all", "symmetric"],
         default="all",
         help="which side to colour: columns, rows, both (bidirectional), the cheapest of "
-        "the three (auto), or each of them (all, the default)",
+        "the three (auto), or each of them (all, the default); or, for a structurally "
+        "symmetric pattern such as a Hessian's, symmetric colourings (star and acyclic)",
     )
-    _add_common(p, list(BIDIRECTIONAL_ORDERS))
+    _add_common(p, list(BIDIRECTIONAL_ORDERS),
+                "'best' (the default; 'all' for --partition symmetric)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
     p.add_argument(
         "--effort", type=float, default=DEFAULT_EFFORT, metavar="E",
@@ -187,11 +190,15 @@ def _print_table(file: str, rep: dict[str, Any], out: TextIO) -> None:
         f"{lb['row']} colours",
         file=out,
     )
+    if "symmetric" in lb:
+        print(f"  edges per vertex             -> star and acyclic colouring need >= "
+              f"{lb['symmetric']} colours", file=out)
     print(file=out)
     header = ("partition", "order", "colours", "fwd+rev", "bound", "gap", "n/p", "time")
     rows = [
         (
-            r["partition"] if r["chosen"] == r["partition"] else f"{r['partition']}>{r['chosen']}",
+            result_key(r)[0] if r["chosen"] == r["partition"]
+            else f"{r['partition']}>{r['chosen']}",
             r["found_by"],
             str(r["n_colors"]),
             f"{r['n_forward']}+{r['n_reverse']}",
@@ -221,6 +228,9 @@ def _print_table(file: str, rep: dict[str, Any], out: TextIO) -> None:
         "picked X; n/p = passes saved (vertices per colour)",
         file=out,
     )
+    if "symmetric" in lb:
+        print("  symmetric:star / :acyclic = Hessian-vector products per Hessian (B = H @ S), "
+              "recovered directly / by substitution", file=out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,7 +295,9 @@ def _main_matrix(args: argparse.Namespace) -> int:
         print(f"{PROG} report: error: {exc}", file=sys.stderr)
         return 2
     partitions = [*PARTITIONS, "auto"] if args.partition == "all" else [args.partition]
-    orders = [*BIDIRECTIONAL_ORDERS, "best"] if args.order == "all" else [args.order]
+    order = args.order or ("all" if args.partition == "symmetric" else "best")
+    every = ORDERS if args.partition == "symmetric" else BIDIRECTIONAL_ORDERS
+    orders = [*every, "best"] if order == "all" else [order]
     try:
         rep, found = matrix_report(pattern, partitions, orders, seed=args.seed,
                                    effort=args.effort, time_budget=args.time_budget,
@@ -299,7 +311,7 @@ def _main_matrix(args: argparse.Namespace) -> int:
         _print_table(args.file, rep, sys.stdout)
     if args.plot:
         best = min(rep["results"], key=lambda r: r["n_colors"])
-        result = found[(best["partition"], best["order"])]
+        result = found[result_key(best)]
         return _plot(result, args.plot,
                      f"{args.file}: {best['partition']} colouring, {result.n_colors} colours")
     return 0
@@ -392,7 +404,7 @@ def _main_function(args: argparse.Namespace) -> int:
         print(f"{err} a function needs exactly one of --size N or --x0 FILE.npy",
               file=sys.stderr)
         return 2
-    order = "best" if args.order == "all" else args.order
+    order = "best" if args.order in ("all", None) else args.order
     try:
         fn = load_function(args.function)
         x0 = _load_x0(args)

@@ -209,7 +209,57 @@ class SparsityPattern:
         return f"SparsityPattern(shape=({m}, {n}), nnz={self.nnz})"
 
 
+def _transpose_positions(m: int, n: int, indptr: np.ndarray, indices: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSC arrays of a canonical CSR structure, and each CSC entry's CSR position.
+
+    scipy's compiled CSR→CSC conversion is a counting sort, linear in ``nnz + n``; carrying
+    the CSR positions as the data gives the permutation (rows stay sorted in each column).
+    """
+    pos = np.arange(indices.size, dtype=np.float64 if indices.size >= 2**31 else np.int32)
+    csc = sp.csr_array((pos, indices, indptr), shape=(m, n)).tocsc()
+    return (csc.indptr.astype(np.int64), csc.indices.astype(np.int64),
+            csc.data.astype(np.int64))
+
+
+def _from_compressed(a: Any) -> SparsityPattern | None:
+    """A canonical CSR or CSC input without explicit zeros, in linear time (no sort).
+
+    Returns None when ``a`` is not canonical or stores zeros (the general path handles it).
+    """
+    fmt = a.format
+    if fmt not in ("csr", "csc") or not a.has_canonical_format:
+        return None
+    if a.data.size and not np.all(a.data):
+        return None
+    m, n = (int(a.shape[0]), int(a.shape[1]))
+    major = np.asarray(a.indptr, dtype=np.int64)
+    minor = np.asarray(a.indices, dtype=np.int64)
+    if fmt == "csr":
+        indptr, indices = major, minor
+        col_indptr, col_indices, csc_to_csr = _transpose_positions(m, n, indptr, indices)
+    else:  # the CSC arrays are the transpose's CSR arrays
+        col_indptr, col_indices = major, minor
+        indptr, indices, csr_to_csc = _transpose_positions(n, m, col_indptr, col_indices)
+        csc_to_csr = np.empty_like(csr_to_csc)
+        csc_to_csr[csr_to_csc] = np.arange(csr_to_csc.size, dtype=np.int64)
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
+    pattern = object.__new__(SparsityPattern)
+    for name, value in (("indptr", indptr), ("indices", indices), ("rows", rows),
+                        ("col_indptr", col_indptr), ("col_indices", col_indices),
+                        ("csc_to_csr", csc_to_csr)):
+        if np.may_share_memory(value, a.indptr) or np.may_share_memory(value, a.indices):
+            value = value.copy()  # never freeze (or share) the caller's arrays
+        object.__setattr__(pattern, name, _readonly(value))
+    object.__setattr__(pattern, "shape", (m, n))
+    object.__setattr__(pattern, "nnz", int(indices.size))
+    return pattern
+
+
 def _from_scipy(a: Any) -> SparsityPattern:
+    fast = _from_compressed(a)
+    if fast is not None:
+        return fast
     coo = sp.coo_array(a)
     keep = coo.data != 0
     return SparsityPattern(coo.shape, coo.row[keep], coo.col[keep])

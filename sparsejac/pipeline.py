@@ -32,6 +32,7 @@ import scipy.sparse as sp
 
 from sparsejac import fd as _fd
 from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
+from sparsejac.ad.tape import Tape
 from sparsejac.coloring import (
     DEFAULT_REVERSE_COST,
     ColoringResult,
@@ -40,6 +41,7 @@ from sparsejac.coloring import (
     partition_for_mode,
 )
 from sparsejac.coloring.budget import prepared_effort
+from sparsejac.coloring.graph import bidirectional_lower_bound
 from sparsejac.detection import program_sparsity
 from sparsejac.errors import (
     ConcretizationError,
@@ -56,9 +58,15 @@ __all__ = [
     "CALIBRATION_REPEATS",
     "CALIBRATION_WINDOW",
     "CANDIDATE_MODES",
+    "ONE_SHOT_FEW",
+    "ONE_SHOT_MANY",
+    "ONE_SHOT_SLACK",
+    "TAPE_WORK_PER_NODE",
     "Engine",
     "Plan",
+    "choose_engine",
     "fd_evaluations",
+    "index_dtype",
     "prepare",
 ]
 
@@ -112,13 +120,29 @@ def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None)
     b = cmat = None
     if s is not None and s.shape[1]:
         p = s.shape[1]
-        _, t = program_jvp(prog, np.ascontiguousarray(s.T).reshape((p, *prog.x.shape)))
-        b = np.ascontiguousarray(t.reshape(p, -1).T)
+        b = np.empty((prog.n_out, p))
+        for lo, hi in _chunks(p, prog.n_in):
+            seeds = np.ascontiguousarray(s[:, lo:hi].T).reshape((hi - lo, *prog.x.shape))
+            _, t = program_jvp(prog, seeds)
+            b[:, lo:hi] = t.reshape(hi - lo, -1).T
     if w is not None and w.shape[0]:
         q = w.shape[0]
-        _, ct = program_vjp(prog, w.reshape((q, *prog.out.shape)))
-        cmat = ct.reshape(q, -1)
+        cmat = np.empty((q, prog.n_in))
+        for lo, hi in _chunks(q, prog.n_out):
+            _, ct = program_vjp(prog, w[lo:hi].reshape((hi - lo, *prog.out.shape)))
+            cmat[lo:hi] = ct.reshape(hi - lo, -1)
     return _decompress(c, b, cmat, out)
+
+
+#: The eager interpreters carry blocks of at most this many entries (directions × size):
+#: larger temporaries cost more in fresh memory pages than in arithmetic.
+EAGER_BLOCK = 2_000_000
+
+
+def _chunks(p: int, size: int) -> list[tuple[int, int]]:
+    """Direction ranges whose blocks stay within :data:`EAGER_BLOCK` entries."""
+    step = max(1, EAGER_BLOCK // max(size, 1))
+    return [(lo, min(lo + step, p)) for lo in range(0, p, step)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -160,12 +184,28 @@ class Engine(Protocol):
 class PreparedEngine:
     """The recorded program, linearised once and replayed at every ``x``."""
 
-    program: PreparedProgram
+    program: PreparedProgram | Tape
     kind: str = "prepared"
+    #: for direct assembly: each output entry's position among the pattern's nonzeros
+    #: (None: the compressed products and decompression)
+    direct: np.ndarray | None = None
+    nnz: int = 0
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """Replay the prepared program with the seeds of ``c``; decompress."""
+        """Replay the prepared program: J's entries directly, or with the seeds of ``c``."""
+        if self.direct is not None and isinstance(self.program, PreparedProgram):
+            fx, values = self.program.direct(x, params)
+            if self.direct.size == self.nnz:  # the entries are the pattern, in its order
+                if out is None:
+                    return values, fx
+                out[:] = values
+                return out, fx
+            data = np.zeros(self.nnz) if out is None else out
+            if out is not None:
+                data[:] = 0.0
+            data[self.direct] = values
+            return data, fx
         cg, p, rg, q = _groups(c)
         b = cmat = None
         fx = None
@@ -180,8 +220,9 @@ class PreparedEngine:
         return _decompress(c, b, cmat, out), fx
 
     def stats(self) -> dict[str, Any] | None:
-        """The prepared program's sizes."""
-        return self.program.stats()
+        """The prepared program's sizes, and the path (``direct`` or ``compressed``)."""
+        return {**self.program.stats(),
+                "path": "compressed" if self.direct is None else "direct"}
 
 
 @dataclass(frozen=True)
@@ -296,6 +337,9 @@ class Plan:
     engine: Engine
     effort: float
     seconds: dict[str, Any] = field(default_factory=dict)
+    #: attributes of the first matrix built, per class (see :meth:`matrix`)
+    _matrices: dict[Any, dict[str, Any]] = field(default_factory=dict, repr=False,
+                                                 compare=False)
 
     @property
     def coloring(self) -> ColoringResult:
@@ -347,13 +391,61 @@ class Plan:
             check_compressed_size(mode, self.pattern.shape, p, q)
         return self.engine.evaluate(mode, c, x, params, out)
 
-    def matrix(self, data: np.ndarray) -> sp.csr_array:
-        """A ``csr_array`` with ``data`` on the pattern (sharing its index arrays)."""
+    def matrix(self, data: np.ndarray, format: str = "csr") -> sp.csr_array | sp.csc_array:
+        """A new ``csr_array`` (or ``csc_array``) holding ``data`` (CSR order) on the pattern.
+
+        Its index arrays are its own (every in-place scipy method works on it, and changing
+        it changes nothing here) and int32 where they fit, as scipy makes them; ``data`` is
+        used as it is for CSR, gathered once into CSC order (no sort) for CSC.
+        """
         pat = self.pattern
-        out = sp.csr_array((data, pat.indices, pat.indptr), shape=pat.shape, copy=False)
-        out.has_sorted_indices = True
-        out.has_canonical_format = True
+        if format == "csc":
+            return _new_matrix(sp.csc_array, pat, data[pat.csc_to_csr], pat.col_indices,
+                               pat.col_indptr, self._matrices)
+        return _new_matrix(sp.csr_array, pat, data, pat.indices, pat.indptr, self._matrices)
+
+
+_STATE_KEYS = frozenset({"_shape", "maxprint", "indices", "indptr", "data"})
+
+
+def _new_matrix(cls: Any, pat: SparsityPattern, data: np.ndarray, indices: np.ndarray,
+                indptr: np.ndarray, cache: dict[Any, dict[str, Any]]) -> Any:
+    """A canonical ``cls`` matrix with ``data`` and its own copies of the index arrays.
+
+    The first matrix of a plan goes through scipy's checks; the next ones copy its other
+    attributes (``cache``, per plan and class): scipy validates its arrays at every
+    construction, tens of microseconds that would dominate a small Jacobian.
+    """
+    dtype = index_dtype(pat)
+    idx, ptr = indices.astype(dtype), indptr.astype(dtype)
+    state = cache.get(cls)
+    if state is not None:
+        out = cls.__new__(cls)
+        out.__dict__.update(state)
+        out.data, out.indices, out.indptr = data, idx, ptr
         return out
+    out = cls((data, idx, ptr), shape=pat.shape, copy=False)
+    out.has_sorted_indices = True
+    out.has_canonical_format = True
+    if set(out.__dict__) >= _STATE_KEYS:
+        cache[cls] = {k: v for k, v in out.__dict__.items()
+                      if k not in ("data", "indices", "indptr")}
+    return out
+
+
+def index_dtype(pattern: SparsityPattern) -> type[np.signedinteger[Any]]:
+    """int32 when every index and pointer of ``pattern`` fits (scipy's own choice), else int64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pattern import as_pattern
+    >>> from sparsejac.pipeline import index_dtype
+    >>> index_dtype(as_pattern(np.eye(3))).__name__
+    'int32'
+    """
+    big = max(pattern.nnz, *pattern.shape)
+    return np.int32 if big < np.iinfo(np.int32).max else np.int64
 
 
 def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name: str,
@@ -408,6 +500,43 @@ def _colour(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: 
     return {m: found[p] for m, p in partitions.items()}
 
 
+#: A one-off Jacobian keeps the natural-order colourings (one pass each, as scipy's
+#: ``group_columns``) when the better one-sided one has at most :data:`ONE_SHOT_FEW` colours,
+#: or at most this many more than its lower bound while staying below
+#: :data:`ONE_SHOT_MANY`; otherwise it runs the mandatory passes of every partition (DSATUR,
+#: bidirectional: a dense row and column make every one-sided colouring need n colours).
+ONE_SHOT_SLACK = 4
+ONE_SHOT_FEW = 12
+ONE_SHOT_MANY = 64
+
+
+def _column_as_bidirectional(c: ColoringResult) -> ColoringResult:
+    """A column colouring as the bidirectional colouring that seeds no row (one-sided).
+
+    Where natural-order one-sided colourings are good, a bidirectional pass (a star
+    bicolouring, seconds on millions of nonzeros) cannot beat them by much; the mode choice
+    then sees mixed mode as the forward mode it is.
+    """
+    m = c.pattern.shape[0]
+    return ColoringResult(
+        pattern=c.pattern, partition="bidirectional", order=f"column:{c.order}",
+        n_colors=c.n_colors, column_groups=c.column_groups,
+        row_groups=np.full(m, -1, dtype=np.int64),
+        lower_bound=bidirectional_lower_bound(c.pattern), seconds=0.0, candidates=(),
+        work=0.0)
+
+
+def _one_shot_colour(pattern: SparsityPattern, reverse_cost: float
+                     ) -> tuple[dict[str, ColoringResult] | None, list[str]]:
+    """Natural-order column and row colourings for a one-off Jacobian, if they are good."""
+    found = _colour(pattern, ["forward", "reverse"], "natural", 0.0, None, reverse_cost)
+    best = min(found.values(), key=lambda c: c.n_colors)
+    p = best.n_colors
+    if p <= ONE_SHOT_FEW or (p <= best.lower_bound + ONE_SHOT_SLACK and p <= ONE_SHOT_MANY):
+        return found, ["forward", "reverse"]
+    return None, list(CANDIDATE_MODES)
+
+
 def prepare(
     call: Callable[..., Any],
     x0: np.ndarray,
@@ -424,6 +553,7 @@ def prepare(
     reverse_cost: float = DEFAULT_REVERSE_COST,
     one_shot: bool = False,
     check: bool = False,
+    engine: str = "auto",
 ) -> Plan:
     """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
 
@@ -451,6 +581,8 @@ def prepare(
         With ``mode="fd"`` and a user ``sparsity``: probe ``f`` with a few dense finite
         differences and refuse the pattern if it misses entries, naming them
         (:func:`sparsejac.fd.missing_entries`).
+    engine : {"auto", "tape", "chain"}
+        What evaluates the recorded program in the exact modes (:func:`choose_engine`).
 
     Returns
     -------
@@ -501,35 +633,103 @@ def prepare(
 
     t0 = time.perf_counter()
     modes = list(CANDIDATE_MODES) if mode == "auto" else [mode]
+    # A program that may be assembled directly (mode="auto", the chain engine) gets the
+    # mandatory colouring passes first; the search runs only if it turns out not to be.
+    defer_search = (effort is None and mode == "auto" and not one_shot and engine != "tape"
+                    and program is not None and not program.value_dependent
+                    and time_budget is None and isinstance(order, str) and order == "best")
+    colorings: dict[str, ColoringResult] | None = None
+    if (one_shot and effort is None and mode == "auto" and time_budget is None
+            and isinstance(order, str) and order == "best"):
+        colorings, modes = _one_shot_colour(pattern, reverse_cost)
     if effort is None:
         effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
-    colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
+    if colorings is None and defer_search:
+        # a program that may be assembled directly first gets natural-order colourings, one
+        # pass per partition, when they are good (as for a one-off Jacobian): they size its
+        # engine, and suffice if J then needs no seeds
+        natural, _ = _one_shot_colour(pattern, reverse_cost)
+        if natural is not None:
+            natural["mixed"] = _column_as_bidirectional(natural["forward"])
+            colorings = natural
+    if colorings is None:
+        colorings = _colour(pattern, modes, order, 0.0 if defer_search else effort,
+                            time_budget, reverse_cost)
     seconds["coloring"] = time.perf_counter() - t0
 
     if check and mode == "fd" and sparsity is not None:
         _check_trusted(call, x0, params, colorings["fd"])
 
     t0 = time.perf_counter()
-    engine: Engine
+    runner: Engine
     if mode == "fd":
-        engine = FdEngine(call, fd_method, pattern.shape[0])
+        runner = FdEngine(call, fd_method, pattern.shape[0])
     elif retrace:
-        engine = RetraceEngine(call, pattern, name)
+        runner = RetraceEngine(call, pattern, name)
     elif one_shot or (program is not None and program.value_dependent):
         assert program is not None
-        engine = EagerEngine(program)
+        runner = EagerEngine(program)
     else:
         assert program is not None
-        width = min(c.n_colors for c in colorings.values())
-        engine = PreparedEngine(PreparedProgram(program, width=max(width, 1)))
+        width = max(min(c.n_colors for c in colorings.values()), 1)
+        prepared = choose_engine(program, width, engine)
+        direct = None
+        if mode == "auto" and isinstance(prepared, PreparedProgram):
+            direct = prepared.direct_positions(pattern.rows, pattern.indices)
+        runner = PreparedEngine(prepared, direct=direct, nnz=pattern.nnz)
+        if defer_search:
+            if direct is None:  # the colours matter: the mandatory passes and the search
+                t1 = time.perf_counter()
+                colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
+                seconds["coloring"] += time.perf_counter() - t1
+            elif direct is not None:
+                effort = 0.0  # direct assembly uses no seeds: a search could not pay off
     seconds["preparation"] = time.perf_counter() - t0
 
     costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}
     chosen, reason, timed = _choose(modes, colorings, costs, reverse_cost,
-                                    calibrate and not one_shot, engine, pattern, x0, params)
+                                    calibrate and not one_shot, runner, pattern, x0, params)
     if timed:
         seconds["calibration"] = timed
-    return Plan(pattern, colorings, chosen, reason, costs, engine, float(effort), seconds)
+    return Plan(pattern, colorings, chosen, reason, costs, runner, float(effort), seconds)
+
+
+#: The tape is chosen when its work per call, about ``sum(sizes) x (width + 1)`` element
+#: operations, stays below this many per node of the program: the chain engine's Python walk
+#: costs a few microseconds per node, the tape's loop about a nanosecond per element and
+#: direction (``benchmarks/solvers.py``, ``benchmarks/idioms.py``).
+TAPE_WORK_PER_NODE = 4000
+
+
+def choose_engine(program: Program, width: int, engine: str = "auto"
+                  ) -> PreparedProgram | Tape:
+    """The prepared form of ``program`` for ``width`` seed directions.
+
+    ``"tape"`` (:class:`~sparsejac.ad.tape.Tape`) where the program can be encoded and, with
+    ``"auto"``, where its elementwise work is small next to its number of nodes (many small
+    operations: the tape's compiled loop beats a walk in Python); the chain engine
+    (:class:`~sparsejac.ad.PreparedProgram`, local Jacobians preaccumulated) otherwise. A
+    fixed rule on sizes: the same program always gets the same engine.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.pipeline import choose_engine
+    >>> def kinetics(y):
+    ...     return np.array([-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 3e7 * y[1] ** 2])
+    >>> type(choose_engine(trace(kinetics, np.ones(3)), 3)).__name__
+    'Tape'
+    >>> type(choose_engine(trace(lambda x: x[1:] * x[:-1], np.ones(10**5)), 2)).__name__
+    'PreparedProgram'
+    """
+    if engine != "chain":
+        work = sum(nd.out.size for nd in program.nodes) * (width + 1)
+        if engine == "tape" or work <= TAPE_WORK_PER_NODE * max(len(program.nodes), 1):
+            tape = Tape.build(program)
+            if tape is not None and tape.fits(width):
+                return tape
+    return PreparedProgram(program, width=width)
 
 
 def _choose(modes: list[str], colorings: dict[str, ColoringResult], costs: dict[str, float],
@@ -539,8 +739,13 @@ def _choose(modes: list[str], colorings: dict[str, ColoringResult], costs: dict[
     if len(modes) == 1:
         return modes[0], f"mode={modes[0]!r} was requested", {}
     note = ""
-    bi = colorings["mixed"]
-    for side, same in (("forward", bi.n_reverse == 0), ("reverse", bi.n_forward == 0)):
+    bi = colorings.get("mixed")
+    if bi is None:
+        note = "; one-off Jacobian: natural-order colourings, no mixed mode needed"
+    sides = () if bi is None else (("forward", bi.n_reverse == 0),
+                                   ("reverse", bi.n_forward == 0))
+    for side, same in sides:
+        assert bi is not None
         if same and colorings[side].n_colors <= bi.n_colors:
             # a one-sided bicolouring is that mode itself
             modes = [m for m in modes if m != "mixed"]

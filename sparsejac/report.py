@@ -17,10 +17,14 @@ from sparsejac.coloring import (
     BIDIRECTIONAL_ORDERS,
     DEFAULT_EFFORT,
     ORDERS,
+    SYMMETRIC_METHODS,
+    color,
     color_partitions,
     warm_up,
 )
 from sparsejac.coloring.graph import bidirectional_lower_bound
+from sparsejac.coloring.recovery import check_symmetric
+from sparsejac.coloring.symmetric import AdjacencyGraph
 from sparsejac.pattern import as_pattern
 from sparsejac.sparse_jacobian import SparseJacobian
 
@@ -47,28 +51,33 @@ def matrix_report(
     sparsity : scipy sparse matrix, array_like, SparsityPattern, str or path
         The pattern (a path names a ``.mtx`` or ``.npz`` file).
     partitions : sequence of str
-        Any of ``"column"``, ``"row"``, ``"bidirectional"`` and ``"auto"``.
+        Any of ``"column"``, ``"row"``, ``"bidirectional"``, ``"auto"`` and ``"symmetric"``
+        (a structurally symmetric pattern: star and acyclic colouring, one result each).
     orders : sequence of str
         Names in :data:`~sparsejac.coloring.BIDIRECTIONAL_ORDERS` and/or ``"best"``; a
-        column or row partition skips the orders that are for bidirectional ones only.
+        column, row or symmetric partition skips the orders that are for bidirectional ones
+        only.
     seed : int, optional
         Seed of the random orders.
     effort, time_budget : float, optional
         Effort (and the opt-in wall-clock limit) of ``"best"``.
     return_colorings : bool, optional
-        Also return the colourings, ``{(partition, order): ColoringResult}`` (as
-        ``(report, colorings)``).
+        Also return the colourings, ``{result_key(row): ColoringResult}`` (as
+        ``(report, colorings)``; the key is ``(partition, order)``, with
+        ``"symmetric:star"`` or ``"symmetric:acyclic"`` as the partition of a symmetric one).
 
     Returns
     -------
     dict
         ``shape``, ``nnz``, ``density``, ``max_row_count``, ``max_col_count``,
-        ``lower_bound`` (``{"column": .., "row": .., "bidirectional": ..}``) and
-        ``results``: one dict per (partition, order) with ``partition`` and ``order`` (as
-        requested), ``chosen`` (the result's partition: what ``auto`` picked),
-        ``found_by`` (the result's ``order``, e.g. ``"best:dsatur"``), ``n_colors``,
-        ``n_forward``, ``n_reverse``, ``lower_bound``, ``gap``, ``compression`` and
-        ``seconds``.
+        ``lower_bound`` (``{"column": .., "row": .., "bidirectional": ..}``, and
+        ``"symmetric"``: :func:`~sparsejac.coloring.symmetric.symmetric_lower_bound` when
+        that partition is asked for) and ``results``: one dict per (partition, order) -- per
+        (partition, method, order) for ``"symmetric"``, with a ``method`` key -- with
+        ``partition`` and ``order`` (as requested), ``chosen`` (the result's partition:
+        what ``auto`` picked), ``found_by`` (the result's ``order``, e.g.
+        ``"best:dsatur"``), ``n_colors``, ``n_forward``, ``n_reverse``, ``lower_bound``,
+        ``gap``, ``compression`` and ``seconds``.
 
     Examples
     --------
@@ -77,6 +86,13 @@ def matrix_report(
     >>> rep = matrix_report(np.eye(3) + np.eye(3, k=1), ["column"], ["natural"])
     >>> rep["lower_bound"], [(r["order"], r["n_colors"]) for r in rep["results"]]
     ({'column': 2, 'row': 2, 'bidirectional': 2}, [('natural', 2)])
+    >>> arrow = np.eye(5)
+    >>> arrow[0, :] = arrow[:, 0] = 1
+    >>> rep = matrix_report(arrow, ["column", "symmetric"], ["natural"])
+    >>> [(r["partition"], r.get("method"), r["n_colors"]) for r in rep["results"]]
+    [('column', None, 5), ('symmetric', 'star', 2), ('symmetric', 'acyclic', 2)]
+    >>> rep["lower_bound"]["column"], rep["lower_bound"]["symmetric"]
+    (5, 2)
     """
     pattern = as_pattern(sparsity, name="sparsity")
     warm_up()  # so that the first timing does not include loading compiled kernels
@@ -85,27 +101,42 @@ def matrix_report(
     max_row = int(row_counts.max()) if m else 0
     max_col = int(col_counts.max()) if n else 0
     found: dict[tuple[str, str], Any] = {}
+    symmetric = "symmetric" in partitions
+    if symmetric:
+        check_symmetric(pattern)
     for order in orders:
         # bidirectional and auto share the one-sided searches: colour them together
         parts = [
             p
             for p in partitions
-            if order == "best" or order in (BIDIRECTIONAL_ORDERS if p in TWO_SIDED else ORDERS)
+            if p != "symmetric" and (
+                order == "best" or order in (BIDIRECTIONAL_ORDERS if p in TWO_SIDED else ORDERS))
         ]
+        if symmetric and (order == "best" or order in ORDERS):
+            for method in SYMMETRIC_METHODS:
+                found[(f"symmetric:{method}", order)] = color(
+                    pattern, "symmetric", order, method=method, seed=seed, effort=effort,
+                    time_budget=time_budget)
         if parts:
             got = color_partitions(pattern, parts, order, seed=seed, effort=effort,
                                    time_budget=time_budget)
             found.update(((p, order), r) for p, r in got.items())
     results = []
-    for partition in partitions:
+    keys = [
+        (f"symmetric:{m}" if p == "symmetric" else p, p, m)
+        for p in partitions
+        for m in (SYMMETRIC_METHODS if p == "symmetric" else (None,))
+    ]
+    for key, partition, kind in keys:
         for order in orders:
-            if (partition, order) not in found:
+            if (key, order) not in found:
                 continue  # dense_rows_first and dense_columns_first: bidirectional only
-            r = found[(partition, order)]
+            r = found[(key, order)]
             s = r.stats()
             results.append(
                 {
                     "partition": partition,
+                    **({} if kind is None else {"method": kind}),
                     "order": order,
                     "chosen": r.partition,
                     "found_by": r.order,
@@ -128,10 +159,26 @@ def matrix_report(
             "column": max(1, max_row),
             "row": max(1, max_col),
             "bidirectional": bidirectional_lower_bound(pattern),
+            **({"symmetric": AdjacencyGraph(pattern).lower_bound} if symmetric else {}),
         },
         "results": results,
     }
     return (rep, found) if return_colorings else rep
+
+
+def result_key(row: dict[str, Any]) -> tuple[str, str]:
+    """The key of a :func:`matrix_report` result row in its colourings dict.
+
+    Examples
+    --------
+    >>> from sparsejac.report import result_key
+    >>> result_key({"partition": "symmetric", "method": "star", "order": "best"})
+    ('symmetric:star', 'best')
+    """
+    part = row["partition"]
+    if "method" in row:
+        part = f"{part}:{row['method']}"
+    return part, row["order"]
 
 
 def _min_time(fn: Callable[[], Any], repeats: int) -> float:

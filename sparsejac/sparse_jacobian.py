@@ -11,23 +11,28 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from sparsejac.ad import PreparedProgram
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
-from sparsejac.pipeline import Plan, fd_evaluations, prepare
+from sparsejac.pipeline import Plan, PreparedEngine, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
     check_callable,
+    check_engine,
     check_fd_method,
     check_kwargs,
     check_mode,
     check_reverse_cost,
     check_x,
 )
+
+if TYPE_CHECKING:
+    from sparsejac.operators import JacobianOperator
 
 __all__ = ["VERIFY_RTOL", "SparseJacobian", "bind_arguments"]
 
@@ -143,6 +148,14 @@ class SparseJacobian:
         finite differences (about ``log2(n) + 4`` extra evaluations) and refuse a pattern
         that misses entries, naming them. (An exact mode checks a given pattern against the
         traced one anyway.)
+    engine : {"auto", "tape", "chain"}
+        How the exact modes evaluate the recorded program at each call. ``"tape"``: one
+        compiled loop over an instruction table (microseconds for programs of many small
+        operations: kinetics right-hand sides, Python loops over elements); ``"chain"``: local
+        Jacobians preaccumulated at preparation and replayed with numpy (fastest for a few
+        large array operations). ``"auto"`` picks by a fixed rule on the program's sizes
+        (:func:`sparsejac.pipeline.choose_engine`); a program the tape cannot encode always
+        uses the chain. ``stats()["engine"]["engine"]`` says which one runs.
 
     Attributes
     ----------
@@ -206,6 +219,7 @@ class SparseJacobian:
         name: str | None = None,
         verify: bool = True,
         check: bool = False,
+        engine: str = "auto",
     ) -> None:
         self._f = check_callable(f, x0)
         self._mode = check_mode(mode)
@@ -217,7 +231,7 @@ class SparseJacobian:
             "sparsity": sparsity, "mode": self._mode, "order": order, "effort": effort,
             "time_budget": time_budget, "fd_method": self._fd_method,
             "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost,
-            "check": bool(check)}
+            "check": bool(check), "engine": check_engine(engine)}
         self._params0 = tuple(params)
         self._verify = bool(verify)
         self._y_cache: tuple[Any, np.ndarray | None] | None = None
@@ -316,7 +330,7 @@ class SparseJacobian:
 
     def __call__(self, x: Any, *args: Any, out: sp.csr_array | None = None,
                  **kwargs: Any) -> sp.csr_array:
-        """The Jacobian at ``x`` as a ``csr_array`` (same index arrays every call).
+        """The Jacobian at ``x`` as a new ``csr_array``.
 
         Parameters
         ----------
@@ -331,13 +345,20 @@ class SparseJacobian:
         Returns
         -------
         scipy.sparse.csr_array of float64
+            Sorted, canonical, with its own index arrays (int32 where they fit): every
+            scipy method works on it, in place too, without affecting later calls.
         """
         return self.evaluate(x, args=args or None, kwargs=kwargs or None, out=out)
 
     def evaluate(self, x: Any, *, params: Sequence[Any] | None = None,
                  args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None,
-                 out: sp.csr_array | None = None) -> sp.csr_array:
+                 out: sp.csr_array | None = None, format: str = "csr"
+                 ) -> sp.csr_array | sp.csc_array:
         """The Jacobian at ``x``, with new ``params`` values and, if given, ``args``/``kwargs``.
+
+        ``format="csc"`` returns a ``csc_array`` instead (for CSC consumers such as SuperLU
+        and SUNDIALS; the values are gathered into CSC order by a permutation computed once,
+        no sort per call).
 
         Examples
         --------
@@ -348,20 +369,123 @@ class SparseJacobian:
         >>> jac.evaluate(np.ones(2), params=(np.pi / 2,)).toarray()
         array([[2., 0.],
                [0., 2.]])
+        >>> jac.evaluate(np.ones(2), params=(np.pi / 2,), format="csc").format
+        'csc'
         """
+        if format not in ("csr", "csc"):
+            raise ValueError(f"`format` must be 'csr' or 'csc'; got {format!r}")
+        plan = self._plan
+        if out is not None and not (
+                format == "csr" and isinstance(out, sp.csr_array) and out.shape == plan.shape
+                and out.nnz == plan.pattern.nnz and out.data.dtype == np.float64):
+            raise ValueError(
+                "`out` must be a csr_array returned by this SparseJacobian (shape "
+                f"{plan.shape}, nnz {plan.pattern.nnz}, float64)")
+        data, plan = self._data(x, params, args, kwargs,
+                                None if out is None else out.data)
+        if out is None:
+            return plan.matrix(data, format)
+        if data is not out.data:
+            if data.shape != out.data.shape:  # prepared again with another pattern
+                return plan.matrix(data, format)
+            out.data[:] = data
+        return out
+
+    def structure(self, order: str = "csr") -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cols)`` of every structural nonzero, in the order :meth:`values` uses.
+
+        For solvers that take the structure once and the values at every iteration in that
+        fixed order (interior-point solvers such as IPOPT: ``jacobianstructure`` and
+        ``jacobian``).
+
+        Parameters
+        ----------
+        order : {"csr", "csc"}
+            Row by row (columns sorted within a row), or column by column.
+
+        Returns
+        -------
+        rows, cols : ndarray of int64
+            New arrays, one entry per nonzero.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> jac = sparsejac.SparseJacobian(lambda x: x[1:] * x[:-1], np.ones(3))
+        >>> jac.structure()
+        (array([0, 0, 1, 1]), array([0, 1, 1, 2]))
+        >>> jac.values(np.array([1.0, 2.0, 3.0]))
+        array([2., 1., 3., 2.])
+        """
+        pat = self._plan.pattern
+        if order == "csc":
+            return np.array(pat.col_indices), np.repeat(
+                np.arange(pat.shape[1], dtype=np.int64), np.diff(pat.col_indptr))
+        if order != "csr":
+            raise ValueError(f"`order` must be 'csr' or 'csc'; got {order!r}")
+        return np.array(pat.rows), np.array(pat.indices)
+
+    def values(self, x: Any, *, params: Sequence[Any] | None = None,
+               out: np.ndarray | None = None, order: str = "csr") -> np.ndarray:
+        """J's nonzero values at ``x`` in the fixed order of :meth:`structure`.
+
+        Parameters
+        ----------
+        x : array_like
+            The point.
+        params : sequence, optional
+            New values of the traced parameters.
+        out : ndarray, optional
+            A float64 array of ``nnz`` values, filled in place (no allocation for the
+            ``"csr"`` order) and returned.
+        order : {"csr", "csc"}
+            As for :meth:`structure`.
+
+        Returns
+        -------
+        ndarray of float64, shape (nnz,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> jac = sparsejac.SparseJacobian(lambda x: x[1:] * x[:-1], np.ones(3))
+        >>> buf = np.empty(4)
+        >>> jac.values(np.array([1.0, 2.0, 3.0]), out=buf) is buf
+        True
+        >>> jac.values(np.array([1.0, 2.0, 3.0]), order="csc")   # column by column
+        array([2., 1., 3., 2.])
+        """
+        if order not in ("csr", "csc"):
+            raise ValueError(f"`order` must be 'csr' or 'csc'; got {order!r}")
+        nnz = self._plan.pattern.nnz
+        if out is not None and not (isinstance(out, np.ndarray) and out.shape == (nnz,)
+                                    and out.dtype == np.float64 and out.flags.writeable):
+            raise ValueError(f"`out` must be a writeable float64 array of shape ({nnz},); got "
+                             f"{type(out).__name__} {getattr(out, 'shape', '')} "
+                             f"{getattr(out, 'dtype', '')}")
+        if order == "csr":
+            data, _ = self._data(x, params, None, None, out)
+            return data
+        data, plan = self._data(x, params, None, None, None)
+        gathered: np.ndarray = data[plan.pattern.csc_to_csr]
+        if out is None:
+            return gathered
+        out[:] = gathered
+        return out
+
+    def _data(self, x: Any, params: Sequence[Any] | None, args: Sequence[Any] | None,
+              kwargs: dict[str, Any] | None, out: np.ndarray | None
+              ) -> tuple[np.ndarray, Plan]:
+        """J's values in CSR order (written into ``out`` if given), and the plan used."""
         if args is not None or kwargs is not None:
             self.use_args(() if args is None else tuple(args), kwargs or {})
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else tuple(params)
         state = self._state
         plan = state.plan
-        if out is not None and not (
-                isinstance(out, sp.csr_array) and out.shape == plan.shape
-                and out.nnz == plan.pattern.nnz and out.data.dtype == np.float64):
-            raise ValueError(
-                "`out` must be a csr_array returned by this SparseJacobian (shape "
-                f"{plan.shape}, nnz {plan.pattern.nnz}, float64)")
-        data, fx = plan.evaluate_with_value(xa, ps, None if out is None else out.data)
+        data, fx = plan.evaluate_with_value(xa, ps, out)
         if plan.replays and self._verify and not self._agrees(state, fx, xa, ps):
             # f no longer computes what was recorded (a global, a closure variable or a
             # mutable container changed since the preparation): prepare again
@@ -370,7 +494,9 @@ class SparseJacobian:
                     self._prepare(state.args, state.kwargs)
                 state = self._state
             plan = state.plan
-            data, fx = plan.evaluate_with_value(xa, ps, None if out is None else out.data)
+            if out is not None and out.shape != (plan.pattern.nnz,):
+                out = None  # the new preparation found another pattern
+            data, fx = plan.evaluate_with_value(xa, ps, out)
             if plan.replays and not self._agrees(state, fx, xa, ps):
                 raise RuntimeError(
                     f"`{self._name}` does not compute the same values from the same x: the "
@@ -378,9 +504,7 @@ class SparseJacobian:
                     "again. f must be a deterministic function of x (and of its arguments); "
                     "random numbers or state that changes at every call cannot be "
                     "differentiated this way (use mode='fd' with `sparsity=`).")
-        if out is None:
-            return plan.matrix(data)
-        return out
+        return data, plan
 
     def _agrees(self, state: _State, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether the recorded program still computes ``f``, to rounding.
@@ -403,7 +527,14 @@ class SparseJacobian:
             recorded = _values(fx)
         if real is None or recorded is None or real.size != recorded.size:
             return False
-        scale = float(np.max(np.abs(real[np.isfinite(real)]), initial=0.0))
+        mag = np.abs(real)
+        scale = float(mag.max(initial=0.0))
+        if np.isfinite(scale):  # the usual case, without np.allclose's overhead
+            with np.errstate(invalid="ignore"):
+                close = np.abs(recorded - real) <= VERIFY_RTOL * (scale + mag)
+            if close.all():
+                return True
+        scale = float(np.max(mag[np.isfinite(real)], initial=0.0))
         return bool(np.allclose(recorded, real, rtol=VERIFY_RTOL, atol=VERIFY_RTOL * scale,
                                 equal_nan=True))
 
@@ -433,6 +564,81 @@ class SparseJacobian:
     def f(self, x: Any) -> Any:
         """``f(x, *params, *args, **kwargs)`` with the preparation's arguments."""
         return self._state.call(check_x(x, self._x0.shape), *self._params0)
+
+    def linear_operator(self, x: Any, *, params: Sequence[Any] | None = None
+                        ) -> JacobianOperator:
+        """``J(x)`` as a matrix-free ``scipy.sparse.linalg.LinearOperator``.
+
+        The prepared program is linearised at ``x`` once (its primal replay and the
+        value-dependent local derivatives); then ``matvec``/``matmat`` are forward sweeps
+        (JVPs) and ``rmatvec``/``rmatmat`` reverse sweeps (VJPs) with the given vectors or
+        matrices as seeds: no tracing, no colouring, no call of ``f`` per product. For
+        Krylov solvers (``gmres``, ``lsqr``, a Newton–Krylov loop). A plan that does not
+        replay a program (``mode="fd"``, a value-dependent ``f``) assembles ``J(x)`` once
+        instead and multiplies by it (``matrix_free`` is then False).
+
+        Parameters
+        ----------
+        x : array_like
+            The point (shape of ``x0``, or flat).
+        params : sequence, optional
+            Values of the traced parameters (default: the preparation's).
+
+        Returns
+        -------
+        JacobianOperator
+            Shape ``(m, n)``; its ``value`` attribute is ``f(x)``, flattened.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from scipy.sparse.linalg import gmres
+        >>> import sparsejac
+        >>> def f(x):
+        ...     return 4 * x - np.roll(x, 1) - np.roll(x, -1) + x ** 3
+        >>> jac = sparsejac.SparseJacobian(f, np.ones(50))
+        >>> A = jac.linear_operator(np.full(50, 0.5))
+        >>> dx, info = gmres(A, -A.value, rtol=1e-12, atol=0.0)
+        >>> info, bool(np.allclose(jac(np.full(50, 0.5)) @ dx, -A.value))
+        (0, True)
+        """
+        from sparsejac.operators import JacobianOperator  # scipy.sparse.linalg: on first use
+
+        xa = check_x(x, self._x0.shape)
+        ps = self._params0 if params is None else tuple(params)
+        state = self._state
+        plan = state.plan
+        program = self._chain_program(plan)
+        if program is None:
+            # finite differences or a value-dependent f: no recorded program to sweep, so
+            # the assembled J(x) once, products by sparse multiplication
+            matrix = self.evaluate(xa, params=ps)
+            value = self._state.call(np.array(xa, copy=True), *ps)
+            return JacobianOperator(plan.shape, matrix=matrix, value=value)
+        lin = program.linearize(xa, ps)
+        if self._verify and not self._agrees(state, lin.value, xa, ps):
+            # f no longer computes what was recorded: evaluate prepares again (or says why
+            # it cannot), then linearise the new preparation
+            self.evaluate(xa, params=ps)
+            return self.linear_operator(xa, params=ps)
+        return JacobianOperator(plan.shape, linearization=lin, value=lin.value)
+
+    def _chain_program(self, plan: Plan) -> PreparedProgram | None:
+        """The chain engine's prepared program of ``plan``, or None if it replays no program.
+
+        A compiled tape's sweeps take only colouring seeds: the chain program is built from
+        the tape's program once per preparation.
+        """
+        if not isinstance(plan.engine, PreparedEngine):
+            return None
+        program = plan.engine.program
+        if isinstance(program, PreparedProgram):
+            return program
+        hit: tuple[Plan, PreparedProgram] | None = getattr(self, "_chain_cache", None)
+        if hit is None or hit[0] is not plan:
+            hit = (plan, PreparedProgram(program.prog, width=1))
+            self._chain_cache = hit
+        return hit[1]
 
     # -- introspection -------------------------------------------------------------------
 
@@ -490,6 +696,11 @@ class SparseJacobian:
         if self.mode == "fd":  # the dense scheme: one (two for 3-point) evaluation per column
             full = fd_evaluations(self._fd_method, n)
         note = ", approximate" if self.mode == "fd" else ""
+        engine = self._plan.engine.stats() or {}
+        if engine.get("path") == "direct":
+            return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
+                    f"nnz={self._plan.pattern.nnz:,}, assembled directly: no products; "
+                    f"mode={self.mode!r} would take {work})")
         return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
                 f"nnz={self._plan.pattern.nnz:,}, mode={self.mode!r}: {work} instead of "
                 f"{full:,}{note})")

@@ -19,12 +19,14 @@ from sparsejac.pattern import SparsityPattern
 from sparsejac.tracing import as_float_input
 
 __all__ = [
+    "ENGINES",
     "MAX_COMPRESSED_ENTRIES",
     "MODES",
     "Mode",
     "check_args",
     "check_callable",
     "check_compressed_size",
+    "check_engine",
     "check_fd_method",
     "check_kwargs",
     "check_mode",
@@ -52,6 +54,24 @@ def check_mode(mode: Any) -> str:
     if not isinstance(mode, str) or mode not in MODES:
         raise ValueError(f"Unknown `mode` {mode!r}; expected one of {list(MODES)}.")
     return mode
+
+
+#: How a prepared Jacobian evaluates its recorded program (see :func:`sparsejac.pipeline.prepare`).
+ENGINES: tuple[str, ...] = ("auto", "tape", "chain")
+
+
+def check_engine(engine: Any) -> str:
+    """``engine`` if it is one of :data:`ENGINES`, else a ValueError listing them.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_engine
+    >>> check_engine("tape")
+    'tape'
+    """
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ValueError(f"Unknown `engine` {engine!r}; expected one of {list(ENGINES)}.")
+    return engine
 
 
 def check_callable(f: Any, x: Any = None, name: str = "f") -> Callable[..., Any]:

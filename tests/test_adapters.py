@@ -274,3 +274,124 @@ def test_sparsity_follows_a_new_preparation(adapter):
     assert jac.sparsity.nnz == 8
     assert getattr(jac, "prepared", jac).sparsity.nnz == 8  # least_squares: it is the prepared
     assert sp.csr_array(got).nnz == 8
+
+
+# -- solve_bvp ------------------------------------------------------------------------------
+
+def _bvp_fun(x, y, p=None):
+    """y0' = y1, y1' = -p exp(y0) x (p = 1 without parameters); hand-derived Jacobian below."""
+    lam = 1.0 if p is None else p[0]
+    return np.vstack([y[1], -lam * np.exp(y[0]) * x])
+
+
+def _bvp_fun_jac(x, y, p=None):
+    lam = 1.0 if p is None else p[0]
+    m = y.shape[1]
+    d = np.zeros((2, 2, m))
+    d[0, 1] = 1.0
+    d[1, 0] = -lam * np.exp(y[0]) * x
+    if p is None:
+        return d
+    return d, (-np.exp(y[0]) * x).reshape(1, 1, m) * np.array([[[0.0]], [[1.0]]])
+
+
+def test_bvp_jacobian_blocks_equal_the_hand_derived_ones():
+    rng = np.random.default_rng(3)
+    x = np.linspace(0, 1, 7)
+    y = rng.normal(size=(2, 7))
+    jac = sparsejac.bvp_jacobian(_bvp_fun, lambda ya, yb: np.array([ya[0], yb[0]]), x, y)
+    np.testing.assert_allclose(jac.fun_jac(x, y), _bvp_fun_jac(x, y), rtol=1e-14)
+    # another mesh size (solve_bvp refines, and evaluates at the midpoints)
+    x2, y2 = np.linspace(0, 1, 12), rng.normal(size=(2, 12))
+    np.testing.assert_allclose(jac.fun_jac(x2, y2), _bvp_fun_jac(x2, y2), rtol=1e-14)
+    dya, dyb = jac.bc_jac(y[:, 0], y[:, -1])
+    np.testing.assert_array_equal(dya, [[1.0, 0.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(dyb, [[0.0, 0.0], [1.0, 0.0]])
+
+
+def test_bvp_jacobian_with_parameters_matches_hand_derived_and_fd():
+    rng = np.random.default_rng(4)
+    x, y, p = np.linspace(0, 1, 6), rng.normal(size=(2, 6)), np.array([2.0])
+
+    def bc(ya, yb, p):
+        return np.array([ya[0], yb[0], ya[1] * p[0] - 1.0])
+
+    jac = sparsejac.bvp_jacobian(_bvp_fun, bc, x, y, p=p)
+    dy, dp = jac.fun_jac(x, y, p)
+    hy, hp = _bvp_fun_jac(x, y, p)
+    np.testing.assert_allclose(dy, hy, rtol=1e-14)
+    np.testing.assert_allclose(dp, hp, rtol=1e-14)
+    dya, dyb, dbp = jac.bc_jac(y[:, 0], y[:, -1], p)
+    np.testing.assert_allclose(dya, [[1, 0], [0, 0], [0, p[0]]])
+    np.testing.assert_allclose(dyb, [[0, 0], [1, 0], [0, 0]])
+    np.testing.assert_allclose(dbp, [[0], [0], [y[1, 0]]])
+
+
+def test_solve_bvp_with_the_exact_jacobians_matches_scipys_own_solution():
+    from scipy.integrate import solve_bvp
+
+    def fun(x, y):  # Bratu in 1-D: y'' = -exp(y)
+        return np.vstack([y[1], -np.exp(y[0])])
+
+    def bc(ya, yb):
+        return np.array([ya[0], yb[0]])
+
+    x, y = np.linspace(0, 1, 5), np.zeros((2, 5))
+    jac = sparsejac.bvp_jacobian(fun, bc, x, y)
+    ours = solve_bvp(fun, bc, x, y, fun_jac=jac.fun_jac, bc_jac=jac.bc_jac, tol=1e-8)
+    ref = solve_bvp(fun, bc, x, y, tol=1e-8)  # scipy's finite-difference Jacobians
+    assert ours.success
+    assert ref.success
+    grid = np.linspace(0, 1, 11)
+    np.testing.assert_allclose(ours.sol(grid), ref.sol(grid), atol=1e-7)
+
+
+def test_bvp_jacobian_refuses_a_fun_that_couples_nodes():
+    def fun(x, y):
+        return np.vstack([y[1], np.roll(y[0], 1)])
+
+    x, y = np.linspace(0, 1, 4), np.ones((2, 4))
+    jac = sparsejac.bvp_jacobian(fun, lambda ya, yb: ya - yb, x, y)
+    with pytest.raises(ValueError, match="couples different mesh nodes"):
+        jac.fun_jac(x, y)
+
+
+# -- constraints for minimize ---------------------------------------------------------------
+
+def _circle_chain(x):
+    return x[1:] ** 2 + x[:-1] ** 2
+
+
+@pytest.mark.parametrize("method", ["trust-constr", "SLSQP"])
+def test_nonlinear_constraint_jacobian_in_minimize(method):
+    from scipy.optimize import NonlinearConstraint, minimize
+
+    n = 12
+    jac = sparsejac.SparseJacobian(_circle_chain, np.full(n, 0.5))
+    x = np.random.default_rng(5).uniform(-1, 1, n)
+    hand = np.zeros((n - 1, n))
+    hand[np.arange(n - 1), np.arange(n - 1)] = 2 * x[:-1]
+    hand[np.arange(n - 1), np.arange(1, n)] = 2 * x[1:]
+    np.testing.assert_array_equal(jac(x).toarray(), hand)
+    con = NonlinearConstraint(_circle_chain, -np.inf, 1.0, jac=jac)
+    res = minimize(lambda z: np.sum((z - 1) ** 2), np.full(n, 0.1),
+                   jac=lambda z: 2 * (z - 1), method=method, constraints=[con],
+                   **({"tol": 1e-10} if method == "SLSQP" else {}))
+    assert res.success
+    # the hand-derived optimum, to the solver's own tolerance (trust-constr's barrier stops
+    # a little inside the constraint by default)
+    np.testing.assert_allclose(res.x, np.sqrt(0.5), atol=1e-6 if method == "SLSQP" else 1e-3)
+    assert np.all(_circle_chain(res.x) <= 1.0 + 1e-8)
+
+
+def test_slsqp_dict_constraint_with_a_dense_jacobian():
+    from scipy.optimize import minimize
+
+    n = 8
+    jac = sparsejac.root_jacobian(_circle_chain, np.full(n, 0.5))  # dense, as SLSQP's old API
+    res = minimize(lambda z: np.sum((z - 1) ** 2), np.full(n, 0.1), jac=lambda z: 2 * (z - 1),
+                   method="SLSQP", tol=1e-10,
+                   constraints=[{"type": "ineq", "fun": lambda z: 1.0 - _circle_chain(z),
+                                 "jac": lambda z: -jac(z)}])
+    assert res.success
+    np.testing.assert_allclose(res.x, np.sqrt(0.5), atol=1e-6)

@@ -28,14 +28,15 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "sparsejac": tuple(importlib.import_module("sparsejac").__all__),
     "sparsejac.ad": ("jvp", "vjp"),
     "sparsejac.coloring": ("intersection_graph", "ORDERS", "BIDIRECTIONAL_ORDERS",
-                           "DEFAULT_EFFORT", "color", "ColoringResult"),
+                           "DEFAULT_EFFORT", "SYMMETRIC_METHODS", "color", "ColoringResult"),
     "sparsejac.plot": ("plot_coloring",),
 }
 MODULES = ("sparsejac", "sparsejac.ad", "sparsejac.fd", "sparsejac.coloring", "sparsejac.plot",
            "sparsejac.cli", "sparsejac.pattern", "sparsejac.detection", "sparsejac.pipeline",
            "sparsejac.validation", "sparsejac.tracing", "sparsejac.primitives",
-           "sparsejac.numeric", "sparsejac.errors", "sparsejac.jacobian",
-           "sparsejac.sparse_jacobian", "sparsejac.adapters", "sparsejac.report")
+           "sparsejac.numeric", "sparsejac.errors", "sparsejac.one_off",
+           "sparsejac.sparse_jacobian", "sparsejac.adapters", "sparsejac.report",
+           "sparsejac.products")
 EXAMPLES = re.compile(r"^Examples\n-{8,}\n(.*)", re.M | re.S)
 
 

@@ -30,7 +30,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "ad": ("sparsejac.ad",),
     "fd": ("sparsejac.fd",),
     "api": ("sparsejac.pipeline", "sparsejac.validation", "sparsejac.sparse_jacobian",
-            "sparsejac.jacobian", "sparsejac.adapters", "sparsejac.report", "sparsejac.plot"),
+            "sparsejac.one_off", "sparsejac.adapters", "sparsejac.operators", "sparsejac.report",
+            "sparsejac.plot", "sparsejac.products"),
     "cli": ("sparsejac.cli", "sparsejac.__main__"),
     "package": ("sparsejac",),
 }

@@ -24,8 +24,11 @@ from scipy.linalg import solve as imported_solve
 from scipy.special import logsumexp as imported_logsumexp
 
 import sparsejac
+import sparsejac.primitives  # the registry: it registers the library functions
 from sparsejac.tracing import library, trace
 from sparsejac.tracing.tracer import Tracer
+
+library.run_deferred()  # scipy.linalg and scipy.stats are imported above: register their rules
 
 A = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 2.0]])
 B = np.array([1.0, 2.0, 3.0])
@@ -203,3 +206,27 @@ def test_only_python_functions_can_be_intercepted() -> None:
     """A compiled function (a ufunc, a builtin) is refused with a clear error."""
     with pytest.raises(TypeError, match="pure-Python"):
         library.intercept(np.add)
+
+
+def test_library_imported_inside_f_is_traced() -> None:
+    """``import scipy.stats`` in f's body: its rules register, and the trace is taken again.
+
+    Run in a fresh interpreter, where scipy.stats is not imported before the trace starts.
+    """
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, sparsejac\n"
+        "def f(t):\n"
+        "    import scipy.stats\n"
+        "    return scipy.stats.norm.logpdf(np.array([0.5, 1.5]), loc=t[0], scale=t[1])\n"
+        "J = sparsejac.jacobian(f, np.array([1.0, 2.0])).toarray()\n"
+        "z = (np.array([0.5, 1.5]) - 1.0) / 2.0\n"
+        "want = np.stack([z / 2.0, -1 / 2.0 + z * z / 2.0], axis=1)\n"
+        "assert np.allclose(J, want, rtol=1e-12), (J, want)\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

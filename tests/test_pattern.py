@@ -129,3 +129,44 @@ def test_shared_matrices_read(path):
     b.eliminate_zeros()
     assert p.shape == a.shape
     assert p.nnz == b.nnz
+
+
+def _coordinate_pattern(a: object) -> SparsityPattern:
+    """The general path: coordinates of the stored nonzeros, sorted by the constructor."""
+    coo = sp.coo_array(a)
+    keep = coo.data != 0
+    return SparsityPattern(coo.shape, coo.row[keep], coo.col[keep])
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "csr_matrix", "csc_matrix"])
+def test_compressed_inputs_convert_without_sort_and_match_coordinates(fmt: str) -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        m, n = (int(k) for k in rng.integers(1, 25, 2))
+        a = sp.random_array((m, n), density=float(rng.random()), rng=rng, format="csr")
+        given = {"csr": a, "csc": a.tocsc(), "csr_matrix": sp.csr_matrix(a),
+                 "csc_matrix": sp.csc_matrix(a)}[fmt]
+        before = (given.indptr.copy(), given.indices.copy(), given.data.copy())
+        got, want = as_pattern(given), _coordinate_pattern(given)
+        assert got == want
+        for name in ("indptr", "indices", "rows", "col_indptr", "col_indices", "csc_to_csr"):
+            arr = getattr(got, name)
+            assert np.array_equal(arr, getattr(want, name)), name
+            assert arr.dtype == np.int64
+            assert not arr.flags.writeable
+        # the caller's arrays are neither changed nor frozen
+        for old, new in zip(before, (given.indptr, given.indices, given.data), strict=True):
+            assert np.array_equal(old, new)
+            assert new.flags.writeable
+
+
+def test_non_canonical_and_stored_zeros_take_the_general_path() -> None:
+    dup = sp.csr_array((np.array([1.0, 2.0, 0.0]), np.array([1, 1, 0]), np.array([0, 2, 3])),
+                       shape=(2, 2))
+    assert not dup.has_canonical_format
+    p = as_pattern(dup)
+    assert p.nnz == 1
+    assert p.indices.tolist() == [1]
+    zeros = sp.csr_array(np.array([[1.0, 0.0], [0.0, 2.0]]))
+    zeros.data[0] = 0.0  # an explicit zero in canonical storage
+    assert as_pattern(zeros).nnz == 1

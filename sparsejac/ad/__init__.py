@@ -18,10 +18,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.ad.interpret import evaluate, program_jvp, program_vjp
-from sparsejac.ad.prepared import PreparedProgram
+from sparsejac.ad.prepared import Linearization, PreparedProgram
+from sparsejac.ad.tape import Tape
 from sparsejac.tracing import trace
 
-__all__ = ["PreparedProgram", "evaluate", "jvp", "program_jvp", "program_vjp", "vjp"]
+__all__ = ["Linearization", "PreparedProgram", "Tape", "evaluate", "jvp", "program_jvp",
+           "program_vjp", "vjp"]
 
 
 def _seed(s: Any, name: str, length: int, axis: int, what: str) -> tuple[np.ndarray, bool]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparsejac.ad.chain import Slots, ValueStep, apply_contributions, chain
 from sparsejac.ad.entries import Entries, is_identity_of_source
@@ -40,7 +41,7 @@ from sparsejac.ad.kernels import spread_dense, spread_onehot
 from sparsejac.tracing import Node, Program
 from sparsejac.tracing.walk import Values, dead_after
 
-__all__ = ["Materialize", "Opaque", "PreparedProgram", "Source"]
+__all__ = ["DenseSeed", "Linearization", "Materialize", "Opaque", "PreparedProgram", "Source"]
 
 #: An intermediate becomes a dense tangent block when its entries outnumber this fraction of
 #: the block (size × width).
@@ -74,6 +75,67 @@ class Opaque:
 
 
 Step = ValueStep | Materialize | Opaque
+
+
+@dataclass(frozen=True)
+class DenseSeed:
+    """A general seed matrix, as opposed to a colouring's one-hot ``groups``.
+
+    ``s`` is ``S`` (``n × p``) for a forward sweep and ``Wᵀ`` (``m × q``) for a reverse one:
+    rows indexed like the seeded variable, one column per direction (C-contiguous float64).
+    ``mats`` holds, per entry set (by ``id``), its x-part at the linearisation point as a
+    ``csr_array`` (constant and value-dependent entries summed): a sparse product with it
+    replaces the entry-by-entry spread.
+    """
+
+    s: np.ndarray
+    mats: dict[int, sp.csr_array]
+
+
+@dataclass(frozen=True)
+class _XStructure:
+    """The x-part of an entry set as a CSR structure, with where each entry's value goes."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    base: np.ndarray  # the constant entries, summed per position
+    dyn_pos: np.ndarray | None  # position of each value-dependent entry
+    shape: tuple[int, int]
+
+    @staticmethod
+    def of(e: Entries, n_in: int) -> _XStructure:
+        rows0, cols0, v0 = e.spread.const0
+        dyn0 = e.spread.dyn0
+        rows, cols = rows0, cols0
+        if dyn0 is not None:
+            rows = np.concatenate([rows0, dyn0[0]])
+            cols = np.concatenate([cols0, dyn0[1]])
+        key = rows.astype(np.int64) * n_in + cols.astype(np.int64)
+        uniq, inv = np.unique(key, return_inverse=True)
+        nnz = uniq.size
+        indptr = np.zeros(e.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(uniq // n_in, minlength=e.size), out=indptr[1:])
+        base = np.bincount(inv[:rows0.size], v0, minlength=nnz).astype(np.float64)
+        return _XStructure(indptr, uniq % n_in, base,
+                           None if dyn0 is None else inv[rows0.size:], (e.size, n_in))
+
+    def matrix(self, dyn: np.ndarray | None) -> sp.csr_array:
+        data = self.base if self.dyn_pos is None or dyn is None else (
+            self.base + np.bincount(self.dyn_pos, dyn, minlength=self.base.size))
+        return sp.csr_array((data, self.indices, self.indptr), shape=self.shape)
+
+
+#: The seed of a sweep: a colouring's groups (one-hot) or a dense matrix.
+Seed = np.ndarray | DenseSeed
+
+
+def _spread(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, seed: Seed,
+            out: np.ndarray) -> None:
+    """``out[rows[e], :] += vals[e] * seed[cols[e], :]`` for either kind of seed."""
+    if isinstance(seed, DenseSeed):
+        spread_dense(rows, cols, vals, seed.s, out)
+    else:
+        spread_onehot(rows, cols, vals, seed, out)
 
 
 class PreparedProgram:
@@ -120,6 +182,7 @@ class PreparedProgram:
         #: per node of ``prog``, its steps (value steps first, then materialise/opaque)
         self.steps: list[list[Step]] = []
         self._seed_cache: dict[Any, Any] = {}
+        self._xstructs: dict[int, _XStructure] = {}
         self._build()
         self.sweep: list[Materialize | Opaque] = [
             s for steps in self.steps for s in steps if not isinstance(s, ValueStep)]
@@ -203,9 +266,12 @@ class PreparedProgram:
         v[e.dyn_pos] += self.slots.value(slots, e.slot)
         return v
 
-    def _const_block(self, e: Entries, groups: np.ndarray, p: int, transpose: bool
+    def _const_block(self, e: Entries, groups: Seed, p: int, transpose: bool
                      ) -> np.ndarray:
         """Constant x-part of an entry set spread with ``groups`` (cached per seed; a copy)."""
+        if isinstance(groups, DenseSeed):  # the whole x-part (constant and dynamic) at once
+            k = groups.mats[id(e)]
+            return np.ascontiguousarray((k.T if transpose else k) @ groups.s)
         key = (id(e), transpose, id(groups), p)
         hit = self._seed_cache.get(key)
         blk = hit[1] if hit is not None and hit[0] is groups else None
@@ -222,20 +288,82 @@ class PreparedProgram:
             self._seed_cache[key] = (groups, blk)
         return blk.copy()
 
-    def _fill(self, e: Entries, slots: list[Any], out: np.ndarray, groups: np.ndarray,
+    def _fill(self, e: Entries, slots: list[Any], out: np.ndarray, groups: Seed,
               blocks: list[np.ndarray | None]) -> None:
         """``out += J_e @ S`` except the constant x-part (added by the caller)."""
         plan = e.spread
-        if plan.dyn0 is not None:
+        if plan.dyn0 is not None and not isinstance(groups, DenseSeed):
             assert e.slot is not None
             rows, cols, idx = plan.dyn0
-            spread_onehot(rows, cols, self.slots.value(slots, e.slot)[idx], groups, out)
+            _spread(rows, cols, self.slots.value(slots, e.slot)[idx], groups, out)
         if plan.others:
             full = self._entry_values(e, slots)
             for s, rows, cols, pos in plan.others:
                 block = blocks[s]
                 if block is not None:
                     spread_dense(rows, cols, full[pos], block, out)
+
+    def linearize(self, x: np.ndarray, params: Sequence[Any] | None = None) -> Linearization:
+        """The primal replay at ``x`` done once, for any number of seeded products there.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sparsejac.tracing import trace
+        >>> from sparsejac.ad import PreparedProgram
+        >>> pp = PreparedProgram(trace(lambda x: x[1:] * x[:-1], np.ones(3)))
+        >>> lin = pp.linearize(np.array([1.0, 2.0, 3.0]))
+        >>> lin.jvp(np.eye(3))                       # J @ I
+        array([[2., 1., 0.],
+               [0., 3., 2.]])
+        >>> lin.vjp(np.array([[1.0, 1.0]]))          # 1ᵀ J
+        array([[2., 4., 2.]])
+        """
+        vals, slots = self._values(x, params)
+        mats: dict[int, sp.csr_array] = {}
+        for e in self._x_entry_sets():
+            st = self._xstructs.get(id(e))
+            if st is None:
+                st = self._xstructs[id(e)] = _XStructure.of(e, self.prog.n_in)
+            dyn = None
+            if e.spread.dyn0 is not None:
+                assert e.slot is not None
+                dyn = self.slots.value(slots, e.slot)[e.spread.dyn0[2]]
+            mats[id(e)] = st.matrix(dyn)
+        return Linearization(self, vals, slots, mats)
+
+    def _x_entry_sets(self) -> list[Entries]:
+        """The entry sets a sweep spreads from x: the materialised sources' and the output's."""
+        sets = [s.source.entries for s in self.sweep
+                if isinstance(s, Materialize) and s.source.entries is not None]
+        return sets + ([self.out_entries] if self.out_entries is not None else [])
+
+    def direct_positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+        """Where each output entry sits among a pattern's nonzeros (given in CSR order).
+
+        None unless every output entry is a derivative with respect to ``x`` itself (no
+        dense block in the program) and lies in the pattern: then :meth:`direct` gives the
+        Jacobian's values without seeds, compression or decompression.
+        """
+        e = self.out_entries
+        if e is None or len(self.sources) != 1 or (e.nnz and int(e.srcs.max()) != 0):
+            return None
+        n = max(self.prog.n_in, 1)
+        keys = rows.astype(np.int64) * n + cols
+        want = e.rows.astype(np.int64) * n + e.cols
+        pos: np.ndarray = np.searchsorted(keys, want)
+        if pos.size and (int(pos.max()) >= keys.size or not np.array_equal(keys[pos], want)):
+            return None
+        return pos
+
+    def direct(self, x: np.ndarray, params: Sequence[Any] | None = None
+               ) -> tuple[Any, np.ndarray]:
+        """``(f(x), values)``: the output entries' values (see :meth:`direct_positions`)."""
+        e = self.out_entries
+        assert e is not None
+        vals, slots = self._values(x, params)
+        values = self._entry_values(e, slots)
+        return vals[self.prog.out], (values.copy() if e.slot is None else values)
 
     def value(self, x: np.ndarray, params: Sequence[Any] | None = None) -> Any:
         """``f(x)`` by replaying the program (no derivatives)."""
@@ -267,7 +395,7 @@ class PreparedProgram:
         _, c = self._reverse(vals, slots, row_groups, q)
         return out, b, c
 
-    def _forward(self, vals: Values, slots: list[Any], groups: np.ndarray, p: int
+    def _forward(self, vals: Values, slots: list[Any], groups: Seed, p: int
                  ) -> tuple[Any, np.ndarray]:
         blocks: list[np.ndarray | None] = [None] * len(self.sources)
         m = self.prog.n_out
@@ -293,7 +421,7 @@ class PreparedProgram:
         self._fill(self.out_entries, slots, b, groups, blocks)
         return out_val, b
 
-    def _reverse(self, vals: Values, slots: list[Any], groups: np.ndarray, q: int
+    def _reverse(self, vals: Values, slots: list[Any], groups: Seed, q: int
                  ) -> tuple[Any, np.ndarray]:
         n = self.prog.n_in
         cts: list[np.ndarray | None] = [None] * len(self.sources)  # (size, q) blocks
@@ -301,19 +429,19 @@ class PreparedProgram:
         e = self.out_entries
         if e is None:
             return out_val, np.zeros((q, n))
-        cts[0] = self._const_block(e, groups, q, True)
+        cts[0] = c0 = self._const_block(e, groups, q, True)
         plan = e.spread
-        if plan.dyn0 is not None:
+        if plan.dyn0 is not None and not isinstance(groups, DenseSeed):
             assert e.slot is not None
             rows, cols, idx = plan.dyn0
-            spread_onehot(cols, rows, self.slots.value(slots, e.slot)[idx], groups, cts[0])
+            _spread(cols, rows, self.slots.value(slots, e.slot)[idx], groups, c0)
         if plan.others:
             full = self._entry_values(e, slots)
             for s, rows, cols, pos in plan.others:
                 blk = cts[s]
                 if blk is None:
                     blk = cts[s] = np.zeros((self.sources[s].size, q))
-                spread_onehot(cols, rows, full[pos], groups, blk)
+                _spread(cols, rows, full[pos], groups, blk)
         for src in reversed(self.sources[1:]):
             ct = cts[src.index]
             if ct is None:
@@ -346,6 +474,7 @@ class PreparedProgram:
     def stats(self) -> dict[str, Any]:
         """Sizes of the prepared program (entries, sources, dynamic steps)."""
         return {
+            "engine": "chain",
             "nodes": len(self.prog.nodes),
             "dense_blocks": len(self.sources) - 1,
             "dynamic_steps": sum(isinstance(s, ValueStep) for st in self.steps for s in st),
@@ -354,9 +483,12 @@ class PreparedProgram:
 
 
 def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int, ...], p: int,
-                      groups: np.ndarray) -> np.ndarray:
+                      groups: Seed) -> np.ndarray:
     """Tangent block ``(p, *shape)`` of source ``s`` (the seed itself for x)."""
+    if s == 0 and isinstance(groups, DenseSeed):
+        return np.ascontiguousarray(groups.s.T).reshape((p, *shape))
     if s == 0:
+        assert isinstance(groups, np.ndarray)
         seed = np.zeros((groups.size, p))
         ok = groups >= 0
         seed[np.flatnonzero(ok), groups[ok]] = 1.0
@@ -364,3 +496,52 @@ def _block_as_tangent(blocks: list[np.ndarray | None], s: int, shape: tuple[int,
     blk = blocks[s]
     assert blk is not None
     return np.ascontiguousarray(blk.T).reshape((p, *shape))
+
+
+class Linearization:
+    """A prepared program linearised at one point: ``J(x) @ S`` and ``W @ J(x)`` for any seeds.
+
+    Made by :meth:`PreparedProgram.linearize`: the primal values and every value-dependent
+    local derivative are computed once; each product is then one forward (reverse) sweep of
+    the prepared steps with a dense seed matrix, with no tracing and no replay of ``f``.
+    Products are independent and may run from several threads at once.
+
+    Attributes
+    ----------
+    value : object
+        ``f(x)``, replayed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad import PreparedProgram
+    >>> lin = PreparedProgram(trace(lambda x: np.sin(x) * x[::-1], np.ones(2))).linearize(
+    ...     np.array([0.0, 1.0]))
+    >>> lin.value
+    array([0., 0.])
+    >>> lin.jvp(np.array([[1.0], [0.0]]))             # first column of J
+    array([[1.        ],
+           [0.84147098]])
+    """
+
+    def __init__(self, program: PreparedProgram, vals: Values, slots: list[Any],
+                 mats: dict[int, sp.csr_array]) -> None:
+        self._pp = program
+        self._vals = vals
+        self._slots = slots
+        self._mats = mats
+        self.value = vals[program.prog.out]
+
+    def jvp(self, s: np.ndarray) -> np.ndarray:
+        """``J(x) @ S`` for ``S`` of shape ``(n, p)``; returns ``(m, p)``."""
+        seed = np.ascontiguousarray(s, dtype=np.float64)
+        return self._pp._forward(self._vals, self._slots, DenseSeed(seed, self._mats),
+                                 seed.shape[1])[1]
+
+    def vjp(self, w: np.ndarray) -> np.ndarray:
+        """``W @ J(x)`` for ``W`` of shape ``(q, m)``; returns ``(q, n)``."""
+        seed = np.ascontiguousarray(np.asarray(w, dtype=np.float64).T)
+        return np.ascontiguousarray(
+            self._pp._reverse(self._vals, self._slots, DenseSeed(seed, self._mats),
+                              seed.shape[1])[1])

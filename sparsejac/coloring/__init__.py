@@ -20,7 +20,12 @@ Modules (each owns one thing):
 * :mod:`~sparsejac.coloring.search` -- the one-sided ``order="best"`` search;
 * :mod:`~sparsejac.coloring.bicolor` -- bidirectional colouring: star bicolouring,
   neutral-colour post-processing, its ``best`` search (kernels in ``_bikernels``);
-* :mod:`~sparsejac.coloring.interface` -- :func:`color`, including ``partition="auto"``;
+* :mod:`~sparsejac.coloring.symmetric` -- symmetric colouring of Hessian patterns: star
+  and acyclic colouring (kernels in ``_symmetric``) and their ``best`` search;
+* :mod:`~sparsejac.coloring.recovery` -- decompressing a symmetric colouring: directly
+  (star) or by substitution (acyclic);
+* :mod:`~sparsejac.coloring.interface` -- :func:`color`, including ``partition="auto"``
+  and ``partition="symmetric"``;
 * :mod:`~sparsejac.coloring.result` -- :class:`ColoringResult`: groups, seed matrices,
   compression, decompression by one gather;
 * :mod:`~sparsejac.coloring.check` -- slow, obviously correct checkers;
@@ -40,9 +45,11 @@ Examples
 
 from sparsejac.coloring.budget import DEFAULT_EFFORT, EFFORT_UNIT
 from sparsejac.coloring.check import (
+    check_acyclic_coloring,
     check_bicoloring,
     check_groups,
     check_result,
+    check_star_coloring,
     check_structurally_orthogonal,
 )
 from sparsejac.coloring.graph import PARTITIONS, BipartiteGraph, Partition
@@ -58,7 +65,9 @@ from sparsejac.coloring.interface import (
 )
 from sparsejac.coloring.interop import intersection_graph
 from sparsejac.coloring.orders import BIDIRECTIONAL_ORDERS, ORDERS, OrderFunction
+from sparsejac.coloring.recovery import SYMMETRIC_METHODS, SymmetricRecovery
 from sparsejac.coloring.result import Candidate, ColoringResult
+from sparsejac.coloring.symmetric import AdjacencyGraph
 
 __all__ = [
     "BIDIRECTIONAL_ORDERS",
@@ -68,15 +77,20 @@ __all__ = [
     "MODE_PARTITIONS",
     "ORDERS",
     "PARTITIONS",
+    "SYMMETRIC_METHODS",
+    "AdjacencyGraph",
     "BipartiteGraph",
     "Candidate",
     "ColoringResult",
     "OrderFunction",
     "Partition",
+    "SymmetricRecovery",
+    "check_acyclic_coloring",
     "check_bicoloring",
     "check_groups",
     "check_result",
     "check_reverse_cost",
+    "check_star_coloring",
     "check_structurally_orthogonal",
     "color",
     "color_partitions",

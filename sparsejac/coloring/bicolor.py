@@ -66,7 +66,6 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order, maximum_bipartite_matching
 
 from sparsejac.coloring import _bikernels
 from sparsejac.coloring.budget import Budget, PassCosts, dynamic_cost, star_cost
@@ -292,6 +291,9 @@ def _readable(pattern: SparsityPattern, cg: np.ndarray, rg: np.ndarray) -> tuple
 
 def _min_cover(a: np.ndarray, b: np.ndarray, p: int, q: int) -> tuple[np.ndarray, np.ndarray]:
     """Minimum vertex cover of the bipartite graph with edges ``(a[k], b[k])`` (König)."""
+    # scipy.sparse.csgraph imports scipy.sparse.linalg (a tenth of a second): only here
+    from scipy.sparse.csgraph import breadth_first_order, maximum_bipartite_matching
+
     graph = sp.csr_array((np.ones(a.size, dtype=np.int8), (a, b)), shape=(p, q))
     graph.sum_duplicates()
     match = maximum_bipartite_matching(graph, perm_type="column")  # right vertex per left

@@ -18,6 +18,7 @@ colour) or to ``C[colour of i, j]`` (the same with rows); section 5 of the same 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -27,9 +28,11 @@ from sparsejac.coloring.graph import check_partition
 from sparsejac.pattern import SparsityPattern, as_pattern
 
 __all__ = [
+    "check_acyclic_coloring",
     "check_bicoloring",
     "check_groups",
     "check_result",
+    "check_star_coloring",
     "check_structurally_orthogonal",
 ]
 
@@ -210,18 +213,157 @@ is neutral
         raise AssertionError(f"nonzero ({i}, {j}) is in neither B nor C alone: {why_b}; {why_c}")
 
 
+def _neighbours(sparsity: Any, colors: Any) -> tuple[list[set[int]], list[int]]:
+    """Neighbour sets (diagonal dropped) of a symmetric pattern, and its colours as ints."""
+    pat = as_pattern(sparsity)
+    n = pat.shape[0]
+    if pat.shape != (n, n):
+        raise AssertionError(f"a symmetric colouring needs a square pattern; got {pat.shape}")
+    check_groups(colors, n, name="colors")
+    color = [int(c) for c in np.asarray(colors)]
+    nbrs: list[set[int]] = [set() for _ in range(n)]
+    for i, j in zip(pat.rows.tolist(), pat.indices.tolist(), strict=True):
+        if i != j:
+            nbrs[i].add(j)
+    for i in range(n):
+        for j in nbrs[i]:
+            if i not in nbrs[j]:
+                raise AssertionError(f"the pattern is not symmetric: ({i}, {j}) without ({j}, {i})")
+            if color[i] == color[j]:
+                raise AssertionError(f"adjacent vertices {i} and {j} share colour {color[i]}")
+    return nbrs, color
+
+
+def check_star_coloring(sparsity: Any, colors: Any) -> None:
+    """Check that ``colors`` is a star colouring of a symmetric pattern's adjacency graph.
+
+    Straight from the definition (Gebremedhin, Tarafdar, Manne and Pothen 2007): adjacent
+    vertices (``i != j`` with ``H[i, j]`` a nonzero) have different colours, and every path
+    on four vertices ``x - v - w - y`` uses at least three colours. Walks every such path.
+
+    Raises
+    ------
+    AssertionError
+        Naming the two vertices of one colour, or the two-coloured path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.coloring.check import check_star_coloring
+    >>> path = np.eye(4) + np.eye(4, k=1) + np.eye(4, k=-1)
+    >>> check_star_coloring(path, [0, 1, 0, 2])
+    >>> check_star_coloring(path, [0, 1, 0, 1])
+    Traceback (most recent call last):
+        ...
+    AssertionError: the path 0-1-2-3 uses two colours only: [0, 1, 0, 1]
+    """
+    nbrs, color = _neighbours(sparsity, colors)
+    for v in range(len(nbrs)):
+        for w in nbrs[v]:
+            for x in nbrs[v] - {w}:
+                for y in nbrs[w] - {v, x}:
+                    used = [color[x], color[v], color[w], color[y]]
+                    if len(set(used)) < 3:
+                        raise AssertionError(
+                            f"the path {x}-{v}-{w}-{y} uses two colours only: {used}")
+
+
+def check_acyclic_coloring(sparsity: Any, colors: Any) -> None:
+    """Check that ``colors`` is an acyclic colouring of a symmetric pattern's adjacency graph.
+
+    From the definition: adjacent vertices have different colours, and every cycle uses
+    at least three colours -- for every pair of colours, the edges between them form a
+    forest, which a plain union-find over each pair's edges verifies (an edge whose ends
+    are already connected closes a two-coloured cycle).
+
+    Raises
+    ------
+    AssertionError
+        Naming two vertices of one colour, or an edge that closes a two-coloured cycle.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.coloring.check import check_acyclic_coloring
+    >>> cycle = np.eye(4) + np.eye(4, k=1) + np.eye(4, k=-1)
+    >>> cycle[0, 3] = cycle[3, 0] = 1
+    >>> check_acyclic_coloring(cycle, [0, 1, 0, 2])
+    >>> check_acyclic_coloring(cycle, [0, 1, 0, 1])
+    Traceback (most recent call last):
+        ...
+    AssertionError: edge (2, 3) closes a cycle coloured with 0 and 1 only
+    """
+    nbrs, color = _neighbours(sparsity, colors)
+    pairs: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for i in range(len(nbrs)):
+        for j in sorted(nbrs[i]):
+            if i < j:
+                pairs[(min(color[i], color[j]), max(color[i], color[j]))].append((i, j))
+    for (a, b), edges in pairs.items():
+        parent: dict[int, int] = {}
+        for i, j in edges:
+            ri, rj = _root(parent, i), _root(parent, j)
+            if ri == rj:
+                raise AssertionError(
+                    f"edge ({i}, {j}) closes a cycle coloured with {a} and {b} only")
+            parent[ri] = rj
+
+
+def _root(parent: dict[int, int], u: int) -> int:
+    """The root of ``u`` in a plain union-find forest (a dict; absent means a root)."""
+    while parent.setdefault(u, u) != u:
+        u = parent[u]
+    return u
+
+
+def _symmetric_values(pat: SparsityPattern) -> np.ndarray:
+    """Distinct symmetric integer values: ``H[i, j] = H[j, i]``, exact in float64 sums."""
+    n = pat.shape[0]
+    lo = np.minimum(pat.rows, pat.indices).astype(np.float64)
+    hi = np.maximum(pat.rows, pat.indices).astype(np.float64)
+    values: np.ndarray = 1.0 + lo * n + hi
+    return values
+
+
+def _check_symmetric_result(result: Any) -> None:
+    """Colours, count, the star or acyclic property and the seed matrix of a result."""
+    pat = result.pattern
+    n = pat.shape[0]
+    groups = result.groups
+    p = check_groups(groups, n)
+    if p != result.n_colors:
+        raise AssertionError(f"n_colors is {result.n_colors} but the groups use {p}")
+    if result.method == "star":
+        check_star_coloring(pat, groups)
+    elif result.method == "acyclic":
+        check_acyclic_coloring(pat, groups)
+    else:
+        raise AssertionError(f"unknown symmetric method {result.method!r}")
+    if not (result.lower_bound <= p):
+        raise AssertionError(f"lower_bound {result.lower_bound} exceeds n_colors {p}")
+    S, W = result.seed_matrices()
+    if W is not None or S is None or S.shape != (n, p):
+        raise AssertionError("a symmetric colouring needs S of shape (n, p) and no W")
+    for j in range(n):
+        if S[j].sum() != 1.0 or S[j, groups[j]] != 1.0:
+            raise AssertionError(f"S row {j} is not the unit vector of group {groups[j]}")
+
+
 def check_result(result: Any, *, J: Any = None) -> None:
     """Check a :class:`~sparsejac.coloring.ColoringResult` from its definition.
 
-    Checks the groups (:func:`check_groups`), ``n_colors``, structural orthogonality, the
-    seed matrices, and that decompressing the compressed ``J`` gives ``J`` back exactly.
+    Checks the groups (:func:`check_groups`), ``n_colors``, structural orthogonality (for
+    a symmetric colouring: the star or acyclic property), the seed matrices, and that
+    decompressing the compressed ``J`` gives ``J`` back exactly.
 
     Parameters
     ----------
     result : ColoringResult
         The colouring.
     J : array_like or scipy sparse, optional
-        Values to round-trip; by default the pattern with the values ``1, 2, ..., nnz``.
+        Values to round-trip (symmetric for a symmetric colouring); by default the pattern
+        with the values ``1, 2, ..., nnz`` (distinct symmetric integers for a symmetric
+        colouring).
 
     Raises
     ------
@@ -238,10 +380,14 @@ def check_result(result: Any, *, J: Any = None) -> None:
     m, n = pat.shape
     if result.partition == "bidirectional":
         _check_bidirectional_result(result)
+    elif result.partition == "symmetric":
+        _check_symmetric_result(result)
     else:
         _check_one_sided_result(result)
     S, W = result.seed_matrices()
-    if J is None:
+    if J is None and result.partition == "symmetric":
+        values = _symmetric_values(pat)
+    elif J is None:
         values = np.arange(1, pat.nnz + 1, dtype=np.float64)
     else:
         values = np.asarray(
@@ -255,7 +401,7 @@ def check_result(result: Any, *, J: Any = None) -> None:
         assert S is not None
         assert W is not None
         back = result.decompress(B=A @ S, C=(A.T @ W.T).T)
-    elif result.partition == "column":
+    elif result.partition in ("column", "symmetric"):
         assert S is not None
         back = result.decompress(B=A @ S)
     else:

@@ -34,9 +34,15 @@ from sparsejac.coloring.budget import (
     check_time_budget,
 )
 from sparsejac.coloring.check import check_result
-from sparsejac.coloring.graph import DEFAULT_REVERSE_COST, BipartiteGraph, check_partition
+from sparsejac.coloring.graph import (
+    DEFAULT_REVERSE_COST,
+    PARTITIONS,
+    BipartiteGraph,
+    check_partition,
+)
 from sparsejac.coloring.greedy import dsatur_color, greedy_color
 from sparsejac.coloring.orders import ORDERS, check_permutation, resolve_order
+from sparsejac.coloring.recovery import check_method
 from sparsejac.coloring.result import Candidate, ColoringResult
 from sparsejac.coloring.search import (
     BEST_ORDERS,
@@ -46,6 +52,7 @@ from sparsejac.coloring.search import (
     RESTART_SHARE,
     best_groups,
 )
+from sparsejac.coloring.symmetric import color_symmetric
 from sparsejac.pattern import SparsityPattern, as_pattern
 
 __all__ = [
@@ -274,6 +281,7 @@ def color(
     effort: float = DEFAULT_EFFORT,
     time_budget: float | None = None,
     reverse_cost: float = DEFAULT_REVERSE_COST,
+    method: str | None = None,
 ) -> ColoringResult:
     """Colour the columns and/or rows of a sparsity pattern.
 
@@ -287,10 +295,12 @@ def color(
     sparsity : SparsityPattern, scipy sparse matrix or array, array_like, str or path
         The m×n Jacobian pattern; nonzero entries are structural nonzeros (explicit zeros
         are dropped). A string or path names a ``.mtx`` or ``.npz`` file.
-    partition : {"column", "row", "bidirectional", "auto"}, default "column"
+    partition : {"column", "row", "bidirectional", "auto", "symmetric"}, default "column"
         Colour the columns (forward mode), the rows (reverse mode), some of both (mixed
         mode: star bicolouring with neutral colours), or (``"auto"``) compute all three
         and return the cheapest by forward passes + ``reverse_cost`` × reverse passes.
+        ``"symmetric"``: a structurally symmetric pattern (a Hessian's), whose rows and
+        columns share one colour each, by the ``method`` given; ``B = H @ S``.
     order : str or callable, default "best"
         ``"best"``, a name in :data:`sparsejac.coloring.ORDERS` (``"natural"``,
         ``"random"``, ``"largest_first"``, ``"smallest_last"``, ``"incidence_degree"``,
@@ -323,6 +333,12 @@ def color(
         Cost of a reverse product relative to a forward one; ``"auto"`` minimises forward
         passes + ``reverse_cost`` × reverse passes, and the bidirectional search uses it to
         break ties between equal pass counts. Checked for every partition.
+    method : {"star", "acyclic"}, optional
+        Only for ``partition="symmetric"`` (default ``"star"``): star colouring, whose
+        decompression is a direct gather, or acyclic colouring, usually with fewer colours,
+        decompressed by substitution (Gebremedhin, Tarafdar, Manne and Pothen 2007). Named
+        orders are computed on the adjacency graph (distance-1 degrees); see
+        :mod:`sparsejac.coloring.symmetric`.
 
     Returns
     -------
@@ -339,7 +355,9 @@ def color(
         ``sparsity`` is not 2-D or is empty, ``partition`` or ``order`` is unknown, an
         ``order`` callable does not return a permutation, ``effort`` or ``time_budget`` is
         negative or
-        ``reverse_cost`` is not positive.
+        ``reverse_cost`` is not positive; ``method`` is unknown or given for a partition
+        other than ``"symmetric"``; a symmetric colouring of a pattern that is not square
+        and structurally symmetric.
     AssertionError
         ``check=True`` and the colouring is wrong (a bug: please report it).
 
@@ -400,12 +418,34 @@ def color(
     True
     >>> sparsejac.color(A, "auto").partition
     'bidirectional'
+
+    A Hessian pattern (symmetric) needs fewer products with a symmetric colouring:
+
+    >>> H = np.eye(6)
+    >>> H[0, :] = H[:, 0] = 2.0
+    >>> sparsejac.color(H).n_colors, sparsejac.color(H, "symmetric").n_colors
+    (6, 2)
+    >>> a = sparsejac.color(H + np.eye(6, k=1) + np.eye(6, k=-1), "symmetric",
+    ...                     method="acyclic")
+    >>> a.method, a.n_colors
+    ('acyclic', 3)
     >>> sparsejac.color(J, "diagonal")
     Traceback (most recent call last):
         ...
     ValueError: Unknown `partition` 'diagonal'; expected one of ['column', 'row', \
-'bidirectional', 'auto'].
+'bidirectional', 'auto', 'symmetric'].
     """
+    if partition == "symmetric":
+        return _symmetric_color(sparsity, order, check, seed, effort, time_budget,
+                                reverse_cost, "star" if method is None else method)
+    if method is not None:
+        raise ValueError(
+            f"`method` applies to partition='symmetric' only; got method={method!r} with "
+            f"partition={partition!r}")
+    if partition not in (*PARTITIONS, "auto"):
+        raise ValueError(
+            f"Unknown `partition` {partition!r}; expected one of "
+            f"{[*PARTITIONS, 'auto', 'symmetric']}.")
     return color_partitions(
         sparsity,
         (partition,),
@@ -416,6 +456,27 @@ def color(
         time_budget=time_budget,
         reverse_cost=reverse_cost,
     )[partition]
+
+
+def _symmetric_color(sparsity: Any, order: Any, check: bool,
+                     seed: int | np.random.Generator | None, effort: float,
+                     time_budget: float | None, reverse_cost: float,
+                     method: str) -> ColoringResult:
+    """``color`` for ``partition="symmetric"``: check the arguments, colour, check."""
+    pattern = as_pattern(sparsity, name="sparsity")
+    method = check_method(method)
+    work = check_effort(effort) * EFFORT_UNIT
+    seconds = check_time_budget(time_budget)
+    check_reverse_cost(reverse_cost)
+    best = isinstance(order, str) and order == "best"
+    if not best:
+        resolve_order(order, "column")
+    elif seconds is not None:
+        _warm_once()
+    result = color_symmetric(pattern, method, order, _generators(seed)(), work, seconds)
+    if check:
+        check_result(result)
+    return result
 
 
 def color_partitions(
@@ -487,7 +548,7 @@ def color_partitions(
         for part in parts:  # a one-sided partition refuses the bidirectional-only orders
             resolve_order(order, "bidirectional" if part in ("bidirectional", "auto") else part)
     rngs = _generators(seed)
-    if best:
+    if best and seconds is not None:
         _warm_once()
     done: dict[str, ColoringResult] = {}
 
@@ -548,7 +609,10 @@ _warm = False
 
 
 def _warm_once() -> None:
-    """Load every kernel before the first ``best`` search of a process, outside its budget."""
+    """Load every kernel before the first timed ``best`` search (``time_budget=``).
+
+    Outside its budget; a search bounded by work alone needs no warm-up.
+    """
     global _warm
     if not _warm:
         _warm = True
@@ -579,3 +643,9 @@ def warm_up() -> None:
     arrow[0, :] = arrow[:, 0] = 1
     result = color(arrow, "bidirectional", "best", effort=0.0)
     result.decompress_data(B=np.zeros((6, result.n_forward)), C=np.zeros((result.n_reverse, 6)))
+    # A symmetric 5-cycle: the star and acyclic kernels, the orders on the adjacency graph and
+    # both recoveries.
+    ring = cycle + cycle.T
+    for method in ("star", "acyclic"):
+        sym = color(ring, "symmetric", "best", method=method, effort=0.0)
+        sym.decompress_data(np.zeros((5, sym.n_colors)))

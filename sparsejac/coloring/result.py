@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from sparsejac.coloring import _bikernels
 from sparsejac.coloring.graph import PARTITIONS
+from sparsejac.coloring.recovery import SymmetricRecovery, check_method
 from sparsejac.pattern import SparsityPattern
 
 __all__ = ["Candidate", "ColoringResult"]
@@ -92,9 +93,11 @@ class ColoringResult:
     ----------
     pattern : SparsityPattern
         The m×n pattern that was coloured.
-    partition : {"column", "row", "bidirectional"}
+    partition : {"column", "row", "bidirectional", "symmetric"}
         Which side was coloured: columns, rows, or some of both (``"bidirectional"``: both
-        groups arrays are set, with -1 where a column or row is in no seed).
+        groups arrays are set, with -1 where a column or row is in no seed); or
+        (``"symmetric"``, see ``method``) rows and columns of a symmetric matrix together:
+        ``column_groups`` holds the colour of every vertex, ``B = H @ S`` as for columns.
     order : str
         What produced the colouring: an order name such as ``"dsatur"``, a callable's
         name, or ``"best:<candidate>"`` (with ``"+recolor"`` when iterated greedy
@@ -120,6 +123,11 @@ class ColoringResult:
     work : float
         For ``order="best"``, the work the search spent, in the nominal units of
         :mod:`sparsejac.coloring.budget` (deterministic, unlike ``seconds``); else 0.
+    method : {"star", "acyclic"} or None
+        For a ``"symmetric"`` colouring (of a structurally symmetric pattern, e.g. a
+        Hessian's, with ``column_groups`` the colour of every row and column): star
+        colouring, decompressed directly, or acyclic colouring, decompressed by
+        substitution (:mod:`~sparsejac.coloring.recovery`). None for the other partitions.
 
     Examples
     --------
@@ -149,19 +157,27 @@ class ColoringResult:
     seconds: float = 0.0
     candidates: tuple[Candidate, ...] = field(default=())
     work: float = 0.0
+    method: str | None = None
     # Derived in __post_init__: (forward, reverse) passes, and for a bidirectional colouring
     # whether each nonzero (CSR order) is read from B (else from C).
     _sides: tuple[int, int] = field(init=False, repr=False, default=(0, 0))
     _from_b: np.ndarray | None = field(init=False, repr=False, default=None)
+    _recovery: SymmetricRecovery | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         m, n = self.pattern.shape
-        if self.partition not in PARTITIONS:
+        allowed = [*PARTITIONS, "symmetric"]
+        if self.partition not in allowed:
             raise ValueError(
-                f"Unknown `partition` {self.partition!r}; expected one of {list(PARTITIONS)}."
+                f"Unknown `partition` {self.partition!r}; expected one of {allowed}."
             )
         total = int(self.n_colors)
         object.__setattr__(self, "n_colors", total)
+        if (self.partition == "symmetric") != (self.method is not None):
+            raise ValueError(
+                "`method` ('star' or 'acyclic') is required for a symmetric colouring and "
+                f"only for it; got method={self.method!r} for partition {self.partition!r}"
+            )
         if self.partition == "bidirectional":
             self._init_bidirectional(total)
             return
@@ -170,14 +186,17 @@ class ColoringResult:
             if value is not None:
                 object.__setattr__(self, name, _frozen_groups(value, length, total, name))
         # A one-sided colouring needs its groups array, without -1.
-        needed = "column_groups" if self.partition == "column" else "row_groups"
+        needed = "row_groups" if self.partition == "row" else "column_groups"
         groups = getattr(self, needed)
         if groups is None:
             raise ValueError(f"a {self.partition} colouring needs `{needed}`; got None")
         if groups.size and groups.min() < 0:
             raise ValueError(f"`{needed}` of a {self.partition} colouring must not hold -1")
-        sides = (total, 0) if self.partition == "column" else (0, total)
+        sides = (0, total) if self.partition == "row" else (total, 0)
         object.__setattr__(self, "_sides", sides)
+        if self.partition == "symmetric":
+            recovery = SymmetricRecovery(self.pattern, groups, total, check_method(self.method))
+            object.__setattr__(self, "_recovery", recovery)
 
     def _init_bidirectional(self, total: int) -> None:
         """Validate both groups arrays and choose, per nonzero, whether B or C holds it."""
@@ -238,7 +257,7 @@ class ColoringResult:
         >>> sparsejac.color(np.eye(3), "row").groups.tolist()
         [0, 0, 0]
         """
-        if self.partition == "column":
+        if self.partition in ("column", "symmetric"):
             g = self.column_groups
         elif self.partition == "row":
             g = self.row_groups
@@ -284,7 +303,7 @@ class ColoringResult:
                 "a bidirectional colouring has two compressed matrices; use "
                 "`compressed_shapes` (B then C)"
             )
-        return (m, self.n_colors) if self.partition == "column" else (self.n_colors, n)
+        return (self.n_colors, n) if self.partition == "row" else (m, self.n_colors)
 
     @property
     def compressed_shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -300,8 +319,9 @@ class ColoringResult:
         return (m, self.n_forward), (self.n_reverse, n)
 
     def __repr__(self) -> str:
+        method = "" if self.method is None else f", method={self.method!r}"
         return (
-            f"ColoringResult(partition={self.partition!r}, order={self.order!r}, "
+            f"ColoringResult(partition={self.partition!r}{method}, order={self.order!r}, "
             f"n_colors={self.n_colors}, lower_bound={self.lower_bound}, "
             f"shape={self.pattern.shape}, nnz={self.pattern.nnz})"
         )
@@ -341,7 +361,7 @@ class ColoringResult:
             S = np.zeros((n, self.n_forward))
             used = np.flatnonzero(g >= 0)
             S[used, g[used]] = 1.0
-        if self.partition != "column":
+        if self.partition in ("row", "bidirectional"):
             assert self.row_groups is not None
             g = self.row_groups
             W = np.zeros((self.n_reverse, m))
@@ -386,7 +406,7 @@ class ColoringResult:
         C = None if W is None else np.asarray((A.T @ W.T).T, dtype=np.float64)
         if self.partition == "bidirectional":
             return B, C
-        return B if self.partition == "column" else C
+        return C if self.partition == "row" else B
 
     # -- decompression --------------------------------------------------------------------
 
@@ -452,10 +472,11 @@ class ColoringResult:
         return arr if arr.dtype == np.float64 else arr.astype(np.float64)
 
     def _compressed(self, B: Any, C: Any) -> np.ndarray:
-        used, unused = ("B", "C") if self.partition == "column" else ("C", "B")
-        given = B if self.partition == "column" else C
-        other = C if self.partition == "column" else B
-        what = "J @ S" if self.partition == "column" else "W @ J"
+        forward = self.partition != "row"
+        used, unused = ("B", "C") if forward else ("C", "B")
+        given = B if forward else C
+        other = C if forward else B
+        what = {"column": "J @ S", "row": "W @ J"}.get(self.partition, "H @ S")
         if other is not None:
             raise ValueError(
                 f"a {self.partition} colouring is decompressed from `{used}` = {what}; "
@@ -547,6 +568,8 @@ class ColoringResult:
                 out = np.empty(self.pattern.nnz)
             result: np.ndarray = _bikernels.gather2(bflat, cflat, self._gather_two(b_f, c_f), out)
             return result
+        if self._recovery is not None:
+            return self._recovery.decompress_data(a, out)
         if a.flags.c_contiguous:
             flat, idx = a.reshape(-1), self._gather_c
         elif a.flags.f_contiguous:
@@ -626,7 +649,10 @@ class ColoringResult:
         (1, 1, 0, 4.0)
         """
         m, n = self.pattern.shape
-        n_vertices = {"column": n, "row": m}.get(self.partition, min(m, n))
+        n_vertices = {"column": n, "row": m, "symmetric": n}.get(self.partition, min(m, n))
+        extra: dict[str, Any] = {}
+        if self._recovery is not None:
+            extra = {"method": self.method, "depth": self._recovery.depth}
         return {
             "shape": [m, n],
             "nnz": self.pattern.nnz,
@@ -644,4 +670,5 @@ class ColoringResult:
                 {"name": c.name, "n_colors": c.n_colors, "seconds": c.seconds}
                 for c in self.candidates
             ],
+            **extra,
         }

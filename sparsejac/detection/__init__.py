@@ -53,7 +53,7 @@ def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_arra
     """
     local = prog.local if local is None else local
     n = prog.n_in
-    deps: dict[int, sp.csr_array] = {prog.x.id: depsets.identity(n)}
+    deps: dict[int, depsets.DepSet] = {prog.x.id: depsets.identity(n)}
     for node, dead in zip(prog.nodes, dead_after(prog), strict=True):
         if node.out.active:
             in_deps = [deps.get(v.id) if v.active else None for v in node.inputs]
@@ -66,7 +66,7 @@ def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_arra
     out = deps.get(prog.out.id) if prog.out.active else None
     if out is None:
         out = depsets.empty(prog.n_out, n)
-    res = sp.csr_array(out, dtype=bool)
+    res = out.tocsr()
     res.sort_indices()
     return res
 

@@ -14,7 +14,6 @@ from sparsejac.primitives import (  # noqa: F401  (imported for their registrati
     movement,
     numpy_linalg,
     reductions,
-    scipy_linalg,
     sorting,
     special,
 )
@@ -44,13 +43,20 @@ def supported_entries() -> list[Entry]:
 
 
 def _defer_heavy_libraries() -> None:
-    """``scipy.stats`` rules are registered when the user's program imports scipy.stats."""
+    """Register the rules of heavy libraries when the user's program has imported them.
+
+    ``scipy.stats`` and ``scipy.linalg``/``scipy.sparse.linalg`` each take a tenth of a second
+    or more to import, which ``import sparsejac`` should not pay.
+    """
     import importlib
 
     from sparsejac.tracing import library
 
     library.defer("scipy.stats",
                   lambda: importlib.import_module("sparsejac.primitives.stats"))
+    # scipy.sparse.linalg imports scipy.linalg, so this also covers spsolve and splu
+    library.defer("scipy.linalg",
+                  lambda: importlib.import_module("sparsejac.primitives.scipy_linalg"))
 
 
 def _install() -> None:

@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import numpy as np
-import scipy.sparse as sp
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.primitives import derive
+from sparsejac.primitives.depsets import DepSet
 from sparsejac.tracing import library
 from sparsejac.tracing.program import Node, Trace, Var, current_trace
 from sparsejac.tracing.tracer import Tracer, lift_objects
@@ -68,7 +68,7 @@ __all__ = [
     "register_ufunc",
 ]
 
-Deps: TypeAlias = sp.csr_array
+Deps: TypeAlias = DepSet
 
 #: Primitives without a local Jacobian of fixed structure, which write their pattern, jvp and
 #: vjp rules by hand instead of deriving them: name -> why. Empty today: every primitive
@@ -141,7 +141,8 @@ class Primitive:
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
         """Dependency sets of the output from those of the inputs (derived from linearize)."""
-        return derive.derived_pattern(node, deps, local)
+        out: Deps | None = derive.derived_pattern(node, deps, local)
+        return out
 
     def jvp(
         self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any

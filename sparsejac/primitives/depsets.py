@@ -1,14 +1,18 @@
-"""Dependency sets as one boolean CSR matrix per array, and the vectorised operations on them.
+"""Dependency sets as one boolean CSR structure per array, and the vectorised operations on them.
 
-An array of shape ``s`` carries its dependencies as a ``scipy.sparse.csr_array`` of ``bool``
-with shape ``(prod(s), n)``: row ``k`` lists the inputs that element ``k`` (C order) depends
-on. Every pattern rule is one of the operations below, so no rule loops over elements:
+An array of shape ``s`` carries its dependencies as a :class:`DepSet` of shape
+``(prod(s), n)``: row ``k`` lists the inputs that element ``k`` (C order) depends on (CSR
+``indptr``/``indices``, no values). Every pattern rule is one of the operations below, so no
+rule loops over elements:
 
 * :func:`take_rows` – data movement (gather by position, ``-1`` for "no source");
 * :func:`union` – elementwise operations (after broadcasting each operand's rows);
-* :func:`apply_linear` – reductions, contractions, scatter-add: ``R @ deps`` for a 0/1 matrix R.
+* :func:`apply_linear` – reductions, contractions, scatter-add: ``R @ deps`` for a 0/1 matrix R;
+* :func:`vstack` – stacking the operands of a gather.
 
-All matrices are canonical (sorted indices, no duplicates) and hold only ``True``.
+All structures are canonical (sorted indices, no duplicates). :class:`DepSet` is a plain
+holder of the two index arrays: a scipy matrix validates its arrays at every construction,
+which costs more than the operation itself on the many small arrays of a scalar program.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
+    "DepSet",
     "apply_linear",
     "broadcast_rows",
     "empty",
@@ -28,15 +33,67 @@ __all__ = [
     "keep_rows",
     "take_rows",
     "union",
+    "vstack",
 ]
 
-Deps: TypeAlias = sp.csr_array
+
+class DepSet:
+    """A boolean sparsity structure in CSR form: ``indptr``, ``indices`` and ``shape``.
+
+    Examples
+    --------
+    >>> from sparsejac.primitives.depsets import identity
+    >>> d = identity(3)
+    >>> d.shape, d.nnz
+    ((3, 3), 3)
+    >>> d.tocsr().toarray().astype(int)
+    array([[1, 0, 0],
+           [0, 1, 0],
+           [0, 0, 1]])
+    """
+
+    __slots__ = ("indices", "indptr", "shape")
+
+    def __init__(self, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> None:
+        self.indices = indices
+        self.indptr = indptr
+        self.shape = (int(shape[0]), int(shape[1]))
+
+    @property
+    def nnz(self) -> int:
+        """Number of (element, input) dependencies."""
+        return int(self.indices.size)
+
+    def tocsr(self) -> sp.csr_array:
+        """The structure as a boolean ``scipy.sparse.csr_array`` (sharing the index arrays)."""
+        out = sp.csr_array((np.ones(self.indices.size, dtype=bool), self.indices, self.indptr),
+                           shape=self.shape)
+        out.has_sorted_indices = True
+        return out
+
+    def toarray(self) -> np.ndarray:
+        """The structure as a dense boolean array (for tests and small examples)."""
+        return np.asarray(self.tocsr().toarray())
+
+    @staticmethod
+    def of(m: sp.sparray | sp.spmatrix) -> DepSet:
+        """The structure of a scipy sparse matrix (nonzeros, canonical)."""
+        c = sp.csr_array(m, dtype=bool)
+        c.eliminate_zeros()
+        c.sort_indices()
+        c.sum_duplicates()
+        return DepSet(c.indices.astype(np.int64), c.indptr.astype(np.int64),
+                      (c.shape[0], c.shape[1]))
+
+    def __repr__(self) -> str:
+        return f"DepSet(shape={self.shape}, nnz={self.nnz})"
+
+
+Deps: TypeAlias = DepSet
 
 
 def _csr(indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> Deps:
-    out = sp.csr_array((np.ones(indices.size, dtype=bool), indices, indptr), shape=shape)
-    out.has_sorted_indices = True
-    return out
+    return DepSet(indices, indptr, shape)
 
 
 def empty(rows: int, n: int) -> Deps:
@@ -147,9 +204,16 @@ def broadcast_rows(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> np.
 def apply_linear(r: sp.csr_array, d: Deps) -> Deps:
     """``R @ d`` for a structural 0/1 matrix ``R`` (out_size × in_size)."""
     rb = r if r.dtype == bool else (r != 0)
-    out = sp.csr_array(rb @ d)
-    if out.dtype != bool:
-        out = out.astype(bool)
-    out.sort_indices()
-    out.eliminate_zeros()
-    return out
+    return DepSet.of(sp.csr_array(rb @ d.tocsr()))
+
+
+def vstack(blocks: Sequence[Deps]) -> Deps:
+    """The blocks' rows one after the other (same number of columns)."""
+    n = blocks[0].shape[1]
+    sizes = np.array([b.nnz for b in blocks], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    indptr = np.concatenate([[0]] + [b.indptr[1:] + off for b, off in zip(blocks, offsets,
+                                                                         strict=True)])
+    indices = np.concatenate([b.indices for b in blocks]) if blocks else np.zeros(0, np.int64)
+    return DepSet(indices.astype(np.int64, copy=False), indptr.astype(np.int64, copy=False),
+                  (int(sum(b.shape[0] for b in blocks)), n))

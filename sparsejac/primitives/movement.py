@@ -209,11 +209,7 @@ GATHER = Gather()
 
 
 def _vstack(blocks: Sequence[Deps]) -> Deps:
-    import scipy.sparse as sp
-
-    out = sp.vstack(blocks, format="csr")
-    out.has_sorted_indices = True
-    return sp.csr_array(out)
+    return depsets.vstack(blocks)
 
 
 # ---------------------------------------------------------------------------------------
@@ -347,9 +343,7 @@ def apply_movement(
     for leaf in leaves:
         if isinstance(leaf, Tracer) and not leaf._var.is_const:
             var = leaf._var
-            pos_leaves.append(
-                np.arange(offset, offset + var.size, dtype=np.int64).reshape(var.shape)
-            )
+            pos_leaves.append(_positions(offset, var.size).reshape(var.shape))
             offset += var.size
             val_leaves.append(var.value)
             in_vars.append(var)
@@ -383,6 +377,26 @@ def apply_movement(
         result = gather_from_positions(trace, in_vars, positions, value, replay)
     _link_views(func, leaves, val_leaves, rebuild, value, result)
     return result
+
+
+_POSITIONS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _positions(offset: int, size: int) -> np.ndarray:
+    """``arange(offset, offset + size)``, read-only and kept for the next call.
+
+    ``x[i]`` in a loop over a large array would otherwise build the whole position array at
+    every access (quadratic tracing time for element loops).
+    """
+    key = (offset, size)
+    pos = _POSITIONS.get(key)
+    if pos is None:
+        if len(_POSITIONS) >= 16:
+            _POSITIONS.clear()
+        pos = np.arange(offset, offset + size, dtype=np.int64)
+        pos.setflags(write=False)
+        _POSITIONS[key] = pos
+    return pos
 
 
 def _link_views(func: Callable[..., Any], leaves: list[Any], val_leaves: list[Any],

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.errors import TracedConversionError
+from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
+from sparsejac.tracing import library
 from sparsejac.tracing.buffers import buffers_traced
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.library import library_traced
@@ -175,6 +176,19 @@ def trace(
     (['sin', 'gather', 'multiply'], (3,))
     """
     registry()  # a clear error if no primitive registry is installed
+    try:
+        return _trace_once(f, x, local, params, name)
+    except (TracedConversionError, UnsupportedPrimitiveError):
+        # f imported a library whose rules are registered on import (scipy.stats inside f's
+        # body): register them now and trace once more
+        if not library.pending_imported():
+            raise
+        library.run_deferred()
+        return _trace_once(f, x, local, params, name)
+
+
+def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any],
+                name: str) -> Program:
     x_arr = as_float_input(x)
     tr = Trace(local=local)
     xvar = tr.new_input(x_arr, INPUT)

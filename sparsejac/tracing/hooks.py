@@ -4,8 +4,8 @@ The tracing layer records numpy calls but knows no numpy function: every call th
 :class:`~sparsejac.tracing.tracer.Tracer` (a ufunc, a numpy function, ``x[key]``,
 ``x[key] = v``, ``.astype``, a list of traced values becoming an array, a write through a
 view) is handed to the :class:`Registry` installed here. :mod:`sparsejac.primitives` installs
-its registry when it is imported (``import sparsejac`` does that), so this layer imports
-nothing from the layers above it.
+its registry when it is imported; ``import sparsejac`` sets a :func:`loader` that imports it
+on the first traced call, so this layer imports nothing from the layers above it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Registry", "install", "registry"]
+__all__ = ["Registry", "install", "loader", "registry"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,20 @@ class Registry:
 
 
 _INSTALLED: list[Registry] = []
+_LOADER: list[Callable[[], None]] = []
+
+
+def loader(load: Callable[[], None]) -> None:
+    """Set what :func:`registry` calls, once, when no registry is installed yet.
+
+    Examples
+    --------
+    >>> import sparsejac  # sets a loader that imports sparsejac.primitives when first needed
+    >>> from sparsejac.tracing import hooks
+    >>> type(hooks.registry()).__name__
+    'Registry'
+    """
+    _LOADER[:] = [load]
 
 
 def install(reg: Registry) -> None:
@@ -72,6 +86,8 @@ def registry() -> Registry:
     RuntimeError
         Nothing installed a registry (``import sparsejac`` does).
     """
+    if not _INSTALLED and _LOADER:
+        _LOADER[0]()
     if not _INSTALLED:
         raise RuntimeError(
             "no primitive registry is installed, so a traced array cannot dispatch numpy "

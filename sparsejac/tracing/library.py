@@ -41,7 +41,8 @@ from typing import Any
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.program import current_trace
 
-__all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "run_deferred"]
+__all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "pending_imported",
+           "run_deferred"]
 
 _LOCK = threading.Lock()
 _ACTIVE = [0]  # traces running in this process
@@ -186,6 +187,12 @@ def defer(module: str, register: Callable[[], Any]) -> None:
         return
     with _DEFER_LOCK:
         _DEFERRED.setdefault(module, []).append(register)
+
+
+def pending_imported() -> bool:
+    """Whether a deferred registration waits for a module that is imported by now."""
+    with _DEFER_LOCK:
+        return any(m in sys.modules for m in _DEFERRED)
 
 
 def run_deferred(force: bool = False) -> None:

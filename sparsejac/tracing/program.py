@@ -63,7 +63,7 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "shape", "sources", "value")
+    __slots__ = ("active", "dtype", "id", "kind", "shape", "size", "sources", "value")
 
     def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = np.asarray(value)
@@ -72,17 +72,14 @@ class Var:
         weak = isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic)
         self.value = value if weak else arr
         self.shape: tuple[int, ...] = arr.shape
+        #: number of elements
+        self.size: int = arr.size
         self.dtype: np.dtype[Any] = arr.dtype
         self.kind = kind
         self.active = active
         #: what the value depends on, as bits: FROM_X (the input), FROM_PARAMS (a parameter)
         self.sources = sources
         self.id = next(_ids)
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
 
     @property
     def is_const(self) -> bool:

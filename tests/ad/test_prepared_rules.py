@@ -1,10 +1,12 @@
-"""Every registry entry's local Jacobian (``linearize``) through the prepared engine.
+"""Every registry entry's local Jacobian (``linearize``) through the prepared engines.
 
 Reuses the representative calls of ``tests/test_rules.py``: for each elementwise row and each
 entry case, the program is recorded once (global mode) and replayed at a *new* point; the
 prepared forward sweep with the identity seed (``B = J``) and the reverse sweep (``C = J``)
-must equal the eager interpreters' Jacobian there to 1e-12. Cases whose trace needs local
-mode (index arrays read from values) cannot be prepared and are listed by the skip reason.
+must equal the eager interpreters' Jacobian there to 1e-12. The compiled tape
+(:class:`sparsejac.ad.Tape`) is checked the same way wherever it encodes the program. Cases
+whose trace needs local mode (index arrays read from values) cannot be prepared and are
+listed by the skip reason.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sparsejac.ad import PreparedProgram, jvp
+from sparsejac.ad import PreparedProgram, Tape, jvp
 from sparsejac.errors import ConcretizationError
 from sparsejac.tracing import trace
 
@@ -40,16 +42,20 @@ def check_prepared(f: Any, x0: np.ndarray, x1: np.ndarray) -> None:
         prog = trace(f, x0)
     except ConcretizationError:
         pytest.skip("the call reads traced values (local mode only): not preparable")
-    pp = PreparedProgram(prog, width=2)
+    engines: list[Any] = [PreparedProgram(prog, width=2)]
+    tape = Tape.build(prog)
+    if tape is not None:
+        engines.append(tape)
     n = x0.size
-    out1, b = pp.forward(x1, np.arange(n), n)
-    m = int(np.size(out1))
-    jac = jvp(f, x1, np.eye(n)).reshape(m, n)
-    scale = 1.0 + np.abs(jac).max(initial=0.0)
-    np.testing.assert_allclose(b, jac, rtol=0, atol=1e-12 * scale)
-    _, c = pp.reverse(x1, np.arange(m), m)
-    np.testing.assert_allclose(c, jac, rtol=0, atol=1e-12 * scale)
-    np.testing.assert_allclose(np.ravel(out1), np.ravel(f(x1)), rtol=1e-14, atol=1e-14)
+    for pp in engines:
+        out1, b = pp.forward(x1, np.arange(n), n)
+        m = int(np.size(out1))
+        jac = jvp(f, x1, np.eye(n)).reshape(m, n)
+        scale = 1.0 + np.abs(jac).max(initial=0.0)
+        np.testing.assert_allclose(b, jac, rtol=0, atol=1e-12 * scale)
+        _, c = pp.reverse(x1, np.arange(m), m)
+        np.testing.assert_allclose(c, jac, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(np.ravel(out1), np.ravel(f(x1)), rtol=1e-14, atol=1e-14)
 
 
 @pytest.mark.parametrize("shape", [pytest.param(s, id=str(s)) for s in UNARY_SHAPES])

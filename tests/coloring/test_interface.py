@@ -56,7 +56,7 @@ def test_bad_partition():
     with pytest.raises(
         ValueError,
         match=r"Unknown `partition` 'both'; expected one of "
-        r"\['column', 'row', 'bidirectional', 'auto'\]\.",
+        r"\['column', 'row', 'bidirectional', 'auto', 'symmetric'\]\.",
     ):
         sparsejac.color(np.eye(3), "both")
 

@@ -40,7 +40,7 @@ def jacobian(
     kwargs: dict[str, Any] | None = None,
     fd_method: str | None = None,
     reverse_cost: float = DEFAULT_REVERSE_COST,
-    effort: float = 0.0,
+    effort: float | None = None,
     time_budget: float | None = None,
 ) -> sp.csr_array:
     """The sparse Jacobian of ``f`` at ``x``, exactly (or by finite differences if asked).
@@ -68,9 +68,14 @@ def jacobian(
         Finite-difference scheme, for ``mode="fd"`` only (approximate).
     reverse_cost : float
         Cost of a reverse product relative to a forward one (``auto``).
-    effort : float
-        Colouring search effort: none beyond the mandatory greedy passes by default (one
-        Jacobian does not repay a long search; a prepared :class:`~sparsejac.SparseJacobian` does).
+    effort : float, optional
+        Colouring search effort. By default none: one Jacobian does not repay a search (a
+        prepared :class:`~sparsejac.SparseJacobian` does), so with ``mode="auto"`` and
+        ``order="best"`` it colours columns and rows in natural order, one pass each as
+        scipy's ``group_columns`` does, and runs the mandatory DSATUR and bidirectional
+        passes only when those need many colours or clearly more than the lower bound
+        (:data:`sparsejac.pipeline.ONE_SHOT_SLACK` and neighbours). ``effort=0`` always runs
+        the mandatory passes.
     time_budget : float, optional
         An opt-in wall-clock limit on that search.
 

@@ -1,0 +1,338 @@
+"""The compiled kernels of :mod:`sparsejac.ad.tape`: one interpreter loop over an instruction table.
+
+Every variable of the program has a slot range in one float64 buffer; an instruction reads
+slots and writes its output's slots. Instruction ``i`` is row ``i`` of ``code``:
+
+``[op, out, size, a, b, active]``
+
+* ``op == GATHER``: ``buf[out + idx[b + r]] = buf[idx[a + r]]`` (a copy by slot: indexing,
+  ``setitem`` into a buffer whose output shares the buffer's slots, concatenation). When
+  the output shares its operand's slots, ``active`` holds the offset (+ 1) of its rows in the
+  ``saved`` array: a forward pass that a reverse pass follows keeps the values it overwrites
+  there, and the reverse pass puts them back before it walks the earlier instructions (whose
+  partial derivatives read those slots);
+* ``op == LINEAR``: ``buf[out + r] += sum_e val[e] * buf[col[e]]`` for ``e`` in
+  ``ptr[a + r] : ptr[a + r + 1]`` (the constant part is preloaded in the buffer); a gather,
+  a reduction or a constant contraction;
+* unary ``op``: ``buf[out + r] = op(buf[idx[a + r]])``;
+* binary ``op``: ``buf[out + r] = op(buf[idx[a + r]], buf[idx[b + r]])`` (``idx`` spells out
+  broadcasting);
+* ``active``: bit 0 for the first operand, bit 1 for the second (which carry tangents).
+
+The partial derivatives are those of :mod:`sparsejac.primitives.partials`, with the same
+conventions: a zero partial or a zero tangent contributes nothing, even against an infinite
+or NaN factor (:func:`sparsejac.numeric.mul0`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+LINEAR = 0
+GATHER = 100
+# unary
+NEG, POS, ABS, SQRT, SQUARE, RECIP, EXP, EXPM1, LOG, LOG1P = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+SIN, COS, TAN, SINH, COSH, TANH, ARCTAN = 11, 12, 13, 14, 15, 16, 17
+# binary (>= 32)
+ADD, SUB, MUL, DIV, POW = 32, 33, 34, 35, 36
+BINARY = 32
+
+
+@numba.njit(cache=True, inline="always")
+def _unary(op: int, a: float) -> float:  # pragma: no cover - compiled
+    if op == NEG:
+        return -a
+    if op == POS:
+        return a
+    if op == ABS:
+        return abs(a)
+    if op == SQRT:
+        return math.sqrt(a) if a >= 0.0 else math.nan
+    if op == SQUARE:
+        return a * a
+    if op == RECIP:
+        return 1.0 / a if a != 0.0 else math.copysign(math.inf, a)
+    if op == EXP:
+        return math.exp(a)
+    if op == EXPM1:
+        return math.expm1(a)
+    if op == LOG:
+        if a > 0.0:
+            return math.log(a)
+        return -math.inf if a == 0.0 else math.nan
+    if op == LOG1P:
+        if a > -1.0:
+            return math.log1p(a)
+        return -math.inf if a == -1.0 else math.nan
+    if op == SIN:
+        return math.sin(a)
+    if op == COS:
+        return math.cos(a)
+    if op == TAN:
+        return math.tan(a)
+    if op == SINH:
+        return math.sinh(a)
+    if op == COSH:
+        return math.cosh(a)
+    if op == TANH:
+        return math.tanh(a)
+    return math.atan(a)  # ARCTAN
+
+
+@numba.njit(cache=True, inline="always")
+def _sign(a: float) -> float:  # pragma: no cover - compiled
+    if a > 0.0:
+        return 1.0
+    if a < 0.0:
+        return -1.0
+    return a  # 0.0 or nan, as np.sign
+
+
+@numba.njit(cache=True, inline="always")
+def _div(a: float, b: float) -> float:  # pragma: no cover - compiled
+    if b != 0.0:
+        return a / b
+    if a == 0.0 or a != a:
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+@numba.njit(cache=True, inline="always")
+def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compiled
+    if op == NEG:
+        return -1.0
+    if op == POS:
+        return 1.0
+    if op == ABS:
+        return _sign(a)
+    if op == SQRT:
+        return _div(0.5, out)
+    if op == SQUARE:
+        return 2.0 * a
+    if op == RECIP:
+        return -out * out
+    if op == EXP:
+        return out
+    if op == EXPM1:
+        return out + 1.0
+    if op == LOG:
+        return _div(1.0, a)
+    if op == LOG1P:
+        return _div(1.0, 1.0 + a)
+    if op == SIN:
+        return math.cos(a)
+    if op == COS:
+        return -math.sin(a)
+    if op == TAN:
+        return 1.0 + out * out
+    if op == SINH:
+        return math.cosh(a)
+    if op == COSH:
+        return math.sinh(a)
+    if op == TANH:
+        return 1.0 - out * out
+    return _div(1.0, 1.0 + a * a)  # ARCTAN
+
+
+@numba.njit(cache=True, inline="always")
+def _pow(a: float, b: float) -> float:  # pragma: no cover - compiled
+    if a < 0.0 and b != math.floor(b):
+        return math.nan
+    if a == 0.0 and b < 0.0:
+        return math.inf
+    return float(a ** b)
+
+
+@numba.njit(cache=True, inline="always")
+def _binary(op: int, a: float, b: float) -> float:  # pragma: no cover - compiled
+    if op == ADD:
+        return a + b
+    if op == SUB:
+        return a - b
+    if op == MUL:
+        return a * b
+    if op == DIV:
+        return _div(a, b)
+    return _pow(a, b)
+
+
+@numba.njit(cache=True, inline="always")
+def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  # pragma: no cover
+    if op == ADD:
+        return 1.0, 1.0
+    if op == SUB:
+        return 1.0, -1.0
+    if op == MUL:
+        return b, a
+    if op == DIV:
+        return _div(1.0, b), -_div(out, b)
+    # POW: b a^(b-1) (0 where b == 0); out log a (0 where a == 0)
+    da = 0.0 if b == 0.0 else b * _pow(a, b - 1.0)
+    if a == 0.0:
+        db = 0.0
+    elif a > 0.0:
+        db = out * math.log(a)
+    else:
+        db = math.nan
+    return da, db
+
+
+@numba.njit(cache=True)
+def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Values into ``buf`` and (``tb.shape[1] > 0``) tangents into ``tb``, in program order.
+
+    With a non-empty ``saved``, the values that shared-slot gathers overwrite are kept there.
+    """
+    p = tb.shape[1]
+    keep = saved.size > 0
+    for i in range(code.shape[0]):
+        op = code[i, 0]
+        o = code[i, 1]
+        n = code[i, 2]
+        ia = code[i, 3]
+        ib = code[i, 4]
+        act = code[i, 5]
+        if op == GATHER:
+            if keep and act > 0:
+                for r in range(n):
+                    saved[act - 1 + r] = buf[o + idx[ib + r]]
+            for r in range(n):
+                src = idx[ia + r]
+                dst = o + idx[ib + r]
+                buf[dst] = buf[src]
+                for j in range(p):
+                    tb[dst, j] = tb[src, j]
+        elif op == LINEAR:
+            for r in range(n):
+                acc = buf[o + r]
+                for e in range(ptr[ia + r], ptr[ia + r + 1]):
+                    acc += val[e] * buf[col[e]]
+                buf[o + r] = acc
+                for e in range(ptr[ia + r], ptr[ia + r + 1]):
+                    c = val[e]
+                    s = col[e]
+                    if c == 0.0:
+                        continue
+                    for j in range(p):
+                        t = tb[s, j]
+                        if t != 0.0:
+                            tb[o + r, j] += c * t
+        elif op < BINARY:
+            for r in range(n):
+                s = idx[ia + r]
+                a = buf[s]
+                out = _unary(op, a)
+                buf[o + r] = out
+                if p and act & 1:
+                    d = _dunary(op, a, out)
+                    if d == 0.0:
+                        continue
+                    for j in range(p):
+                        t = tb[s, j]
+                        if t != 0.0:
+                            tb[o + r, j] = t * d
+        else:
+            for r in range(n):
+                sa = idx[ia + r]
+                sb = idx[ib + r]
+                a = buf[sa]
+                b = buf[sb]
+                out = _binary(op, a, b)
+                buf[o + r] = out
+                if p and act:
+                    da, db = _dbinary(op, a, b, out)
+                    for j in range(p):
+                        acc = 0.0
+                        if act & 1 and da != 0.0:
+                            t = tb[sa, j]
+                            if t != 0.0:
+                                acc += t * da
+                        if act & 2 and db != 0.0:
+                            t = tb[sb, j]
+                            if t != 0.0:
+                                acc += t * db
+                        tb[o + r, j] = acc
+
+
+@numba.njit(cache=True)
+def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Cotangents into ``cb`` from the values in ``buf``, in reverse program order.
+
+    ``saved`` is what the forward pass kept: each shared-slot gather's overwritten values are
+    put back once its cotangents are through, so that earlier instructions see theirs.
+    """
+    q = cb.shape[1]
+    for i in range(code.shape[0] - 1, -1, -1):
+        op = code[i, 0]
+        o = code[i, 1]
+        n = code[i, 2]
+        ia = code[i, 3]
+        ib = code[i, 4]
+        act = code[i, 5]
+        if op == GATHER:
+            for r in range(n):
+                src = idx[ia + r]
+                dst = o + idx[ib + r]
+                for j in range(q):
+                    g = cb[dst, j]
+                    cb[dst, j] = 0.0  # the slot held another value before (a shared buffer)
+                    cb[src, j] += g
+            if act > 0:
+                for r in range(n):
+                    buf[o + idx[ib + r]] = saved[act - 1 + r]
+        elif op == LINEAR:
+            for r in range(n):
+                for e in range(ptr[ia + r], ptr[ia + r + 1]):
+                    c = val[e]
+                    if c == 0.0:
+                        continue
+                    s = col[e]
+                    for j in range(q):
+                        g = cb[o + r, j]
+                        if g != 0.0:
+                            cb[s, j] += c * g
+        elif op < BINARY:
+            if not act & 1:
+                continue
+            for r in range(n):
+                s = idx[ia + r]
+                a = buf[s]
+                d = _dunary(op, a, buf[o + r])
+                if d == 0.0:
+                    continue
+                for j in range(q):
+                    g = cb[o + r, j]
+                    if g != 0.0:
+                        cb[s, j] += g * d
+        else:
+            if not act:
+                continue
+            for r in range(n):
+                sa = idx[ia + r]
+                sb = idx[ib + r]
+                da, db = _dbinary(op, buf[sa], buf[sb], buf[o + r])
+                for j in range(q):
+                    g = cb[o + r, j]
+                    if g != 0.0:
+                        if act & 1 and da != 0.0:
+                            cb[sa, j] += g * da
+                        if act & 2 and db != 0.0:
+                            cb[sb, j] += g * db
+
+
+@numba.njit(cache=True)
+def seed_rows(block, start, groups):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``block[start + k, groups[k]] = 1`` for every seeded ``k`` (group >= 0)."""
+    for k in range(groups.size):
+        g = groups[k]
+        if g >= 0:
+            block[start + k, g] = 1.0
+
+
+def empty_table() -> tuple[np.ndarray, ...]:
+    """An instruction table with no instructions (for tests)."""
+    return (np.zeros((0, 6), np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64),
+            np.zeros(0, np.int64), np.zeros(0))

@@ -1,0 +1,447 @@
+"""A compiled tape: a recorded program as an instruction table run by one numba loop.
+
+The chain engine (:mod:`sparsejac.ad.prepared`) walks the program in Python, one numpy call
+per node; that walk costs microseconds per node, which dominates programs of many small
+nodes: a stiff kinetics right-hand side written element by element, a Python loop over
+scalars. The tape encodes such a program once, at preparation, as rows of integers over one
+float64 buffer (:mod:`sparsejac.ad._tape`), and evaluates values, compressed forward products
+``B = J S`` and reverse products ``C = W J`` in compiled loops: no Python per node.
+
+What the tape encodes (anything else leaves the program to the chain engine):
+
+* elementwise operations whose partials it knows (``+ - * / **``, ``negative``, ``abs``,
+  ``sqrt``, ``square``, ``reciprocal``, ``exp``, ``expm1``, ``log``, ``log1p`` and the
+  trigonometric and hyperbolic functions), with broadcasting spelled out as slot indices;
+* gathers (indexing, ``setitem`` into a buffer, concatenation, reshapes) as slot copies;
+* the linear primitives (:data:`LINEAR_PRIMITIVES`: sparse linear maps, sums, cumulative
+  sums, contractions with constant other operands) as an affine map ``out = c + R in`` whose
+  constant part ``c`` is the operation evaluated with its active inputs at zero.
+
+Its partial derivatives are those of :mod:`sparsejac.primitives.partials`: the table
+:data:`OPS` names, for each ufunc, the partials it mirrors, and a program whose primitive
+has other partials is not encoded. Tests compare the tape with the chain engine on the
+registry's rows and cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sparsejac.ad import _tape as k
+from sparsejac.ad.prepared import PreparedProgram
+from sparsejac.primitives import partials as dp
+from sparsejac.primitives.depsets import broadcast_rows
+from sparsejac.primitives.elementwise import Elementwise
+from sparsejac.primitives.linalg import Contraction
+from sparsejac.primitives.linear import LinearMap
+from sparsejac.primitives.movement import Gather, GatherPlan
+from sparsejac.primitives.reductions import CumSum, ReduceSum
+from sparsejac.tracing import Node, Program
+
+__all__ = ["LINEAR_PRIMITIVES", "OPS", "Tape"]
+
+#: ufunc -> (opcode, the partials the compiled opcode mirrors)
+OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
+    np.negative: (k.NEG, (dp.minus_one,)),
+    np.positive: (k.POS, (dp.one,)),
+    np.absolute: (k.ABS, (dp.sign,)),
+    np.fabs: (k.ABS, (dp.sign,)),
+    np.sqrt: (k.SQRT, (dp.sqrt,)),
+    np.square: (k.SQUARE, (dp.square,)),
+    np.reciprocal: (k.RECIP, (dp.reciprocal,)),
+    np.exp: (k.EXP, (dp.exp,)),
+    np.expm1: (k.EXPM1, (dp.expm1,)),
+    np.log: (k.LOG, (dp.log,)),
+    np.log1p: (k.LOG1P, (dp.log1p,)),
+    np.sin: (k.SIN, (dp.sin,)),
+    np.cos: (k.COS, (dp.cos,)),
+    np.tan: (k.TAN, (dp.tan,)),
+    np.sinh: (k.SINH, (dp.sinh,)),
+    np.cosh: (k.COSH, (dp.cosh,)),
+    np.tanh: (k.TANH, (dp.tanh,)),
+    np.arctan: (k.ARCTAN, (dp.arctan,)),
+    np.add: (k.ADD, (dp.one, dp.one)),
+    np.subtract: (k.SUB, (dp.one, dp.minus_one)),
+    np.multiply: (k.MUL, (dp.b, dp.a)),
+    np.true_divide: (k.DIV, (dp.div_a, dp.div_b)),
+    np.power: (k.POW, (dp.pow_a, dp.pow_b)),
+    np.float_power: (k.POW, (dp.pow_a, dp.pow_b)),
+}
+
+#: Primitives that are linear in their operands (given constant other operands); a constant
+#: local Jacobian alone does not make an operation affine (``remainder``, ``copysign``).
+LINEAR_PRIMITIVES = (LinearMap, ReduceSum, CumSum, Contraction)
+
+_NO_SAVE = np.empty(0)
+
+#: Tangent or cotangent blocks above this many entries (slots × directions) are not taped.
+MAX_BLOCK = 4_000_000
+
+
+class _Unsupported(Exception):
+    """The program has a node the tape does not encode."""
+
+
+def _float_value(v: Any) -> np.ndarray:
+    a = np.asarray(v)
+    if a.dtype.kind not in "biuf":
+        raise _Unsupported(f"a value of dtype {a.dtype}")
+    if a.dtype.kind in "iu" and a.size and np.abs(a).max() > 2**53:
+        raise _Unsupported("an integer beyond float64's exact range")
+    return np.asarray(a, dtype=np.float64).ravel()
+
+
+class Tape:
+    """A program compiled to an instruction table (see the module docstring).
+
+    Build it with :meth:`build`, which returns None for a program the tape does not encode.
+    The methods mirror :class:`~sparsejac.ad.prepared.PreparedProgram`'s, so that either
+    serves a prepared Jacobian.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad.tape import Tape
+    >>> tape = Tape.build(trace(lambda x: x[1:] * x[:-1], np.ones(4)))
+    >>> out, B = tape.forward(np.arange(4.0), np.array([0, 1, 0, 1]), 2)   # B = J @ S
+    >>> out, B
+    (array([0., 2., 6.]), array([[1., 0.],
+           [2., 1.],
+           [2., 3.]]))
+    >>> Tape.build(trace(lambda x: np.max(x), np.ones(3))) is None   # not encoded
+    True
+    """
+
+    def __init__(self, prog: Program, template: np.ndarray, table: tuple[np.ndarray, ...],
+                 slots: dict[int, int], n_saved: int = 0) -> None:
+        self.prog = prog
+        #: values overwritten by shared-slot gathers, kept for a reverse pass
+        self.n_saved = n_saved
+        self._fallback: dict[int, PreparedProgram] = {}
+        self.template = template
+        self.table = table
+        self.x_slot = slots[prog.x.id]
+        self.out_slot = slots[prog.out.id]
+        self.param_slots = [slots.get(v.id, -1) for v in prog.params]
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, prog: Program) -> Tape | None:
+        """Encode ``prog``; None when a node is outside the tape's operations."""
+        if prog.value_dependent or not prog.out.active:
+            return None
+        try:
+            return cls._encode(prog)
+        except _Unsupported:
+            return None
+
+    @classmethod
+    def _encode(cls, prog: Program) -> Tape:
+        slots: dict[int, int] = {}
+        consts: list[tuple[int, np.ndarray]] = []
+        size = 0
+
+        def slot(var: Any) -> int:
+            nonlocal size
+            s = slots.get(var.id)
+            if s is None:
+                s = slots[var.id] = size
+                size += var.size
+                if var.kind == "const" or (var.kind == "node" and var.sources == 0):
+                    consts.append((s, _float_value(var.value)))
+            return s
+
+        if prog.x.dtype != np.float64:
+            raise _Unsupported("x is not float64")
+        slot(prog.x)
+        for v in prog.params:
+            _float_value(v.value)
+            slot(v)
+        code: list[list[int]] = []
+        idx: list[np.ndarray] = []
+        n_idx = 0
+        ptr: list[np.ndarray] = []
+        n_ptr = 0
+        n_ent = 0
+        cols: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
+        last = _last_readers(prog)
+        n_saved = 0
+
+        def indices(a: np.ndarray) -> int:
+            nonlocal n_idx
+            start = n_idx
+            idx.append(a)
+            n_idx += a.size
+            return start
+
+        def const_block(values: np.ndarray) -> int:
+            nonlocal size
+            start = size
+            size += values.size
+            consts.append((start, values))
+            return start
+
+        for i, node in enumerate(prog.nodes):
+            out = node.out
+            if out.kind == "node" and out.sources == 0:
+                slot(out)  # a constant: its recorded value
+                continue
+            if out.dtype != np.float64:
+                raise _Unsupported(f"{node.prim.name} gives {out.dtype}")
+            ins = [slot(v) for v in node.inputs]
+            if isinstance(node.prim, Gather):
+                plan: GatherPlan = node.params["plan"]
+                src = _gather_sources(plan, ins, const_block)
+                rows = np.arange(out.size, dtype=np.int64)
+                base = _shared_base(prog, node, i, src, ins, last)
+                shared = 0
+                if base is not None:  # write into the buffer's own slots
+                    slots[out.id] = ins[base]
+                    keep = src != ins[base] + rows
+                    src, rows = src[keep], rows[keep]
+                    shared = n_saved + 1  # where the overwritten values are kept (+1)
+                    n_saved += int(src.size)
+                o = slot(out)
+                if src.size:
+                    code.append([k.GATHER, o, int(src.size), indices(src), indices(rows),
+                                 shared])
+                continue
+            o = slot(out)
+            op = _elementwise_op(node)
+            if op is not None:
+                act = sum(1 << j for j, v in enumerate(node.inputs) if v.active)
+                row = [op, o, out.size, 0, 0, act]
+                for j, v in enumerate(node.inputs):
+                    bc = broadcast_rows(v.shape, out.shape)
+                    pos = np.arange(out.size, dtype=np.int64) if bc is None else bc
+                    row[3 + j] = indices(ins[j] + pos)
+                code.append(row)
+                continue
+            offset, r_ptr, r_col, r_val = _affine(node, ins)
+            consts.append((o, offset))
+            ptr.append(r_ptr + n_ent)  # this instruction's own size + 1 pointers
+            code.append([k.LINEAR, o, out.size, n_ptr, 0, 0])
+            n_ptr += out.size + 1
+            n_ent += r_col.size
+            cols.append(r_col)
+            vals.append(r_val)
+        slot(prog.out)
+        template = np.zeros(size)
+        for start, values in consts:
+            template[start:start + values.size] = values
+        table = (np.array(code, dtype=np.int64).reshape(-1, 6),
+                 _cat(idx, np.int64), _cat(ptr, np.int64), _cat(cols, np.int64),
+                 _cat(vals, np.float64))
+        return cls(prog, template, table, slots, n_saved)
+
+    # -- evaluation -------------------------------------------------------------------------
+
+    def _buffer(self, x: np.ndarray, params: Sequence[Any] | None) -> np.ndarray:
+        buf = self.template.copy()
+        n = self.prog.n_in
+        buf[self.x_slot:self.x_slot + n] = np.asarray(x, dtype=np.float64).ravel()
+        if params is not None:
+            if len(params) != len(self.prog.params):
+                raise ValueError(f"the program has {len(self.prog.params)} parameters but "
+                                 f"{len(params)} values were given")
+            for var, s, val in zip(self.prog.params, self.param_slots, params, strict=True):
+                v = np.asarray(val, dtype=np.float64).ravel()
+                if v.size != var.size:
+                    raise ValueError(f"a parameter of size {var.size} was given {v.size} "
+                                     "values")
+                buf[s:s + var.size] = v
+        return buf
+
+    def _run_forward(self, buf: np.ndarray, tb: np.ndarray,
+                     saved: np.ndarray | None = None) -> None:
+        code, idx, ptr, col, val = self.table
+        k.run_forward(code, idx, ptr, col, val, buf, tb,
+                      _NO_SAVE if saved is None else saved)
+
+    def _out(self, buf: np.ndarray) -> np.ndarray:
+        out = self.prog.out
+        return buf[self.out_slot:self.out_slot + out.size].reshape(out.shape).copy()
+
+    def value(self, x: np.ndarray, params: Sequence[Any] | None = None) -> np.ndarray:
+        """``f(x)`` by the tape (no derivatives)."""
+        buf = self._buffer(x, params)
+        self._run_forward(buf, np.zeros((buf.size, 0)))
+        return self._out(buf)
+
+    def forward(self, x: np.ndarray, groups: np.ndarray, p: int,
+                params: Sequence[Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(f(x), B)`` with ``B = J(x) @ S`` for the 0/1 seed ``S[j, groups[j]] = 1``."""
+        buf = self._buffer(x, params)
+        tb = np.zeros((buf.size, p))
+        k.seed_rows(tb, self.x_slot, np.asarray(groups, dtype=np.int64))
+        self._run_forward(buf, tb)
+        if not np.isfinite(buf).all():
+            return self._chain(p).forward(x, groups, p, params)
+        m = self.prog.n_out
+        return self._out(buf), tb[self.out_slot:self.out_slot + m].copy()
+
+    def _chain(self, width: int) -> PreparedProgram:
+        """The chain engine for the same program, for points where a value is not finite.
+
+        Sums of infinite terms depend on their order (``inf - inf`` is NaN); there the
+        chain engine's order for the same number of directions is used, as the other
+        engines would.
+        """
+        hit = self._fallback.get(width)
+        if hit is None:
+            hit = self._fallback[width] = PreparedProgram(self.prog, width=width)
+        return hit
+
+    def reverse(self, x: np.ndarray, groups: np.ndarray, q: int,
+                params: Sequence[Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(f(x), C)`` with ``C = W @ J(x)`` for the 0/1 seed ``W[groups[i], i] = 1``."""
+        buf = self._buffer(x, params)
+        saved = np.empty(max(self.n_saved, 1))
+        self._run_forward(buf, np.zeros((buf.size, 0)), saved)
+        if not np.isfinite(buf).all():
+            return self._chain(q).reverse(x, groups, q, params)
+        return self._out(buf), self._reverse(buf, groups, q, saved)
+
+    def _reverse(self, buf: np.ndarray, groups: np.ndarray, q: int, saved: np.ndarray
+                 ) -> np.ndarray:
+        cb = np.zeros((buf.size, q))
+        k.seed_rows(cb, self.out_slot, np.asarray(groups, dtype=np.int64))
+        code, idx, ptr, col, val = self.table
+        k.run_reverse(code, idx, ptr, col, val, buf, cb, saved)
+        n = self.prog.n_in
+        return cb[self.x_slot:self.x_slot + n].T.copy()
+
+    def mixed(self, x: np.ndarray, col_groups: np.ndarray, p: int, row_groups: np.ndarray,
+              q: int, params: Sequence[Any] | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(f(x), B, C)`` for a bicolouring: one forward pass, one reverse pass."""
+        buf = self._buffer(x, params)
+        tb = np.zeros((buf.size, p))
+        k.seed_rows(tb, self.x_slot, np.asarray(col_groups, dtype=np.int64))
+        saved = np.empty(max(self.n_saved, 1))
+        self._run_forward(buf, tb, saved)
+        if not np.isfinite(buf).all():
+            return self._chain(p + q).mixed(x, col_groups, p, row_groups, q, params)
+        m = self.prog.n_out
+        return (self._out(buf), tb[self.out_slot:self.out_slot + m].copy(),
+                self._reverse(buf, row_groups, q, saved))
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes of the tape."""
+        return {"engine": "tape", "nodes": len(self.prog.nodes),
+                "instructions": int(self.table[0].shape[0]), "slots": int(self.template.size),
+                "output_entries": None}
+
+    def fits(self, width: int) -> bool:
+        """Whether tangent blocks of ``width`` directions stay within :data:`MAX_BLOCK`."""
+        return self.template.size * max(width, 1) <= MAX_BLOCK
+
+
+def _last_readers(prog: Program) -> dict[int, int]:
+    """For each variable, the index of the last node reading it (the output: never)."""
+    last: dict[int, int] = {}
+    for i, node in enumerate(prog.nodes):
+        for v in node.inputs:
+            last[v.id] = i
+    last[prog.out.id] = len(prog.nodes)
+    return last
+
+
+def _gather_sources(plan: GatherPlan, ins: list[int], const_block: Any) -> np.ndarray:
+    """The slot each output element of a gather copies (fill values get constant slots)."""
+    index = np.asarray(plan.index, dtype=np.int64)
+    bounds = np.cumsum(np.asarray(plan.sizes, dtype=np.int64))
+    which = np.searchsorted(bounds, index, side="right")
+    starts = np.concatenate(([0], bounds[:-1]))
+    src = np.empty(index.size, dtype=np.int64)
+    got = index >= 0
+    w = which[got]
+    src[got] = np.asarray(ins, dtype=np.int64)[w] + index[got] - starts[w]
+    fill = ~got
+    if fill.any():
+        values = np.broadcast_to(_float_value(plan.fill_values), (int(fill.sum()),))
+        src[fill] = const_block(np.array(values)) + np.arange(values.size, dtype=np.int64)
+    return src
+
+
+def _shared_base(prog: Program, node: Node, i: int, src: np.ndarray, ins: list[int],
+                 last: dict[int, int]) -> int | None:
+    """The operand whose slots a gather may write into (``out[i] = ...`` on a buffer).
+
+    Allowed when the operand has the output's size, no node reads it afterwards, it is not
+    an input of the program, and no element the gather writes is read from it (the copy is
+    then order-free). The operand keeping most elements in place is chosen.
+    """
+    best, kept = None, 0
+    size = node.out.size
+    rows = np.arange(size, dtype=np.int64)
+    for j, v in enumerate(node.inputs):
+        if (v.size != size or last.get(v.id, -1) != i or v.kind in ("input", "param")
+                or v.id == prog.out.id):
+            continue
+        same = src == ins[j] + rows
+        n_same = int(same.sum())
+        if n_same <= kept:
+            continue
+        moved = src[~same]
+        if np.any((moved >= ins[j]) & (moved < ins[j] + size)):
+            continue
+        best, kept = j, n_same
+    return best
+
+
+def _elementwise_op(node: Node) -> int | None:
+    prim = node.prim
+    if not isinstance(prim, Elementwise) or node.params:
+        return None
+    entry = OPS.get(prim.fn)
+    if entry is None or tuple(prim.partials) != entry[1] or len(node.inputs) != len(entry[1]):
+        return None
+    return entry[0]
+
+
+def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``out = c + R in`` for a linear primitive with constant local Jacobians."""
+    if not isinstance(node.prim, LINEAR_PRIMITIVES):
+        raise _Unsupported(f"{node.prim.name} is not a linear primitive")
+    ljs = node.prim.linearize(node)
+    if ljs is None:
+        raise _Unsupported(f"{node.prim.name} has no local Jacobian")
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    for v, lj, s in zip(node.inputs, ljs, ins, strict=True):
+        if not v.active:
+            if not (v.kind == "const" or v.sources == 0):
+                raise _Unsupported(f"{node.prim.name} reads a parameter")
+            continue
+        if lj is None:
+            continue
+        if lj.dyn is not None or lj.const is None:
+            raise _Unsupported(f"{node.prim.name} is not linear")
+        rows.append(np.asarray(lj.rows, dtype=np.int64))
+        cols.append(np.asarray(lj.cols, dtype=np.int64) + s)
+        vals.append(np.broadcast_to(np.asarray(lj.const, dtype=np.float64), (lj.nnz,)))
+    zero_args = [np.zeros(v.shape, dtype=v.dtype) if v.active else v.value
+                 for v in node.inputs]
+    with np.errstate(all="ignore"):
+        offset = _float_value(node.prim.impl(*zero_args, **node.params))
+    size = node.out.size
+    if offset.size != size:
+        raise _Unsupported(f"{node.prim.name}: value of an unexpected size")
+    r = _cat(rows, np.int64)
+    order = np.argsort(r, kind="stable")
+    r_ptr = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=size), out=r_ptr[1:])
+    return offset, r_ptr, _cat(cols, np.int64)[order], _cat(vals, np.float64)[order]
+
+
+def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+

@@ -1,0 +1,315 @@
+"""The compiled tape against the chain engine, dense finite differences and hand-derived Jacobians.
+
+The registry-driven comparison (every elementwise row and entry case, tape vs eager
+interpreters) is in ``test_prepared_rules.py``; here: what the tape adds (shared buffer slots
+for ``out[i] = ...``, affine maps, parameters, the engine rule, threads, refusals).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+from sparsejac.ad import PreparedProgram, Tape, jvp
+from sparsejac.ad.tape import OPS
+from sparsejac.pipeline import TAPE_WORK_PER_NODE, choose_engine
+from sparsejac.primitives.elementwise import BINARY_ROWS, UNARY_ROWS
+from sparsejac.tracing import trace
+
+
+def dense_fd(f: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """Central differences, column by column (an independent oracle)."""
+    cols = []
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = h
+        cols.append((np.ravel(f(x + e)) - np.ravel(f(x - e))) / (2 * h))
+    return np.stack(cols, axis=1)
+
+
+def compare(f: Any, x0: np.ndarray, x1: np.ndarray, params: tuple[Any, ...] = ()) -> Tape:
+    """Tape forward/reverse/mixed at x1 equal the chain engine's and dense FD."""
+    prog = trace(f, x0, params=params)
+    tape = Tape.build(prog)
+    assert tape is not None, "the tape should encode this program"
+    chain = PreparedProgram(prog, width=2)
+    n = x0.size
+    v_t, b_t = tape.forward(x1, np.arange(n), n, params=params)
+    v_c, b_c = chain.forward(x1, np.arange(n), n, params=params)
+    m = b_t.shape[0]
+    np.testing.assert_allclose(v_t, v_c, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(v_t, f(x1, *params), rtol=1e-14, atol=1e-14)
+    scale = 1.0 + np.abs(b_c).max(initial=0.0)
+    np.testing.assert_allclose(b_t, b_c, rtol=0, atol=1e-13 * scale)
+    _, c_t = tape.reverse(x1, np.arange(m), m, params=params)
+    np.testing.assert_allclose(c_t, b_c, rtol=0, atol=1e-13 * scale)
+    _, b_m, c_m = tape.mixed(x1, np.arange(n), n, np.arange(m), m, params=params)
+    np.testing.assert_allclose(b_m, b_c, rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(c_m, b_c, rtol=0, atol=1e-13 * scale)
+    fd = dense_fd(lambda z: f(z, *params), x1)
+    np.testing.assert_allclose(b_t, fd, rtol=1e-6, atol=1e-6 * scale)
+    return tape
+
+
+def test_every_mirrored_ufunc_is_a_registry_row_with_those_partials() -> None:
+    """OPS names the registry's own partials, so a changed partial leaves the tape unused."""
+    rows = {r.fn: r.partials for r in [*UNARY_ROWS, *BINARY_ROWS]}
+    for fn, (_, partials) in OPS.items():
+        assert rows[fn] == partials, fn.__name__
+
+
+@pytest.mark.parametrize("fn", [f for f in OPS if getattr(f, "nin", 1) == 1],
+                         ids=lambda f: f.__name__)
+def test_unary_opcodes(fn: Any, rng: np.random.Generator) -> None:
+    x0, x1 = rng.uniform(0.2, 0.9, 5), rng.uniform(0.2, 0.9, 5)
+    compare(lambda x: fn(x) * x[::-1], x0, x1)
+
+
+@pytest.mark.parametrize("fn", [f for f in OPS if getattr(f, "nin", 1) == 2],
+                         ids=lambda f: f.__name__)
+def test_binary_opcodes_with_broadcasting(fn: Any, rng: np.random.Generator) -> None:
+    x0, x1 = rng.uniform(0.5, 1.5, 6), rng.uniform(0.5, 1.5, 6)
+    c = rng.uniform(0.5, 1.5, (1, 3))
+    compare(lambda x: fn(x[:3].reshape(1, 3), x[3:].reshape(3, 1)) + fn(c, x[2]), x0, x1)
+
+
+def element_loop(y: np.ndarray) -> np.ndarray:
+    """A tridiagonal right-hand side written as a loop over elements into a buffer."""
+    n = y.size
+    out = np.zeros(n)
+    for i in range(n):
+        left = y[i - 1] if i > 0 else 0.0
+        right = y[i + 1] if i < n - 1 else 0.0
+        out[i] = left - 2.0 * y[i] + right + 0.5 * y[i] ** 2
+    return out
+
+
+def element_loop_jacobian(y: np.ndarray) -> np.ndarray:
+    n = y.size
+    return np.diag(-2.0 + y) + np.eye(n, k=1) + np.eye(n, k=-1)
+
+
+def test_element_loop_shares_the_buffer_and_is_exact(rng: np.random.Generator) -> None:
+    x0, x1 = rng.uniform(-1, 1, 40), rng.uniform(-1, 1, 40)
+    tape = compare(element_loop, x0, x1)
+    _, b = tape.forward(x1, np.arange(40), 40)
+    np.testing.assert_allclose(b, element_loop_jacobian(x1), rtol=0, atol=1e-14)
+    # each out[i] = ... writes one slot: the buffer's slots are shared along the loop
+    assert tape.stats()["slots"] < 40 * 20
+
+
+def test_recurrence_in_a_buffer(rng: np.random.Generator) -> None:
+    """out[i] reads out[i - 1]: the old buffer is read before the write that replaces it."""
+    def f(x: np.ndarray) -> np.ndarray:
+        out = np.zeros(x.size)
+        out[0] = x[0]
+        for i in range(1, x.size):
+            out[i] = 0.5 * out[i - 1] + x[i] ** 2
+            out[i] += out[i - 1] * x[i]
+        return out
+
+    compare(f, rng.uniform(0.1, 1, 8), rng.uniform(0.1, 1, 8))
+
+
+def test_shift_within_a_buffer_is_not_shared(rng: np.random.Generator) -> None:
+    """out[1:] = out[:-1] reads the elements it overwrites: a copy, not shared slots."""
+    def f(x: np.ndarray) -> np.ndarray:
+        out = x * 2.0
+        out[1:] = out[:-1]
+        out[0] = x[-1] ** 3
+        return out
+
+    x1 = rng.uniform(0.1, 1, 6)
+    compare(f, rng.uniform(0.1, 1, 6), x1)
+    want = np.zeros((6, 6))
+    want[0, 5] = 3 * x1[5] ** 2
+    want[np.arange(1, 6), np.arange(5)] = 2.0
+    np.testing.assert_allclose(sparsejac.jacobian(f, x1, mode="forward").toarray(), want)
+
+
+def test_sums_cumsums_and_constant_contractions_are_affine_maps(
+        rng: np.random.Generator) -> None:
+    m = rng.normal(size=(3, 5))
+
+    def f(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.cumsum(x ** 2), [np.sum(np.sin(x)) + 4.0], m @ x,
+                               np.einsum("ij,j->i", m, np.exp(x)), np.pad(x, 1) * 2])
+
+    compare(f, rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 5))
+
+
+def test_parameters_take_their_new_values(rng: np.random.Generator) -> None:
+    def f(y: np.ndarray, t: Any) -> np.ndarray:
+        return np.exp(-t) * y ** 2 + t * y[::-1]
+
+    x0, x1 = rng.uniform(0, 1, 4), rng.uniform(0, 1, 4)
+    prog = trace(f, x0, params=(0.3,))
+    tape = Tape.build(prog)
+    assert tape is not None
+    for t in (0.3, 1.7):
+        _, b = tape.forward(x1, np.arange(4), 4, params=(t,))
+        want = np.diag(2 * np.exp(-t) * x1) + t * np.eye(4)[::-1]
+        np.testing.assert_allclose(b, want, rtol=1e-14, atol=1e-14)
+
+
+def test_zero_derivative_times_infinite_partial_is_zero() -> None:
+    """x * sqrt(x) at 0: the mul0 convention, as in the chain engine."""
+    prog = trace(lambda x: x * np.sqrt(x), np.array([1.0, 4.0]))
+    tape = Tape.build(prog)
+    assert tape is not None
+    with np.errstate(all="ignore"):
+        _, b = tape.forward(np.array([0.0, 4.0]), np.arange(2), 2)
+        _, c = tape.reverse(np.array([0.0, 4.0]), np.arange(2), 2)
+    np.testing.assert_array_equal(b, np.diag([0.0, 3.0]))
+    np.testing.assert_array_equal(c, np.diag([0.0, 3.0]))
+
+
+@pytest.mark.parametrize("f", [
+    pytest.param(lambda x: np.maximum(x, 0.5), id="selection"),
+    pytest.param(lambda x: np.remainder(x, 0.3), id="piecewise-constant-partial"),
+    pytest.param(lambda x: x * np.floor(x), id="value-from-x-without-derivative"),
+    pytest.param(lambda x: np.linalg.solve(np.eye(2) + np.outer(x, x), x), id="linalg"),
+])
+def test_programs_outside_the_tape_are_left_to_the_chain(f: Any) -> None:
+    x = np.array([0.7, 1.3])
+    prog = trace(f, x)
+    assert Tape.build(prog) is None
+    assert type(choose_engine(prog, 2, "tape")).__name__ == "PreparedProgram"
+    jac = sparsejac.SparseJacobian(f, x, engine="tape")
+    assert jac.stats()["engine"]["engine"] == "chain"
+    np.testing.assert_allclose(jac(x).toarray(), jvp(f, x, np.eye(2)), rtol=1e-12, atol=1e-12)
+
+
+def test_engine_rule_reads_sizes_only() -> None:
+    def kinetics(y: np.ndarray) -> np.ndarray:
+        return np.array([-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 3e7 * y[1] ** 2])
+
+    prog = trace(kinetics, np.ones(3))
+    assert isinstance(choose_engine(prog, 3), Tape)
+    assert isinstance(choose_engine(prog, 3, "chain"), PreparedProgram)
+    big = trace(lambda x: x[1:] * x[:-1] + np.sin(x[1:]), np.ones(10**5))
+    work = sum(nd.out.size for nd in big.nodes) * 3
+    assert work > TAPE_WORK_PER_NODE * len(big.nodes)
+    assert isinstance(choose_engine(big, 2), PreparedProgram)
+    assert isinstance(choose_engine(big, 2, "tape"), Tape)
+    for _ in range(3):  # the same program always gets the same engine
+        assert isinstance(choose_engine(trace(kinetics, np.ones(3)), 3), Tape)
+
+
+def test_every_mode_through_sparse_jacobian_agrees_with_the_chain(
+        rng: np.random.Generator) -> None:
+    x0, x1 = rng.uniform(-1, 1, 30), rng.uniform(-1, 1, 30)
+
+    def f(x: np.ndarray) -> np.ndarray:
+        r = element_loop(x)
+        return np.concatenate([r, [np.sum(x ** 2)]])  # a dense row: mixed mode is useful
+
+    for mode in ("forward", "reverse", "mixed"):
+        tape = sparsejac.SparseJacobian(f, x0, mode=mode, engine="tape")
+        chain = sparsejac.SparseJacobian(f, x0, mode=mode, engine="chain")
+        assert tape.stats()["engine"]["engine"] == "tape"
+        assert chain.stats()["engine"]["engine"] == "chain"
+        np.testing.assert_allclose(tape(x1).toarray(), chain(x1).toarray(), rtol=0,
+                                   atol=1e-13)
+
+
+def test_threads_share_one_tape(rng: np.random.Generator) -> None:
+    jac = sparsejac.SparseJacobian(element_loop, np.ones(50), engine="tape")
+    points = [rng.uniform(-1, 1, 50) for _ in range(8)]
+    wrong: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(50):
+            got = jac(points[k]).toarray()
+            if not np.allclose(got, element_loop_jacobian(points[k]), rtol=0, atol=1e-14):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+
+
+def test_bad_engine_is_refused() -> None:
+    expected = r"`engine` 'compiled'; expected one of \['auto', 'tape', 'chain'\]"
+    with pytest.raises(ValueError, match=expected):
+        sparsejac.SparseJacobian(lambda x: x, np.ones(2), engine="compiled")
+
+
+EDGES = np.array([1000.0, -1.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, -8.0, np.pi / 2,
+                  710.0, -1000.0, 0.5])
+OTHER = np.array([2.0, 0.5, -1.0, 0.0, 3.0, -0.0, np.inf, np.nan, 1.0 / 3, -2.0, 1e300, 0.0,
+                  2.0])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("fn", list(OPS), ids=lambda f: f.__name__)
+def test_values_and_derivatives_at_edge_values_match_numpy_and_the_chain(fn: Any) -> None:
+    """Overflow, zeros of both signs, infinities, NaN, negative bases: as numpy and the chain."""
+    if getattr(fn, "nin", 1) == 1:
+        prog, x, want = trace(fn, np.ones(EDGES.size)), EDGES, fn(EDGES)
+    else:
+        prog = trace(lambda z: fn(z[:EDGES.size], z[EDGES.size:]), np.ones(2 * EDGES.size))
+        x, want = np.concatenate([EDGES, OTHER]), fn(EDGES, OTHER)
+    tape = Tape.build(prog)
+    assert tape is not None
+    np.testing.assert_allclose(tape.value(x), want, rtol=1e-15, atol=0, equal_nan=True)
+    chain = PreparedProgram(prog, width=x.size)
+    n, m = x.size, EDGES.size
+    for got, ref in ((tape.forward(x, np.arange(n), n)[1], chain.forward(x, np.arange(n), n)[1]),
+                     (tape.reverse(x, np.arange(m), m)[1], chain.reverse(x, np.arange(m), m)[1])):
+        np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("f", [
+    pytest.param(lambda x: _overwrite_copy(np.exp(0.3 * x), x), id="out-partial"),
+    pytest.param(lambda x: _overwrite_read(x), id="reader-partial"),
+])
+def test_reverse_sees_values_before_a_shared_buffer_overwrote_them(f: Any,
+                                                                   rng: np.random.Generator
+                                                                   ) -> None:
+    """A buffer written in place shares its operand's slots; the reverse pass must still read
+    the operand's values where partials need them (exp's own output, a product's factor)."""
+    compare(f, rng.uniform(-1, 1, 12), rng.uniform(-1, 1, 12))
+
+
+def _overwrite_copy(a: Any, x: Any) -> Any:
+    b = a.copy()          # b takes a's slots: a is not read again
+    b[::2] *= 1.7
+    b[1] += x[0]
+    return b
+
+
+def _overwrite_read(x: Any) -> Any:
+    a = np.sin(x)
+    c = a * x             # d c / d x reads a
+    b = a.copy()
+    b[2:5] = x[2:5] ** 2  # overwrites a's values in the shared slots
+    return b + c
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_points_with_infinite_values_use_the_chain_engines_order() -> None:
+    """Sums of infinite terms depend on their order: there the tape defers to the chain."""
+    def f(x: Any) -> Any:
+        e = np.exp(800.0 * x)
+        return (e[1:] - e[:-1]) * x[1:] + np.sum(e) * x[:-1]
+
+    x = np.array([1.0, 0.5, 2.0, -1.0])  # exp overflows
+    prog = trace(f, np.zeros(4))
+    tape = Tape.build(prog)
+    assert tape is not None
+    for width in (1, 4):
+        chain = PreparedProgram(prog, width=width)
+        bt, bc = tape.forward(x, np.arange(4), 4)[1], chain.forward(x, np.arange(4), 4)[1]
+        np.testing.assert_array_equal(bt, bc)
+    q = 3
+    ct, cc = tape.reverse(x, np.arange(q), q)[1], PreparedProgram(prog, width=q).reverse(
+        x, np.arange(q), q)[1]
+    np.testing.assert_array_equal(ct, cc)

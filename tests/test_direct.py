@@ -1,0 +1,110 @@
+"""Direct assembly: J's values written from the prepared program's entries, no seeds.
+
+Oracles: the compressed (coloured) path of the same program, which must agree bit for bit,
+and hand-derived Jacobians.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+import sparsejac
+
+
+def stencil(x: Any) -> Any:
+    return 3.0 * (np.roll(x, 1) - 2 * x + np.roll(x, -1)) + x ** 2
+
+
+def stencil_jacobian(x: np.ndarray) -> np.ndarray:
+    n = x.size
+    j = 3.0 * (np.roll(np.eye(n), 1, axis=0) - 2 * np.eye(n) + np.roll(np.eye(n), -1, axis=0))
+    return j + np.diag(2 * x)
+
+
+def test_stencil_takes_the_direct_path_and_agrees_bit_for_bit() -> None:
+    rng = np.random.default_rng(3)
+    x0, x1 = rng.uniform(-1, 1, 500), rng.uniform(-1, 1, 500)
+    auto = sparsejac.SparseJacobian(stencil, x0, engine="chain")
+    forced = sparsejac.SparseJacobian(stencil, x0, mode=auto.mode, engine="chain")
+    assert auto.stats()["engine"]["path"] == "direct"
+    assert forced.stats()["engine"]["path"] == "compressed"
+    got, want = auto(x1), forced(x1)
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data, want.data)
+    np.testing.assert_allclose(got.toarray(), stencil_jacobian(x1), rtol=0, atol=1e-14)
+
+
+def test_returned_data_is_the_callers() -> None:
+    """Changing a returned matrix's values changes nothing inside (constant entries too)."""
+    jac = sparsejac.SparseJacobian(lambda x: 2.0 * np.roll(x, 1) - x, np.ones(6),
+                                   engine="chain")
+    assert jac.stats()["engine"]["path"] == "direct"
+    first = jac(np.ones(6))
+    keep = first.toarray()
+    first.data[:] = 99.0
+    np.testing.assert_array_equal(jac(np.ones(6)).toarray(), keep)
+
+
+def test_out_and_a_larger_user_pattern() -> None:
+    """A user pattern with extra nonzeros gets zeros there; ``out=`` is filled in place."""
+    n = 40
+    d = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    user = sp.csr_array(np.minimum(d, n - d) <= 2)  # periodic band, wider than the stencil
+    jac = sparsejac.SparseJacobian(stencil, np.ones(n), sparsity=user, engine="chain")
+    x = np.linspace(-1, 1, n)
+    assert jac.stats()["engine"]["path"] == "direct"
+    out = jac(np.zeros(n))
+    same = jac(x, out=out)
+    assert same is out
+    assert out.nnz == user.nnz
+    np.testing.assert_allclose(out.toarray(), stencil_jacobian(x), rtol=0, atol=1e-14)
+
+
+def test_dense_output_through_a_sum() -> None:
+    """Every output reads sum(sin x): dense rows, written directly all the same."""
+    def f(x: Any) -> Any:
+        return np.concatenate([x[1:] * x[:-1], [np.sum(x ** 2)]]) * np.sum(np.sin(x))
+
+    jac = sparsejac.SparseJacobian(f, np.ones(30), engine="chain")
+    x = np.linspace(0.1, 1, 30)
+    np.testing.assert_allclose(jac(x).toarray(), sparsejac.ad.jvp(f, x, np.eye(30)),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_direct_programs_skip_the_colour_search() -> None:
+    """The search cannot pay off without seeds; it still runs for an explicit mode."""
+    x = np.ones(10_000)
+    auto = sparsejac.SparseJacobian(stencil, x, engine="chain")
+    forward = sparsejac.SparseJacobian(stencil, x, engine="chain", mode="forward")
+    assert auto.stats()["engine"]["path"] == "direct"
+    assert auto.stats()["coloring_budget"] == 0.0
+    assert forward.stats()["coloring_budget"] > 0.0
+    # the colouring kept for the reports and explicit modes is still a valid one
+    assert auto.coloring.n_colors >= auto.stats()["lower_bound"]["column"]
+
+
+def test_one_off_jacobian_keeps_natural_colours_when_they_are_good() -> None:
+    """A stencil: natural-order column/row colourings only; an arrowhead: the full passes."""
+    x = np.linspace(0.1, 1.0, 300)
+    plan = sparsejac.pipeline.prepare(stencil, x, one_shot=True)
+    assert set(plan.colorings) == {"forward", "reverse"}
+    assert "one-off" in plan.reason
+    np.testing.assert_allclose(plan.matrix(plan.evaluate(x)).toarray(), stencil_jacobian(x),
+                               rtol=0, atol=1e-14)
+
+    def arrow(x: Any) -> Any:
+        r = x ** 2
+        r[0] = r[0] + np.sum(x)
+        return r + x[0]
+
+    plan = sparsejac.pipeline.prepare(arrow, x, one_shot=True)
+    assert plan.mode == "mixed"  # natural one-sided colourings need n colours here
+    want = np.diag(2 * x)
+    want[0, :] += 1.0
+    want[:, 0] += 1.0
+    np.testing.assert_allclose(sparsejac.jacobian(arrow, x).toarray(), want, rtol=0,
+                               atol=1e-13)

@@ -1,0 +1,196 @@
+"""sparsejac/operators.py: matrix-free J(x) products against hand-derived and dense FD Jacobians."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator, gmres, lsqr
+
+import sparsejac
+
+
+def chain(x):
+    """Nonlinear chain with a dense row: J hand-derived in ``chain_jac``."""
+    return np.concatenate([x[1:] ** 2 - np.sin(x[:-1]), [np.sum(x ** 3)]])
+
+
+def chain_jac(x):
+    n = x.size
+    J = np.zeros((n, n))
+    i = np.arange(n - 1)
+    J[i, i + 1] = 2 * x[1:]
+    J[i, i] = -np.cos(x[:-1])
+    J[n - 1] = 3 * x ** 2
+    return J
+
+
+def with_solve(x):
+    """An opaque-ish node (a dense solve) inside: checked against central differences."""
+    a = np.eye(3) * 4 + np.outer(x[:3], x[3:6])
+    return np.concatenate([np.linalg.solve(a, x[6:9]), np.exp(x[:5]) * x[1:6]])
+
+
+def central_fd(f, x, h=1e-6):
+    cols = [(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)]
+    return np.array(cols).T
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "mixed"])
+def test_products_equal_the_hand_derived_jacobian(mode):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 12)
+    jac = sparsejac.SparseJacobian(chain, np.ones(12), mode=mode, engine="chain")
+    A = jac.linear_operator(x)
+    assert isinstance(A, LinearOperator)
+    assert A.shape == (12, 12)
+    assert A.matrix_free
+    J = chain_jac(x)
+    v, w = rng.normal(size=12), rng.normal(size=12)
+    V, W = rng.normal(size=(12, 3)), rng.normal(size=(12, 4))
+    np.testing.assert_allclose(A.matvec(v), J @ v, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A @ v, J @ v, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.rmatvec(w), J.T @ w, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.T @ w, J.T @ w, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.H @ w, J.T @ w, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.matmat(V), J @ V, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A @ V, J @ V, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.rmatmat(W), J.T @ W, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.value, chain(x), rtol=1e-15)
+    # a column vector keeps its shape, as scipy's operators do
+    assert (A @ v.reshape(-1, 1)).shape == (12, 1)
+
+
+def test_products_through_a_dense_solve_match_finite_differences():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.1, 0.9, 9)
+    A = sparsejac.SparseJacobian(with_solve, np.full(9, 0.5)).linear_operator(x)
+    J = central_fd(with_solve, x)
+    np.testing.assert_allclose(A @ np.eye(9), J, atol=1e-8)
+    np.testing.assert_allclose((A.T @ np.eye(A.shape[0])).T, J, atol=1e-8)
+
+
+def test_no_trace_and_no_call_of_f_per_product():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return np.roll(x, 1) * x - np.cos(x)
+
+    jac = sparsejac.SparseJacobian(f, np.ones(20), verify=False)
+    before = len(calls)
+    A = jac.linear_operator(np.linspace(0, 1, 20))
+    for _ in range(5):
+        A @ np.ones(20)
+        A.T @ np.ones(20)
+    assert len(calls) == before  # products replay nothing through f
+
+
+def test_params_are_used():
+    jac = sparsejac.SparseJacobian(lambda x, t: np.sin(t) * x ** 2, np.ones(3), params=(0.0,))
+    A = jac.linear_operator(np.arange(3.0), params=(np.pi / 2,))
+    np.testing.assert_allclose(A @ np.ones(3), 2 * np.arange(3.0), atol=1e-15)
+
+
+@pytest.mark.parametrize("engine", ["tape", "chain"])
+def test_both_engines_give_the_same_products(engine):
+    """A compiled tape (small programs) is swept by a chain program built from its program."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, 12)
+    A = sparsejac.SparseJacobian(chain, np.ones(12), engine=engine).linear_operator(x)
+    assert A.matrix_free
+    V = rng.normal(size=(12, 2))
+    np.testing.assert_allclose(A @ V, chain_jac(x) @ V, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.T @ V, chain_jac(x).T @ V, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A.value, chain(x), rtol=1e-15)
+
+
+def test_fd_mode_falls_back_to_the_assembled_matrix():
+    x = np.linspace(-1, 1, 10)
+    A = sparsejac.SparseJacobian(chain, np.ones(10), mode="fd",
+                                 sparsity=chain_jac(np.ones(10)) != 0).linear_operator(x)
+    assert not A.matrix_free
+    np.testing.assert_allclose(A @ np.ones(10), chain_jac(x) @ np.ones(10), rtol=1e-6)
+    np.testing.assert_allclose(A.T @ np.ones(10), chain_jac(x).T @ np.ones(10), rtol=1e-6)
+    np.testing.assert_allclose(A.value, chain(x))
+
+
+def test_a_changed_constant_is_seen_by_verify():
+    k = [1.0]
+    jac = sparsejac.SparseJacobian(lambda x: k[0] * x ** 2, np.ones(3))
+    k[0] = 3.0
+    A = jac.linear_operator(np.ones(3))
+    np.testing.assert_allclose(A @ np.ones(3), np.full(3, 6.0))
+
+
+def test_gmres_and_lsqr_solve_with_the_operator():
+    n = 200
+
+    def f(x):
+        return 4 * x - np.roll(x, 1) - np.roll(x, -1) + x ** 3
+
+    x = np.linspace(0, 1, n)
+    jac = sparsejac.SparseJacobian(f, np.ones(n))
+    A = jac.linear_operator(x)
+    J = sp.csr_array(jac(x))
+    b = np.sin(np.arange(n))
+    dx, info = gmres(A, b, rtol=1e-12, atol=0.0)
+    assert info == 0
+    np.testing.assert_allclose(J @ dx, b, atol=1e-9)
+    np.testing.assert_allclose(dx, sp.linalg.spsolve(sp.csc_array(J), b), atol=1e-9)
+    sol = lsqr(A, b, atol=1e-14, btol=1e-14)[0]   # uses rmatvec
+    np.testing.assert_allclose(sol, dx, atol=1e-8)
+
+
+def test_newton_krylov_with_the_operator_converges_quadratically():
+    def f(x):
+        return 4 * x - np.roll(x, 1) - np.roll(x, -1) + x ** 3 - 1.0
+
+    jac = sparsejac.SparseJacobian(f, np.zeros(100))
+    x = np.zeros(100)
+    norms = []
+    for _ in range(6):
+        A = jac.linear_operator(x)
+        norms.append(np.linalg.norm(A.value))
+        dx, _ = gmres(A, -A.value, rtol=1e-13, atol=0.0)
+        x = x + dx
+    assert norms[-1] < 1e-10 * norms[0]
+    np.testing.assert_allclose(f(x), 0.0, atol=1e-10)
+
+
+def _bratu_1d(x):
+    return 2 * x - np.roll(x, 1) - np.roll(x, -1) + 0.1 * np.exp(x) - 0.05
+
+
+@pytest.mark.parametrize("solver", ["gmres", "lgmres", "bicgstab"])
+def test_krylov_method_inside_newton_krylov_matches_scipys_own_solution(solver):
+    from scipy.optimize import newton_krylov
+
+    x0 = np.zeros(80)
+    km = sparsejac.KrylovMethod(sparsejac.SparseJacobian(_bratu_1d, x0), solver=solver)
+    ours = newton_krylov(_bratu_1d, x0, f_tol=1e-11, **km.jac_options)
+    ref = newton_krylov(_bratu_1d, x0, f_tol=1e-11)  # scipy's finite-difference products
+    assert km.n_products > 0
+    assert km.operator is not None
+    np.testing.assert_allclose(_bratu_1d(ours), 0.0, atol=1e-11)
+    np.testing.assert_allclose(ours, ref, atol=1e-8)
+
+
+def test_krylov_method_in_root_krylov():
+    from scipy.optimize import root
+
+    x0 = np.zeros(60)
+    km = sparsejac.KrylovMethod(sparsejac.SparseJacobian(_bratu_1d, x0))
+    sol = root(_bratu_1d, x0, method="krylov",
+               options={"jac_options": km.jac_options, "fatol": 1e-11})
+    assert sol.success
+    np.testing.assert_allclose(_bratu_1d(sol.x), 0.0, atol=1e-11)
+    assert km.n_products > 0
+
+
+def test_krylov_method_arguments_are_checked():
+    jac = sparsejac.SparseJacobian(_bratu_1d, np.zeros(5))
+    with pytest.raises(ValueError, match="`solver` must be"):
+        sparsejac.KrylovMethod(jac, solver="cg-ish")
+    with pytest.raises(TypeError, match="`jacobian` must be a SparseJacobian"):
+        sparsejac.KrylovMethod(np.eye(5))
