@@ -108,7 +108,8 @@ class SortPermute(Primitive):
         if d is None:
             return None
         if not local:
-            return derived_pattern(node, deps, local)
+            glob: Deps | None = derived_pattern(node, deps, local)
+            return glob
         axis, how = node.params["axis"], node.params.get("how", "sort")
         idx = _lanes(node.out.shape, axis)
         sel = self._select(node.inputs[0].value, axis, how)
