@@ -721,6 +721,22 @@ CASES: list[Case] = [
          select=True),
     Case("numpy.take_along_axis", "argsort", lambda x: np.take_along_axis(
         x, np.argsort(x, axis=0), axis=0), select=True),
+    # -- complex intermediates: pairs of real traced arrays ----------------------------------
+    Case("numpy.real", "exp_ikx", lambda x: np.real(np.exp(1j * 2.0 * x) * (x + 0.5j))),
+    Case("numpy.imag", "product", lambda x: np.imag((x + 1j * x[::-1]) * (x ** 2 - 0.3j))),
+    Case("numpy.angle", "deg", lambda x: np.angle(x - 1j * x[0] ** 2, deg=True)),
+    Case("numpy.real_if_close", "zero_imag", lambda x: np.real_if_close(x * (2 + 0j))),
+    Case("numpy.fft.fft", "abs", lambda x: np.abs(np.fft.fft(x, axis=0))),
+    Case("numpy.fft.ifft", "conj", lambda x: (np.fft.ifft(x * 1j) * np.conj(1j * x)).real),
+    Case("numpy.fft.rfft", "spectral_derivative", lambda x: np.fft.irfft(
+        1j * np.arange(3) * np.fft.rfft(x, norm="ortho"), n=4, norm="ortho")),
+    Case("numpy.fft.irfft", "n", lambda x: np.fft.irfft(x[:, :3] + 1j * x[:, 1:], n=5)),
+    Case("numpy.fft.fft2", "imag", lambda x: np.fft.fft2(x).imag),
+    Case("numpy.fft.ifft2", "real", lambda x: np.fft.ifft2(x * (1 - 2j)).real),
+    Case("numpy.fft.fftn", "abs", lambda x: np.abs(np.fft.fftn(x))),
+    Case("numpy.fft.ifftn", "axes", lambda x: np.fft.ifftn(x, axes=(0,)).imag),
+    Case("numpy.fft.fftshift", "real", lambda x: np.fft.fftshift(x, axes=1)),
+    Case("numpy.fft.ifftshift", "complex", lambda x: np.fft.ifftshift(np.fft.fft(x)).real),
     # -- assembly: composites calling numpy per piece --------------------------------------
     Case("numpy.r_ / numpy.c_", "r_", lambda x: np.r_[x[0], 2.0, 1:3, x[1, ::-1] ** 2]),
     Case("numpy.r_ / numpy.c_", "c_", lambda x: np.c_[x[0], x[1] ** 2, x[2:].T]),

@@ -6,6 +6,7 @@ and the family modules for the rules themselves.
 
 from sparsejac.primitives import (  # noqa: F401  (imported for their registrations)
     assembly,
+    complex_pairs,
     composites,
     creation,
     elementwise,

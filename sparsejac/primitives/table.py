@@ -34,6 +34,11 @@ FAMILIES: dict[str, str] = {
                "quantiles built on them): the global pattern is dense along the sorted axis, "
                "a local pattern (`local=True`) is the selection at x, and prepared Jacobians "
                "recompute the selection at every point.",
+    "complex": "Complex intermediates with real x and real outputs: a complex value is a pair "
+               "of real traced arrays (real, imaginary part); `+ - * /`, `conj`, `exp`, `abs`, "
+               "`square`, real-linear functions (`sum`, `reshape`, `roll`, ...) and the "
+               "functions below act on the pair, so abs, conj and angle (not holomorphic) are "
+               "exact. Other operations on a complex value, and a complex result of f, raise.",
     "creation": "Array creation from a traced array, and queries.",
     "stats": "`scipy.stats` distributions: the methods of scipy's generic classes, traced for "
              "the distributions listed (frozen or not).",
@@ -75,11 +80,14 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "`expon`, `poisson`; `ppf`, `isf`, `entropy`",
      "no rules yet (the error names the distribution and method)",
      "write the density with `scipy.special` functions (`gammaln`, `xlogy`, `betainc`)"),
-    ("`np.fft.*`, complex inputs, outputs and intermediates (`x * 1j`, a complex constant "
-     "times a traced value, `.astype(complex)`)", "complex numbers are not supported yet: a "
-     "traced call that produces complex values raises, naming the call (dropping the "
-     "imaginary part would give a wrong Jacobian)",
-     "split real and imaginary parts by hand"),
+    ("complex `x`, complex outputs of `f`; on a complex intermediate: ufuncs other than "
+     "`+ - * /`, `conj`, `exp`, `abs`, `square` (`np.sin(1j * x)`, `np.sqrt`, `**`), "
+     "`.astype(complex)`, `np.real_if_close` of a traced imaginary part; `np.fft` `s=`, "
+     "`rfft2`, `hfft`",
+     "no rule yet: the call raises, naming it (dropping an imaginary part would give a wrong "
+     "Jacobian)",
+     "return `.real` and `.imag` (or `np.abs`) as separate real outputs; write `sin(a + ib)` "
+     "with `exp`, `cos`, `sin` of the real parts"),
     ("`ufunc.reduceat`, `ufunc.outer`, `accumulate` of ufuncs other than `add`, `multiply`, "
      "`maximum`, `minimum`, `ufunc.at` other than `np.add.at` / `np.subtract.at`",
      "no rule yet", "use `np.add.reduce` over reshaped slices, `np.outer`, or a loop over "
