@@ -387,6 +387,21 @@ def _bcast_arrays(x: Any) -> Any:
     return a * b
 
 
+_STENCIL = np.array([[0.0, 1.0, 0.0], [1.0, -4.0, 2.0], [0.0, 3.0, 0.0]])
+
+
+def _ndi() -> Any:
+    import scipy.ndimage
+
+    return scipy.ndimage
+
+
+def _sig() -> Any:
+    import scipy.signal
+
+    return scipy.signal
+
+
 CASES: list[Case] = [
     # -- creation: constants made from x, then combined with traced values -------------------
     Case("numpy.zeros", "zeros_like_x", lambda x: _set(np.zeros((2, 4), like=x), 1, x[0] ** 2)),
@@ -737,6 +752,31 @@ CASES: list[Case] = [
     Case("numpy.fft.ifftn", "axes", lambda x: np.fft.ifftn(x, axes=(0,)).imag),
     Case("numpy.fft.fftshift", "real", lambda x: np.fft.fftshift(x, axes=1)),
     Case("numpy.fft.ifftshift", "complex", lambda x: np.fft.ifftshift(np.fft.fft(x)).real),
+    # -- scipy.ndimage / scipy.signal: constant linear operators (sparse matrices) ---------
+    Case("scipy.ndimage.laplace", "reflect", lambda x: _ndi().laplace(x) * x),
+    Case("scipy.ndimage.convolve", "constant_cval", lambda x: _ndi().convolve(
+        x, _STENCIL, mode="constant", cval=1.5)),
+    Case("scipy.ndimage.correlate", "wrap", lambda x: _ndi().correlate(x, _STENCIL, mode="wrap")),
+    Case("scipy.ndimage.convolve1d", "axis0", lambda x: _ndi().convolve1d(x, [1.0, -1.0], axis=0)),
+    Case("scipy.ndimage.correlate1d", "nearest", lambda x: _ndi().correlate1d(
+        x, [1.0, 2.0, 3.0], mode="nearest")),
+    Case("scipy.ndimage.uniform_filter", "size3", lambda x: _ndi().uniform_filter(x, 3)),
+    Case("scipy.ndimage.uniform_filter1d", "size2", lambda x: _ndi().uniform_filter1d(x, 2)),
+    Case("scipy.ndimage.gaussian_filter", "sigma", lambda x: _ndi().gaussian_filter(x, 0.8)),
+    Case("scipy.ndimage.gaussian_filter1d", "order1", lambda x: _ndi().gaussian_filter1d(
+        x, 0.7, order=1, axis=0)),
+    Case("scipy.ndimage.gaussian_laplace", "sigma", lambda x: _ndi().gaussian_laplace(x, 0.6)),
+    Case("scipy.ndimage.sobel", "axis0", lambda x: _ndi().sobel(x, axis=0) ** 2),
+    Case("scipy.ndimage.prewitt", "axis1", lambda x: _ndi().prewitt(x, axis=1)),
+    Case("scipy.signal.convolve", "same", lambda x: _sig().convolve(x, _STENCIL, mode="same")),
+    Case("scipy.signal.correlate", "full_swapped", lambda x: _sig().correlate(_STENCIL, x)),
+    Case("scipy.signal.convolve2d", "wrap", lambda x: _sig().convolve2d(
+        x, _STENCIL, mode="same", boundary="wrap")),
+    Case("scipy.signal.correlate2d", "valid", lambda x: _sig().correlate2d(
+        x, _STENCIL[:2], mode="valid")),
+    Case("scipy.signal.fftconvolve", "same", lambda x: _sig().fftconvolve(
+        x, _STENCIL, mode="same")),
+    Case("scipy.signal.oaconvolve", "full", lambda x: _sig().oaconvolve(x, _STENCIL)),
     # -- assembly: composites calling numpy per piece --------------------------------------
     Case("numpy.r_ / numpy.c_", "r_", lambda x: np.r_[x[0], 2.0, 1:3, x[1, ::-1] ** 2]),
     Case("numpy.r_ / numpy.c_", "c_", lambda x: np.c_[x[0], x[1] ** 2, x[2:].T]),

@@ -27,7 +27,9 @@ FAMILIES: dict[str, str] = {
     "linalg": "Contractions (normalised to one einsum), constant `scipy.sparse` operands, "
               "norms, and dense linear algebra with traced operands (solve, factorisations, "
               "decompositions), `scipy.linalg` solves and `scipy.sparse.linalg` solves with a "
-              "constant matrix. Derivatives where they exist: eigen- and singular vectors at "
+              "constant matrix, and the linear filters of `scipy.ndimage`/`scipy.signal` with "
+              "constant kernels (a constant sparse matrix of the stencil's footprint). "
+              "Derivatives where they exist: eigen- and singular vectors at "
               "distinct values (NaN where they coincide), pinv and lstsq at locally constant "
               "rank.",
     "sorting": "Value-dependent selections (`sort`, `partition`, running extrema, and the "
@@ -106,7 +108,8 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "traceable function are supported, at one traced call per element/lane)"),
     ("`scipy.special` ufuncs other than those listed above (`dawsn`, `hyp2f1`, `kve`, ...) and "
      "Python functions other than `logsumexp`, `softmax`, `log_softmax`, `polygamma`, `zeta`, "
-     "`multigammaln` (`comb`, ...); `scipy.signal`, `scipy.ndimage`, `scipy.integrate`",
+     "`multigammaln` (`comb`, ...); `scipy.signal`/`scipy.ndimage` functions other than "
+     "the linear filters and convolutions listed, `scipy.integrate`",
      "no rules yet for those ufuncs (the error names them); the Python functions convert "
      "their input with `np.asarray` (the error names them)",
      "`np.tanh`-style elementary functions, `np.convolve`, slicing, or a constant "
