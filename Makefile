@@ -26,8 +26,12 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
 
-## test-slow: the slow tests deselected by `make test`
-test-slow: $(VENV)/.installed-test
+$(VENV)/.installed-slow: pyproject.toml $(VENV)/.installed-test
+	$(PIP) install -q -e '.[test,plot,distributed]'
+	touch $@
+
+## test-slow: the slow tests deselected by `make test` (with the dask extra, for the cluster test)
+test-slow: $(VENV)/.installed-slow
 	$(BIN)/python -m pytest -q -m slow
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed

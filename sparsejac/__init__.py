@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from sparsejac.detection import jacobian_sparsity
     from sparsejac.one_off import jacobian
     from sparsejac.operators import JacobianOperator, KrylovMethod
+    from sparsejac.plans import load
     from sparsejac.products import ProductJacobian, from_products
     from sparsejac.report import function_report, matrix_report
     from sparsejac.sparse_jacobian import SparseJacobian
@@ -61,6 +62,7 @@ _LAZY: dict[str, str] = {
     "function_report": "sparsejac.report",
     "matrix_report": "sparsejac.report",
     "SparseJacobian": "sparsejac.sparse_jacobian",
+    "load": "sparsejac.plans",
     "ProductJacobian": "sparsejac.products",
     "from_products": "sparsejac.products",
 }
@@ -85,6 +87,7 @@ __all__ = [
     "jacobian",
     "jacobian_sparsity",
     "least_squares_jacobian",
+    "load",
     "matrix_report",
     "ode_jacobian",
     "root_jacobian",

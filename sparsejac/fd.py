@@ -13,7 +13,9 @@ Step sizes follow scipy's rules (``scipy.optimize._numdiff``): a relative step o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -21,8 +23,17 @@ import scipy.sparse as sp
 
 from sparsejac.coloring import ColoringResult
 
-__all__ = ["METHODS", "check_method", "evaluate_output", "fd_jacobian_data", "fd_steps",
-           "missing_entries"]
+__all__ = [
+    "METHODS",
+    "BoundParams",
+    "check_method",
+    "check_workers",
+    "evaluate_output",
+    "fd_jacobian_data",
+    "fd_steps",
+    "missing_entries",
+    "worker_map",
+]
 
 #: The finite-difference schemes.
 METHODS = ("2-point", "3-point", "cs")
@@ -106,7 +117,79 @@ def _evaluate(fun: Callable[[np.ndarray], Any], x: np.ndarray, n_out: int | None
     ``fun`` gets a fresh copy of ``x`` (it may write into its argument) and its result is
     copied (it may return a buffer it reuses at the next call).
     """
-    val = fun(np.array(x, copy=True))
+    return _checked(fun(np.array(x, copy=True)), n_out, complex_step)
+
+
+_MISSING = object()
+
+
+class BoundParams:
+    """``call(z, *params)`` as a one-argument callable that pickles when ``call`` does.
+
+    Examples
+    --------
+    >>> from sparsejac.fd import BoundParams
+    >>> BoundParams(lambda z, t: z * t, (3.0,))(2.0)
+    6.0
+    """
+
+    def __init__(self, call: Callable[..., Any], params: tuple[Any, ...]) -> None:
+        self.call = call
+        self.params = params
+
+    def __call__(self, z: Any) -> Any:
+        """``call(z, *params)``."""
+        return self.call(z, *self.params)
+
+
+def check_workers(workers: Any) -> Any:
+    """``workers`` if it is None, a positive int, -1 (every CPU) or a map-like callable.
+
+    Examples
+    --------
+    >>> from sparsejac.fd import check_workers
+    >>> check_workers(2), check_workers(map) is map
+    (2, True)
+    """
+    if workers is None or callable(workers):
+        return workers
+    if isinstance(workers, (int, np.integer)) and not isinstance(workers, bool) and (
+            workers >= 1 or workers == -1):
+        return int(workers)
+    raise ValueError(f"`workers` must be None, a positive int, -1 (every CPU) or a map-like "
+                     f"callable such as multiprocessing.Pool().map; got {workers!r}")
+
+
+@contextmanager
+def worker_map(workers: Any) -> Iterator[Callable[..., Any]]:
+    """The map that evaluates ``f`` at the points of a finite-difference Jacobian.
+
+    ``None`` or 1: Python's ``map`` in this process; an int: a ``multiprocessing`` pool of
+    that many processes for this Jacobian (``f`` must pickle; -1 uses every CPU); a
+    callable: used as it is (``pool.map``, ``executor.map``, a dask client's map wrapper),
+    ``workers(f, points) -> results`` in the order of the points.
+
+    Examples
+    --------
+    >>> from sparsejac.fd import worker_map
+    >>> with worker_map(None) as m:
+    ...     list(m(abs, [-1, 2]))
+    [1, 2]
+    """
+    workers = check_workers(workers)
+    if workers is None or workers == 1:
+        yield builtins.map
+    elif callable(workers):
+        yield workers
+    else:
+        import multiprocessing
+
+        with multiprocessing.Pool(None if workers == -1 else workers) as pool:
+            yield pool.map
+
+
+def _checked(val: Any, n_out: int | None, complex_step: bool = False) -> np.ndarray:
+    """``val`` (an output of ``f``) as a flat copy, or a clear error (see :func:`_evaluate`)."""
     try:
         arr = np.array(val, copy=True)
     except (TypeError, ValueError):  # ragged lists
@@ -146,6 +229,7 @@ def fd_jacobian_data(
     method: str = "2-point",
     n_out: int,
     out: np.ndarray | None = None,
+    map: Callable[..., Any] | None = None,
 ) -> np.ndarray:
     """Nonzeros of an *approximate* Jacobian (CSR order) by compressed finite differences.
 
@@ -165,6 +249,11 @@ def fd_jacobian_data(
         Expected output size.
     out : ndarray, optional
         Where to write the values.
+    map : callable, optional
+        ``map(fun, points) -> results`` (Python's ``map`` by default): evaluates ``fun`` at
+        every point, in any way (a process pool, a cluster); the results, in the order of
+        the points, are combined here in a fixed order, so they are bit-identical whatever
+        evaluates them.
 
     Returns
     -------
@@ -192,23 +281,47 @@ def fd_jacobian_data(
     h = fd_steps(xf, method)
     order = np.argsort(groups, kind="stable")
     bounds = np.searchsorted(groups[order], np.arange(p + 1))
-    b = np.empty((n_out, p))
-    f0 = _evaluate(fun, x, n_out) if method == "2-point" else None
-    for c in range(p):
-        cols = order[bounds[c]:bounds[c + 1]]
-        if method == "cs":
-            dz = np.zeros(xf.size, dtype=np.complex128)
-            dz[cols] = 1j * h[cols]
-            b[:, c] = _evaluate(fun, (xf + dz).reshape(x.shape), n_out, complex_step=True).imag
-            continue
-        dx = np.zeros(xf.size)
-        dx[cols] = h[cols]
-        plus = _evaluate(fun, (xf + dx).reshape(x.shape), n_out)
+
+    def points() -> Iterator[np.ndarray]:  # generated one at a time (p can be n)
         if method == "2-point":
+            yield np.array(x, copy=True)
+        for c in range(p):
+            cols = order[bounds[c]:bounds[c + 1]]
+            if method == "cs":
+                dz = np.zeros(xf.size, dtype=np.complex128)
+                dz[cols] = 1j * h[cols]
+                yield (xf + dz).reshape(x.shape)
+                continue
+            dx = np.zeros(xf.size)
+            dx[cols] = h[cols]
+            yield (xf + dx).reshape(x.shape)
+            if method == "3-point":
+                yield (xf - dx).reshape(x.shape)
+
+    cs = method == "cs"
+    expected = p + 1 if method == "2-point" else (2 * p if method == "3-point" else p)
+    results = iter((builtins.map if map is None else map)(fun, points()))
+    got = 0
+
+    def take() -> np.ndarray:
+        nonlocal got
+        value = next(results, _MISSING)
+        if value is _MISSING:
+            raise ValueError(f"`workers` returned {got} results for {expected} points")
+        got += 1
+        return _checked(value, n_out, complex_step=cs)
+
+    b = np.empty((n_out, p))
+    f0 = take() if method == "2-point" else None
+    for c in range(p):
+        if method == "cs":
+            b[:, c] = take().imag
+        elif method == "2-point":
             assert f0 is not None
-            b[:, c] = plus - f0
+            b[:, c] = take() - f0
         else:
-            b[:, c] = plus - _evaluate(fun, (xf - dx).reshape(x.shape), n_out)
+            plus = take()
+            b[:, c] = plus - take()
     data = coloring.decompress_data(B=b, out=out)
     scale = 2.0 * h if method == "3-point" else h
     data /= scale[coloring.pattern.indices]

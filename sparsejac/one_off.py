@@ -20,6 +20,7 @@ from sparsejac.validation import (
     check_args,
     check_callable,
     check_fd_method,
+    check_fd_workers,
     check_kwargs,
     check_mode,
     check_reverse_cost,
@@ -42,6 +43,7 @@ def jacobian(
     reverse_cost: float = DEFAULT_REVERSE_COST,
     effort: float | None = None,
     time_budget: float | None = None,
+    workers: Any = None,
 ) -> sp.csr_array:
     """The sparse Jacobian of ``f`` at ``x``, exactly (or by finite differences if asked).
 
@@ -78,6 +80,9 @@ def jacobian(
         the mandatory passes.
     time_budget : float, optional
         An opt-in wall-clock limit on that search.
+    workers : int or map-like callable, optional
+        For ``mode="fd"``: where the evaluations of ``f`` run (as for
+        :class:`~sparsejac.SparseJacobian`).
 
     Returns
     -------
@@ -113,5 +118,5 @@ def jacobian(
     plan = prepare(call, xa, sparsity=sparsity,
                    mode=mode, order=order, effort=effort, time_budget=time_budget,
                    fd_method=method, reverse_cost=check_reverse_cost(reverse_cost),
-                   one_shot=True)
+                   one_shot=True, workers=check_fd_workers(workers, mode))
     return plan.matrix(plan.evaluate(xa))

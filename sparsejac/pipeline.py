@@ -25,13 +25,13 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from sparsejac import fd as _fd
-from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
+from sparsejac.ad import PreparedProgram
 from sparsejac.ad.tape import Tape
 from sparsejac.coloring import (
     DEFAULT_REVERSE_COST,
@@ -43,6 +43,14 @@ from sparsejac.coloring import (
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.graph import bidirectional_lower_bound
 from sparsejac.detection import program_sparsity
+from sparsejac.engines import (
+    EagerEngine,
+    Engine,
+    FdEngine,
+    PreparedEngine,
+    RetraceEngine,
+    _groups,
+)
 from sparsejac.errors import (
     ConcretizationError,
     TracedConversionError,
@@ -62,8 +70,8 @@ __all__ = [
     "ONE_SHOT_MANY",
     "ONE_SHOT_SLACK",
     "TAPE_WORK_PER_NODE",
-    "Engine",
     "Plan",
+    "SavedPlan",
     "choose_engine",
     "fd_evaluations",
     "index_dtype",
@@ -91,203 +99,6 @@ def fd_evaluations(method: str, p: int) -> int:
     (4, 6, 3)
     """
     return {"2-point": p + 1, "3-point": 2 * p}.get(method, p)
-
-
-def _groups(c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
-    """Column groups, forward products, row groups, reverse products (-1: not seeded)."""
-    m, n = c.pattern.shape
-    cg = c.column_groups if c.column_groups is not None else np.full(n, -1)
-    rg = c.row_groups if c.row_groups is not None else np.full(m, -1)
-    return cg, c.n_forward, rg, c.n_reverse
-
-
-def _decompress(c: ColoringResult, b: np.ndarray | None, cmat: np.ndarray | None,
-                out: np.ndarray | None) -> np.ndarray:
-    match c.partition:
-        case "column":
-            return c.decompress_data(B=b if b is not None else np.zeros(c.compressed_shape),
-                                     out=out)
-        case "row":
-            return c.decompress_data(C=cmat if cmat is not None else
-                                     np.zeros(c.compressed_shape), out=out)
-        case _:
-            return c.decompress_data(B=b, C=cmat, out=out)
-
-
-def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None) -> np.ndarray:
-    """J's nonzeros at the trace point, by the eager interpreters and colouring ``c``."""
-    s, w = c.seed_matrices()
-    b = cmat = None
-    if s is not None and s.shape[1]:
-        p = s.shape[1]
-        b = np.empty((prog.n_out, p))
-        for lo, hi in _chunks(p, prog.n_in):
-            seeds = np.ascontiguousarray(s[:, lo:hi].T).reshape((hi - lo, *prog.x.shape))
-            _, t = program_jvp(prog, seeds)
-            b[:, lo:hi] = t.reshape(hi - lo, -1).T
-    if w is not None and w.shape[0]:
-        q = w.shape[0]
-        cmat = np.empty((q, prog.n_in))
-        for lo, hi in _chunks(q, prog.n_out):
-            _, ct = program_vjp(prog, w[lo:hi].reshape((hi - lo, *prog.out.shape)))
-            cmat[lo:hi] = ct.reshape(hi - lo, -1)
-    return _decompress(c, b, cmat, out)
-
-
-#: The eager interpreters carry blocks of at most this many entries (directions × size):
-#: larger temporaries cost more in fresh memory pages than in arithmetic.
-EAGER_BLOCK = 2_000_000
-
-
-def _chunks(p: int, size: int) -> list[tuple[int, int]]:
-    """Direction ranges whose blocks stay within :data:`EAGER_BLOCK` entries."""
-    step = max(1, EAGER_BLOCK // max(size, 1))
-    return [(lo, min(lo + step, p)) for lo in range(0, p, step)]
-
-
-# ---------------------------------------------------------------------------------------
-# engines
-# ---------------------------------------------------------------------------------------
-
-
-class Engine(Protocol):
-    """What computes the Jacobian's values for a colouring (see the module docstring).
-
-    ``kind`` is ``"prepared"``, ``"eager"``, ``"retrace"`` or ``"fd"``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsejac.pipeline import prepare
-    >>> prepare(lambda x: x ** 2, np.ones(3)).engine.kind
-    'prepared'
-    >>> prepare(lambda x: x ** 2, np.ones(3), one_shot=True).engine.kind
-    'eager'
-    """
-
-    @property
-    def kind(self) -> str:
-        """The engine's kind."""
-
-    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """J's nonzeros at ``x`` (CSR order) and the replayed ``f(x)``.
-
-        The value is None when the engine called ``f`` itself instead of replaying.
-        """
-
-    def stats(self) -> dict[str, Any] | None:
-        """Sizes of the engine (or None)."""
-
-
-@dataclass(frozen=True)
-class PreparedEngine:
-    """The recorded program, linearised once and replayed at every ``x``."""
-
-    program: PreparedProgram | Tape
-    kind: str = "prepared"
-    #: for direct assembly: each output entry's position among the pattern's nonzeros
-    #: (None: the compressed products and decompression)
-    direct: np.ndarray | None = None
-    nnz: int = 0
-
-    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """Replay the prepared program: J's entries directly, or with the seeds of ``c``."""
-        if self.direct is not None and isinstance(self.program, PreparedProgram):
-            fx, values = self.program.direct(x, params)
-            if self.direct.size == self.nnz:  # the entries are the pattern, in its order
-                if out is None:
-                    return values, fx
-                out[:] = values
-                return out, fx
-            data = np.zeros(self.nnz) if out is None else out
-            if out is not None:
-                data[:] = 0.0
-            data[self.direct] = values
-            return data, fx
-        cg, p, rg, q = _groups(c)
-        b = cmat = None
-        fx = None
-        if mode == "mixed" and p and q:
-            fx, b, cmat = self.program.mixed(x, cg, p, rg, q, params=params)
-        elif mode in ("forward", "mixed") and p:
-            fx, b = self.program.forward(x, cg, p, params=params)
-        elif mode in ("reverse", "mixed") and q:
-            fx, cmat = self.program.reverse(x, rg, q, params=params)
-        else:  # no product at all (an empty pattern): replay the value alone
-            fx = self.program.value(x, params=params)
-        return _decompress(c, b, cmat, out), fx
-
-    def stats(self) -> dict[str, Any] | None:
-        """The prepared program's sizes, and the path (``direct`` or ``compressed``)."""
-        return {**self.program.stats(),
-                "path": "compressed" if self.direct is None else "direct"}
-
-
-@dataclass(frozen=True)
-class EagerEngine:
-    """The eager interpreters on the trace, at its own point only (a one-off Jacobian)."""
-
-    program: Program
-    kind: str = "eager"
-
-    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """J at the trace point (any other point would need a replay or a new trace)."""
-        if not np.array_equal(x, self.program.x.value):  # pragma: no cover - internal misuse
-            raise RuntimeError("an eager plan evaluates at its trace point only")
-        return _eager_data(self.program, c, out), None
-
-    def stats(self) -> dict[str, Any] | None:
-        """None: nothing is prepared."""
-        return None
-
-
-@dataclass(frozen=True)
-class RetraceEngine:
-    """``f`` traced again (locally) at every ``x``: for value-dependent ``f``."""
-
-    call: Callable[..., Any]
-    pattern: SparsityPattern
-    name: str
-    kind: str = "retrace"
-
-    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """Trace at ``x``, check the local pattern against the plan's, eager products."""
-        prog = trace(self.call, x, local=True, params=params, name=self.name)
-        check_subset(program_sparsity(prog, local=True), self.pattern)
-        return _eager_data(prog, c, out), None
-
-    def stats(self) -> dict[str, Any] | None:
-        """None: nothing is prepared."""
-        return None
-
-
-@dataclass(frozen=True)
-class FdEngine:
-    """Compressed finite differences (approximate)."""
-
-    call: Callable[..., Any]
-    method: str
-    n_out: int
-    kind: str = "fd"
-
-    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
-                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """``p + 1`` (``2p`` for 3-point) evaluations of ``f``."""
-        return _fd.fd_jacobian_data(lambda z: self.call(z, *params), x, c, method=self.method,
-                                    n_out=self.n_out, out=out), None
-
-    def stats(self) -> dict[str, Any] | None:
-        """None: nothing is prepared."""
-        return None
-
-
-# ---------------------------------------------------------------------------------------
-# the plan
-# ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -537,6 +348,35 @@ def _one_shot_colour(pattern: SparsityPattern, reverse_cost: float
     return None, list(CANDIDATE_MODES)
 
 
+@dataclass(frozen=True, eq=False)
+class SavedPlan:
+    """A plan's pattern, colourings and mode, as :func:`sparsejac.load` restores them.
+
+    Given as ``sparsity=`` to :func:`prepare`, it is the pattern (the detected one must
+    lie in it, as for any given pattern) and its colourings are used as they are: no
+    colouring, no search, the saved mode.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pipeline import SavedPlan, prepare
+    >>> f = lambda x: x[1:] * x[:-1]
+    >>> first = prepare(f, np.ones(5))
+    >>> saved = SavedPlan(first.pattern, first.colorings, first.mode, first.reason,
+    ...                   first.costs, first.effort)
+    >>> again = prepare(f, np.ones(5), sparsity=saved)
+    >>> again.mode == first.mode, again.coloring is first.coloring
+    (True, True)
+    """
+
+    pattern: SparsityPattern
+    colorings: dict[str, ColoringResult]
+    mode: str
+    reason: str
+    costs: dict[str, float]
+    effort: float
+
+
 def prepare(
     call: Callable[..., Any],
     x0: np.ndarray,
@@ -554,6 +394,7 @@ def prepare(
     one_shot: bool = False,
     check: bool = False,
     engine: str = "auto",
+    workers: Any = None,
 ) -> Plan:
     """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
 
@@ -583,6 +424,8 @@ def prepare(
         (:func:`sparsejac.fd.missing_entries`).
     engine : {"auto", "tape", "chain"}
         What evaluates the recorded program in the exact modes (:func:`choose_engine`).
+    workers : int or map-like callable, optional
+        Where ``mode="fd"`` evaluates ``f`` (:func:`sparsejac.fd.worker_map`).
 
     Returns
     -------
@@ -602,6 +445,9 @@ def prepare(
            [0., 0., 3., 2.]])
     """
     seconds: dict[str, Any] = {}
+    saved = sparsity if isinstance(sparsity, SavedPlan) else None
+    if saved is not None:
+        sparsity = saved.pattern
     t0 = time.perf_counter()
     program: Program | None = None
     retrace = False
@@ -639,7 +485,10 @@ def prepare(
                     and program is not None and not program.value_dependent
                     and time_budget is None and isinstance(order, str) and order == "best")
     colorings: dict[str, ColoringResult] | None = None
-    if (one_shot and effort is None and mode == "auto" and time_budget is None
+    if saved is not None:  # restored: the saved colourings and mode, no search
+        colorings, modes, effort, defer_search = dict(saved.colorings), [saved.mode], \
+            saved.effort, False
+    if colorings is None and (one_shot and effort is None and mode == "auto" and time_budget is None
             and isinstance(order, str) and order == "best"):
         colorings, modes = _one_shot_colour(pattern, reverse_cost)
     if effort is None:
@@ -663,7 +512,7 @@ def prepare(
     t0 = time.perf_counter()
     runner: Engine
     if mode == "fd":
-        runner = FdEngine(call, fd_method, pattern.shape[0])
+        runner = FdEngine(call, fd_method, pattern.shape[0], workers=workers)
     elif retrace:
         runner = RetraceEngine(call, pattern, name)
     elif one_shot or (program is not None and program.value_dependent):
@@ -687,6 +536,9 @@ def prepare(
     seconds["preparation"] = time.perf_counter() - t0
 
     costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}
+    if saved is not None:
+        return Plan(pattern, colorings, saved.mode, saved.reason, dict(saved.costs), runner,
+                    float(saved.effort), seconds)
     chosen, reason, timed = _choose(modes, colorings, costs, reverse_cost,
                                     calibrate and not one_shot, runner, pattern, x0, params)
     if timed:

@@ -18,13 +18,15 @@ import scipy.sparse as sp
 
 from sparsejac.ad import PreparedProgram
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult
-from sparsejac.pipeline import Plan, PreparedEngine, fd_evaluations, prepare
+from sparsejac.engines import PreparedEngine
+from sparsejac.pipeline import Plan, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
     check_callable,
     check_engine,
     check_fd_method,
+    check_fd_workers,
     check_kwargs,
     check_mode,
     check_reverse_cost,
@@ -79,7 +81,18 @@ def bind_arguments(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     """
     if not args and not kwargs:
         return f
-    return lambda x, *params: f(x, *params, *args, **kwargs)
+    return _Bound(f, args, kwargs)
+
+
+class _Bound:
+    """``f`` with its trailing arguments (a class, so that it pickles for worker processes)."""
+
+    def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> None:
+        self.f, self.args, self.kwargs = f, args, kwargs
+
+    def __call__(self, x: Any, *params: Any) -> Any:
+        return self.f(x, *params, *self.args, **self.kwargs)
 
 
 def _count(k: int, what: str) -> str:
@@ -156,6 +169,13 @@ class SparseJacobian:
         large array operations). ``"auto"`` picks by a fixed rule on the program's sizes
         (:func:`sparsejac.pipeline.choose_engine`); a program the tape cannot encode always
         uses the chain. ``stats()["engine"]["engine"]`` says which one runs.
+    workers : int or map-like callable, optional
+        For ``mode="fd"``: where the ``p + 1`` evaluations of ``f`` run, as scipy's
+        ``approx_derivative(workers=...)``: an int for a process pool of that size (-1: every
+        CPU; ``f`` must pickle), or any ``map(f, points)``-like callable
+        (``multiprocessing.Pool().map``, ``concurrent.futures.Executor.map``, a
+        ``dask.distributed`` client's map wrapper). The Jacobian is bit-identical to the
+        serial one.
 
     Attributes
     ----------
@@ -220,6 +240,7 @@ class SparseJacobian:
         verify: bool = True,
         check: bool = False,
         engine: str = "auto",
+        workers: Any = None,
     ) -> None:
         self._f = check_callable(f, x0)
         self._mode = check_mode(mode)
@@ -231,7 +252,8 @@ class SparseJacobian:
             "sparsity": sparsity, "mode": self._mode, "order": order, "effort": effort,
             "time_budget": time_budget, "fd_method": self._fd_method,
             "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost,
-            "check": bool(check), "engine": check_engine(engine)}
+            "check": bool(check), "engine": check_engine(engine),
+            "workers": check_fd_workers(workers, self._mode)}
         self._params0 = tuple(params)
         self._verify = bool(verify)
         self._y_cache: tuple[Any, np.ndarray | None] | None = None
@@ -564,6 +586,42 @@ class SparseJacobian:
     def f(self, x: Any) -> Any:
         """``f(x, *params, *args, **kwargs)`` with the preparation's arguments."""
         return self._state.call(check_x(x, self._x0.shape), *self._params0)
+
+    @property
+    def params0(self) -> tuple[Any, ...]:
+        """The ``params`` values of the preparation."""
+        return self._params0
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The options a saved plan keeps (JSON values): mode asked for, costs, engine, name."""
+        out: dict[str, Any] = {"mode": self._mode, "reverse_cost": self._reverse_cost,
+                               "engine": self._options["engine"], "name": self._name}
+        if self._mode == "fd":
+            out["fd_method"] = self._fd_method
+        return out
+
+    def save(self, path: Any) -> None:
+        """Write the pattern, colourings, mode and preparation point to ``path`` (``.npz``).
+
+        :func:`sparsejac.load` prepares the same Jacobian from it, with the function given
+        again, without colouring (the costly part for a large pattern). Arrays and a JSON
+        header only: no code is stored (``f``, ``args`` and ``kwargs`` are supplied at load).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> jac = sparsejac.SparseJacobian(lambda x: np.sin(x[1:] * x[:-1]), np.ones(4))
+        >>> path = os.path.join(tempfile.mkdtemp(), "sin.npz")
+        >>> jac.save(path)
+        >>> sorted(np.load(path).files)[:3]
+        ['cols_forward', 'cols_mixed', 'fx0']
+        """
+        from sparsejac.plans import save
+
+        save(self, path)
 
     def linear_operator(self, x: Any, *, params: Sequence[Any] | None = None
                         ) -> JacobianOperator:

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.coloring import check_reverse_cost
-from sparsejac.fd import check_method
+from sparsejac.fd import check_method, check_workers
 from sparsejac.pattern import SparsityPattern
 from sparsejac.tracing import as_float_input
 
@@ -28,6 +28,7 @@ __all__ = [
     "check_compressed_size",
     "check_engine",
     "check_fd_method",
+    "check_fd_workers",
     "check_kwargs",
     "check_mode",
     "check_reverse_cost",
@@ -72,6 +73,25 @@ def check_engine(engine: Any) -> str:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValueError(f"Unknown `engine` {engine!r}; expected one of {list(ENGINES)}.")
     return engine
+
+
+def check_fd_workers(workers: Any, mode: str) -> Any:
+    """``workers`` checked (:func:`sparsejac.fd.check_workers`), for ``mode="fd"`` only.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_fd_workers
+    >>> check_fd_workers(2, "fd")
+    2
+    >>> check_fd_workers(None, "forward") is None  # the exact modes take no workers
+    True
+    """
+    workers = check_workers(workers)
+    if workers is not None and mode != "fd":
+        raise ValueError(
+            f"`workers` applies to mode='fd' (independent evaluations of f); mode={mode!r} "
+            "computes its products in this process")
+    return workers
 
 
 def check_callable(f: Any, x: Any = None, name: str = "f") -> Callable[..., Any]:

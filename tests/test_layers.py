@@ -31,7 +31,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "fd": ("sparsejac.fd",),
     "api": ("sparsejac.pipeline", "sparsejac.validation", "sparsejac.sparse_jacobian",
             "sparsejac.one_off", "sparsejac.adapters", "sparsejac.operators", "sparsejac.report",
-            "sparsejac.plot", "sparsejac.products"),
+            "sparsejac.plot", "sparsejac.products", "sparsejac.plans", "sparsejac.engines"),
     "cli": ("sparsejac.cli", "sparsejac.__main__"),
     "package": ("sparsejac",),
 }

@@ -1,0 +1,228 @@
+"""The engines of a plan: what computes a Jacobian's values for a colouring.
+
+:class:`PreparedEngine` replays a prepared program (the chain engine or the compiled tape, with
+direct assembly where the program allows it); :class:`EagerEngine` runs the eager interpreters
+on the trace (a one-off Jacobian); :class:`RetraceEngine` traces again at every point (a
+value-dependent ``f``); :class:`FdEngine` takes compressed finite differences (approximate).
+:mod:`sparsejac.pipeline` builds one per plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from sparsejac import fd as _fd
+from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
+from sparsejac.ad.tape import Tape
+from sparsejac.coloring import ColoringResult
+from sparsejac.detection import program_sparsity
+from sparsejac.pattern import SparsityPattern
+from sparsejac.tracing import Program, trace
+from sparsejac.validation import check_subset
+
+__all__ = ["Engine"]
+
+
+def _groups(c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
+    """Column groups, forward products, row groups, reverse products (-1: not seeded)."""
+    m, n = c.pattern.shape
+    cg = c.column_groups if c.column_groups is not None else np.full(n, -1)
+    rg = c.row_groups if c.row_groups is not None else np.full(m, -1)
+    return cg, c.n_forward, rg, c.n_reverse
+
+
+def _decompress(c: ColoringResult, b: np.ndarray | None, cmat: np.ndarray | None,
+                out: np.ndarray | None) -> np.ndarray:
+    match c.partition:
+        case "column":
+            return c.decompress_data(B=b if b is not None else np.zeros(c.compressed_shape),
+                                     out=out)
+        case "row":
+            return c.decompress_data(C=cmat if cmat is not None else
+                                     np.zeros(c.compressed_shape), out=out)
+        case _:
+            return c.decompress_data(B=b, C=cmat, out=out)
+
+
+def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None) -> np.ndarray:
+    """J's nonzeros at the trace point, by the eager interpreters and colouring ``c``."""
+    s, w = c.seed_matrices()
+    b = cmat = None
+    if s is not None and s.shape[1]:
+        p = s.shape[1]
+        b = np.empty((prog.n_out, p))
+        for lo, hi in _chunks(p, prog.n_in):
+            seeds = np.ascontiguousarray(s[:, lo:hi].T).reshape((hi - lo, *prog.x.shape))
+            _, t = program_jvp(prog, seeds)
+            b[:, lo:hi] = t.reshape(hi - lo, -1).T
+    if w is not None and w.shape[0]:
+        q = w.shape[0]
+        cmat = np.empty((q, prog.n_in))
+        for lo, hi in _chunks(q, prog.n_out):
+            _, ct = program_vjp(prog, w[lo:hi].reshape((hi - lo, *prog.out.shape)))
+            cmat[lo:hi] = ct.reshape(hi - lo, -1)
+    return _decompress(c, b, cmat, out)
+
+
+#: The eager interpreters carry blocks of at most this many entries (directions × size):
+#: larger temporaries cost more in fresh memory pages than in arithmetic.
+EAGER_BLOCK = 2_000_000
+
+
+def _chunks(p: int, size: int) -> list[tuple[int, int]]:
+    """Direction ranges whose blocks stay within :data:`EAGER_BLOCK` entries."""
+    step = max(1, EAGER_BLOCK // max(size, 1))
+    return [(lo, min(lo + step, p)) for lo in range(0, p, step)]
+
+
+# ---------------------------------------------------------------------------------------
+# engines
+# ---------------------------------------------------------------------------------------
+
+
+class Engine(Protocol):
+    """What computes the Jacobian's values for a colouring (see the module docstring).
+
+    ``kind`` is ``"prepared"``, ``"eager"``, ``"retrace"`` or ``"fd"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.pipeline import prepare
+    >>> prepare(lambda x: x ** 2, np.ones(3)).engine.kind
+    'prepared'
+    >>> prepare(lambda x: x ** 2, np.ones(3), one_shot=True).engine.kind
+    'eager'
+    """
+
+    @property
+    def kind(self) -> str:
+        """The engine's kind."""
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """J's nonzeros at ``x`` (CSR order) and the replayed ``f(x)``.
+
+        The value is None when the engine called ``f`` itself instead of replaying.
+        """
+
+    def stats(self) -> dict[str, Any] | None:
+        """Sizes of the engine (or None)."""
+
+
+@dataclass(frozen=True)
+class PreparedEngine:
+    """The recorded program, linearised once and replayed at every ``x``."""
+
+    program: PreparedProgram | Tape
+    kind: str = "prepared"
+    #: for direct assembly: each output entry's position among the pattern's nonzeros
+    #: (None: the compressed products and decompression)
+    direct: np.ndarray | None = None
+    nnz: int = 0
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """Replay the prepared program: J's entries directly, or with the seeds of ``c``."""
+        if self.direct is not None and isinstance(self.program, PreparedProgram):
+            fx, values = self.program.direct(x, params)
+            if self.direct.size == self.nnz:  # the entries are the pattern, in its order
+                if out is None:
+                    return values, fx
+                out[:] = values
+                return out, fx
+            data = np.zeros(self.nnz) if out is None else out
+            if out is not None:
+                data[:] = 0.0
+            data[self.direct] = values
+            return data, fx
+        cg, p, rg, q = _groups(c)
+        b = cmat = None
+        fx = None
+        if mode == "mixed" and p and q:
+            fx, b, cmat = self.program.mixed(x, cg, p, rg, q, params=params)
+        elif mode in ("forward", "mixed") and p:
+            fx, b = self.program.forward(x, cg, p, params=params)
+        elif mode in ("reverse", "mixed") and q:
+            fx, cmat = self.program.reverse(x, rg, q, params=params)
+        else:  # no product at all (an empty pattern): replay the value alone
+            fx = self.program.value(x, params=params)
+        return _decompress(c, b, cmat, out), fx
+
+    def stats(self) -> dict[str, Any] | None:
+        """The prepared program's sizes, and the path (``direct`` or ``compressed``)."""
+        return {**self.program.stats(),
+                "path": "compressed" if self.direct is None else "direct"}
+
+
+@dataclass(frozen=True)
+class EagerEngine:
+    """The eager interpreters on the trace, at its own point only (a one-off Jacobian)."""
+
+    program: Program
+    kind: str = "eager"
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """J at the trace point (any other point would need a replay or a new trace)."""
+        if not np.array_equal(x, self.program.x.value):  # pragma: no cover - internal misuse
+            raise RuntimeError("an eager plan evaluates at its trace point only")
+        return _eager_data(self.program, c, out), None
+
+    def stats(self) -> dict[str, Any] | None:
+        """None: nothing is prepared."""
+        return None
+
+
+@dataclass(frozen=True)
+class RetraceEngine:
+    """``f`` traced again (locally) at every ``x``: for value-dependent ``f``."""
+
+    call: Callable[..., Any]
+    pattern: SparsityPattern
+    name: str
+    kind: str = "retrace"
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """Trace at ``x``, check the local pattern against the plan's, eager products."""
+        prog = trace(self.call, x, local=True, params=params, name=self.name)
+        check_subset(program_sparsity(prog, local=True), self.pattern)
+        return _eager_data(prog, c, out), None
+
+    def stats(self) -> dict[str, Any] | None:
+        """None: nothing is prepared."""
+        return None
+
+
+@dataclass(frozen=True)
+class FdEngine:
+    """Compressed finite differences (approximate)."""
+
+    call: Callable[..., Any]
+    method: str
+    n_out: int
+    kind: str = "fd"
+    #: how the evaluations run (:func:`sparsejac.fd.worker_map`)
+    workers: Any = None
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """``p + 1`` (``2p`` for 3-point) evaluations of ``f``, on ``workers`` if given."""
+        with _fd.worker_map(self.workers) as evaluate_all:
+            return _fd.fd_jacobian_data(_fd.BoundParams(self.call, tuple(params)), x, c,
+                                        method=self.method, n_out=self.n_out, out=out,
+                                        map=evaluate_all), None
+
+    def stats(self) -> dict[str, Any] | None:
+        """None: nothing is prepared."""
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# the plan
+# ---------------------------------------------------------------------------------------
