@@ -28,10 +28,10 @@ class UnsupportedPrimitiveError(NotImplementedError):
     --------
     >>> import numpy as np
     >>> import sparsejac
-    >>> sparsejac.jacobian_sparsity(lambda x: np.sort(x), np.ones(3))
+    >>> sparsejac.jacobian_sparsity(lambda x: np.nonzero(x), np.ones(3))
     Traceback (most recent call last):
         ...
-    sparsejac.errors.UnsupportedPrimitiveError: numpy.sort is not supported by sparsejac's tracer...
+    sparsejac.errors.UnsupportedPrimitiveError: numpy.nonzero is not supported by sparsejac's...
     """
 
     def __init__(self, name: str, detail: str = "", *,

@@ -387,6 +387,21 @@ def _bcast_arrays(x: Any) -> Any:
     return a * b
 
 
+_STENCIL = np.array([[0.0, 1.0, 0.0], [1.0, -4.0, 2.0], [0.0, 3.0, 0.0]])
+
+
+def _ndi() -> Any:
+    import scipy.ndimage
+
+    return scipy.ndimage
+
+
+def _sig() -> Any:
+    import scipy.signal
+
+    return scipy.signal
+
+
 CASES: list[Case] = [
     # -- creation: constants made from x, then combined with traced values -------------------
     Case("numpy.zeros", "zeros_like_x", lambda x: _set(np.zeros((2, 4), like=x), 1, x[0] ** 2)),
@@ -422,6 +437,10 @@ CASES: list[Case] = [
                                                          [1.0, 3.0, 2.0, 5.0])),
     Case("numpy.interp", "traced_fp", lambda x: np.interp([0.1, 0.5, 1.7, 2.5], [0.0, 1.0, 2.0],
                                                           x[:3], right=-1.0), shape=(3,)),
+    Case("numpy.interp", "both_traced", lambda x: np.interp(x[0] * 2.0, [0.0, 1.0, 1.5, 3.0],
+                                                            x[1]), select=True),
+    Case("numpy.interp", "both_traced_left_right", lambda x: np.interp(
+        x * 2.2 - 1.0, [0.0, 1.0, 1.5, 2.0], x[0], left=-1.0, right=3.0), select=True),
     Case("numpy.select", "traced_conditions",
          lambda x: np.select([x < 0.8, x > 1.2], [x**2, x[0]], default=-x), select=True),
     Case("numpy.select", "constant_conditions",
@@ -448,6 +467,8 @@ CASES: list[Case] = [
     Case("numpy.dot", "both_traced", lambda x: np.dot(x[0], x[1:].T)),
     Case("numpy.einsum", "both_traced", lambda x: np.einsum("ij,kj->ik", x, x[:2] ** 2)),
     Case("numpy.einsum", "repeated_index", lambda x: np.einsum("ii->i", x[:, :3]) * x[0, 3]),
+    Case("numpy.einsum", "sublists", lambda x: np.einsum(x, [0, 1], x[:2], [2, 1], [0, 2])),
+    Case("numpy.einsum", "sublists_ellipsis", lambda x: np.einsum(x, [Ellipsis, 1], _K, [1, 2])),
     Case("numpy.einsum", "constant_ellipsis", lambda x: np.einsum("...j,jk->...k", x, _K)),
     Case("numpy.inner", "both_traced", lambda x: np.inner(x, x[0])),
     Case("numpy.vdot", "both_traced", lambda x: np.vdot(x, x[::-1])),
@@ -697,6 +718,74 @@ CASES: list[Case] = [
     Case("numpy.cumulative_prod", "axis0", lambda x: np.cumulative_prod(x, axis=0)),
     Case("numpy.multiply.accumulate", "axis1", lambda x: np.multiply.accumulate(x, axis=1)),
     Case("numpy.gradient", "mixed_spacing", _gradient),
+    # -- sorting: value-dependent selections (global pattern dense along the axis) -----------
+    Case("numpy.sort", "axis0", lambda x: np.sort(x, axis=0) * x[0], select=True),
+    Case("numpy.sort", "flat", lambda x: np.sort(x, axis=None) ** 2, select=True),
+    Case("numpy.partition", "kth", lambda x: np.partition(x, 1, axis=1), select=True),
+    Case("numpy.partition", "kths", lambda x: np.partition(x, (0, 2), axis=0), select=True),
+    Case("numpy.median", "even", lambda x: np.median(x, axis=1), select=True),
+    Case("numpy.median", "odd_keepdims", lambda x: np.median(x, axis=0, keepdims=True),
+         select=True),
+    Case("numpy.median", "flat", lambda x: np.median(x) * x, select=True),
+    Case("numpy.quantile", "vector_q", lambda x: np.quantile(x, [0.1, 0.5, 0.95], axis=1),
+         select=True),
+    Case("numpy.percentile", "flat", lambda x: np.percentile(x, 30.0) + x, select=True),
+    Case("numpy.maximum.accumulate", "axis1", lambda x: np.maximum.accumulate(x, axis=1),
+         select=True),
+    Case("numpy.minimum.accumulate", "axis0", lambda x: np.minimum.accumulate(x ** 2),
+         select=True),
+    Case("numpy.take_along_axis", "argsort", lambda x: np.take_along_axis(
+        x, np.argsort(x, axis=0), axis=0), select=True),
+    # -- complex intermediates: pairs of real traced arrays ----------------------------------
+    Case("numpy.real", "exp_ikx", lambda x: np.real(np.exp(1j * 2.0 * x) * (x + 0.5j))),
+    Case("numpy.imag", "product", lambda x: np.imag((x + 1j * x[::-1]) * (x ** 2 - 0.3j))),
+    Case("numpy.angle", "deg", lambda x: np.angle(x - 1j * x[0] ** 2, deg=True)),
+    Case("numpy.real_if_close", "zero_imag", lambda x: np.real_if_close(x * (2 + 0j))),
+    Case("numpy.fft.fft", "abs", lambda x: np.abs(np.fft.fft(x, axis=0))),
+    Case("numpy.fft.ifft", "conj", lambda x: (np.fft.ifft(x * 1j) * np.conj(1j * x)).real),
+    Case("numpy.fft.rfft", "spectral_derivative", lambda x: np.fft.irfft(
+        1j * np.arange(3) * np.fft.rfft(x, norm="ortho"), n=4, norm="ortho")),
+    Case("numpy.fft.irfft", "n", lambda x: np.fft.irfft(x[:, :3] + 1j * x[:, 1:], n=5)),
+    Case("numpy.fft.fft2", "imag", lambda x: np.fft.fft2(x).imag),
+    Case("numpy.fft.ifft2", "real", lambda x: np.fft.ifft2(x * (1 - 2j)).real),
+    Case("numpy.fft.fftn", "abs", lambda x: np.abs(np.fft.fftn(x))),
+    Case("numpy.fft.ifftn", "axes", lambda x: np.fft.ifftn(x, axes=(0,)).imag),
+    Case("numpy.fft.fftshift", "real", lambda x: np.fft.fftshift(x, axes=1)),
+    Case("numpy.fft.ifftshift", "complex", lambda x: np.fft.ifftshift(np.fft.fft(x)).real),
+    # -- scipy.ndimage / scipy.signal: constant linear operators (sparse matrices) ---------
+    Case("scipy.ndimage.laplace", "reflect", lambda x: _ndi().laplace(x) * x),
+    Case("scipy.ndimage.convolve", "constant_cval", lambda x: _ndi().convolve(
+        x, _STENCIL, mode="constant", cval=1.5)),
+    Case("scipy.ndimage.correlate", "wrap", lambda x: _ndi().correlate(x, _STENCIL, mode="wrap")),
+    Case("scipy.ndimage.convolve1d", "axis0", lambda x: _ndi().convolve1d(x, [1.0, -1.0], axis=0)),
+    Case("scipy.ndimage.correlate1d", "nearest", lambda x: _ndi().correlate1d(
+        x, [1.0, 2.0, 3.0], mode="nearest")),
+    Case("scipy.ndimage.uniform_filter", "size3", lambda x: _ndi().uniform_filter(x, 3)),
+    Case("scipy.ndimage.uniform_filter1d", "size2", lambda x: _ndi().uniform_filter1d(x, 2)),
+    Case("scipy.ndimage.gaussian_filter", "sigma", lambda x: _ndi().gaussian_filter(x, 0.8)),
+    Case("scipy.ndimage.gaussian_filter1d", "order1", lambda x: _ndi().gaussian_filter1d(
+        x, 0.7, order=1, axis=0)),
+    Case("scipy.ndimage.gaussian_laplace", "sigma", lambda x: _ndi().gaussian_laplace(x, 0.6)),
+    Case("scipy.ndimage.sobel", "axis0", lambda x: _ndi().sobel(x, axis=0) ** 2),
+    Case("scipy.ndimage.prewitt", "axis1", lambda x: _ndi().prewitt(x, axis=1)),
+    Case("scipy.signal.convolve", "same", lambda x: _sig().convolve(x, _STENCIL, mode="same")),
+    Case("scipy.signal.correlate", "full_swapped", lambda x: _sig().correlate(_STENCIL, x)),
+    Case("scipy.signal.convolve2d", "wrap", lambda x: _sig().convolve2d(
+        x, _STENCIL, mode="same", boundary="wrap")),
+    Case("scipy.signal.correlate2d", "valid", lambda x: _sig().correlate2d(
+        x, _STENCIL[:2], mode="valid")),
+    Case("scipy.signal.fftconvolve", "same", lambda x: _sig().fftconvolve(
+        x, _STENCIL, mode="same")),
+    Case("scipy.signal.oaconvolve", "full", lambda x: _sig().oaconvolve(x, _STENCIL)),
+    # -- assembly: composites calling numpy per piece --------------------------------------
+    Case("numpy.r_ / numpy.c_", "r_", lambda x: np.r_[x[0], 2.0, 1:3, x[1, ::-1] ** 2]),
+    Case("numpy.r_ / numpy.c_", "c_", lambda x: np.c_[x[0], x[1] ** 2, x[2:].T]),
+    Case("numpy.apply_along_axis", "vector", lambda x: np.apply_along_axis(
+        lambda r: r * r.sum(), 0, x)),
+    Case("numpy.apply_along_axis", "matrix", lambda x: np.apply_along_axis(
+        lambda r: np.outer(r[:2], r), 1, x)),
+    Case("numpy.vectorize", "binary", lambda x: np.vectorize(
+        lambda a, b: a * np.exp(b))(x, x[0])),
     Case("numpy.trapezoid", "dx", lambda x: np.trapezoid(x**2, dx=0.1, axis=0)),
     Case("numpy.trapezoid", "traced_x", lambda x: np.trapezoid(x[1], x=x[0])),
 ]
@@ -707,6 +796,7 @@ ZERO_CASES: list[Case] = [
     Case("numpy.any", "all", lambda x: np.any(x > 1.0)),
     Case("numpy.argmax", "axis", lambda x: np.argmax(x, axis=1)),
     Case("numpy.argmin", "keepdims", lambda x: np.argmin(x, axis=0, keepdims=True)),
+    Case("numpy.argsort", "axis0", lambda x: np.argsort(x, axis=0)),
     Case("numpy.count_nonzero", "axis", lambda x: np.count_nonzero(x > 1.0, axis=1)),
     Case("numpy.round", "decimals", lambda x: np.round(x * 10, 1)),
     Case("numpy.around", "around", lambda x: np.around(x * 10)),

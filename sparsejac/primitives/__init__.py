@@ -4,7 +4,11 @@ See :mod:`sparsejac.primitives.core` for the two levels (numpy entries, primitiv
 and the family modules for the rules themselves.
 """
 
+from typing import Any
+
 from sparsejac.primitives import (  # noqa: F401  (imported for their registrations)
+    assembly,
+    complex_pairs,
     composites,
     creation,
     elementwise,
@@ -13,6 +17,7 @@ from sparsejac.primitives import (  # noqa: F401  (imported for their registrati
     movement,
     numpy_linalg,
     reductions,
+    sorting,
     special,
 )
 from sparsejac.primitives.core import FUNCTIONS, UFUNCS, Entry, Primitive
@@ -55,6 +60,13 @@ def _defer_heavy_libraries() -> None:
     # scipy.sparse.linalg imports scipy.linalg, so this also covers spsolve and splu
     library.defer("scipy.linalg",
                   lambda: importlib.import_module("sparsejac.primitives.scipy_linalg"))
+
+    def filters(which: str) -> Any:
+        return lambda: getattr(importlib.import_module("sparsejac.primitives.filters"),
+                               f"register_{which}")()
+
+    library.defer("scipy.ndimage", filters("ndimage"))
+    library.defer("scipy.signal", filters("signal"))
 
 
 def _install() -> None:

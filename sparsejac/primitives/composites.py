@@ -114,8 +114,48 @@ def _interp_weights(x: np.ndarray, xp: np.ndarray, left: Any, right: Any
     return mat, offset.reshape(np.shape(x))
 
 
+def _interp_both(x: Any, xp: np.ndarray, fp: Any, left: Any, right: Any) -> Any:
+    """``interp`` with traced ``x`` and ``fp``.
+
+    Global mode: ``sum_k hat_k(x) fp[k]`` with ``hat_k = interp(x, xp, e_k)`` (any output may
+    read any ``fp[k]``). Local mode: the piece of every ``x`` at the trace point, so that the
+    local pattern is exact (``x`` and the two ends of its piece, or the end value outside).
+    """
+    n = xp.size
+    if np.ndim(fp) != 1 or np.shape(fp)[0] != n or n < 2:
+        raise UnsupportedPrimitiveError("numpy.interp", "`fp` not 1-D of the size of `xp` (>= 2)")
+    lz = None if left is None else 0.0
+    rz = None if right is None else 0.0
+    if find_trace((x, fp)).local:
+        # comparisons have no derivative: reading them makes the program value-dependent
+        ge = np.asarray(concretize(np.expand_dims(x, -1) >= xp, "numpy.interp pieces"),
+                        dtype=bool)
+        count = ge.sum(axis=-1)  # searchsorted(xp, x, side="right")
+        j = np.clip(count - 1, 0, n - 2)
+        below = count == 0
+        above = np.asarray(concretize(x > xp[-1], "numpy.interp pieces"), dtype=bool)
+        at_end = ge[..., -1] & ~above
+        inside = ~(below | above | at_end)
+        w = (x - xp[j]) / (xp[j + 1] - xp[j])
+        lo_v, hi_v = fp[j], fp[j + 1]
+        res = np.where(inside, lo_v + (hi_v - lo_v) * w, 0.0)
+        if below.any():
+            res = np.where(below, fp[0] if left is None else float(left), res)
+        if above.any():
+            res = np.where(above, fp[n - 1] if right is None else float(right), res)
+        if at_end.any():
+            res = np.where(at_end, fp[n - 1], res)
+        return res
+    hats = np.stack([bind(INTERP, (x, xp, np.eye(n)[k]), {"left": lz, "right": rz})
+                     for k in range(n)])
+    res = np.tensordot(fp, hats, axes=1)
+    if left is None and right is None:
+        return res
+    return res + bind(INTERP, (x, xp, np.zeros(n)), {"left": left, "right": right})
+
+
 @register_function(np.interp, family="elementwise", via="interp | linear_map",
-                   note="constant `xp`; `x` or `fp` traced, not both; no `period=`")
+                   note="constant `xp`; `x` and/or `fp` traced; no `period=`")
 def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
             period: Any = None) -> Any:
     if period is not None:
@@ -124,9 +164,7 @@ def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     left = None if left is None else _static(left, "numpy.interp", "`left`")
     right = None if right is None else _static(right, "numpy.interp", "`right`")
     if _traced(x) and _traced(fp):
-        raise UnsupportedPrimitiveError(
-            "numpy.interp", "both `x` and `fp` traced (the piece that x falls in depends on x)"
-        )
+        return _interp_both(x, xp_c, fp, left, right)
     if _traced(fp):
         x_c = np.asarray(concretize(x, "numpy.interp points `x`"), dtype=np.float64)
         mat, offset = _interp_weights(x_c, xp_c, left, right)

@@ -303,9 +303,13 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         if getattr(func, "sparsejac_buffer_wrapper", False):
             func = func.__wrapped__
         entry = FUNCTIONS.get(func)
+    args = tuple(lift_objects(a) for a in args)
+    from sparsejac.primitives import complex_pairs
+
+    if complex_pairs.involves_complex(args, kwargs):  # complex intermediates: real pairs
+        return complex_pairs.pair_function(func, args, kwargs)
     if entry is None:
         raise UnsupportedPrimitiveError(public_name(func))
-    args = tuple(lift_objects(a) for a in args)
     return _refuse_complex(entry.handler(*args, **kwargs), entry.name)
 
 
@@ -328,6 +332,10 @@ def dispatch_ufunc(
     ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Route a ufunc call (or method call) with Tracer arguments to its handler."""
+    from sparsejac.primitives import complex_pairs
+
+    if complex_pairs.involves_complex(inputs, kwargs):  # complex intermediates: real pairs
+        return complex_pairs.pair_ufunc(ufunc, method, inputs, kwargs)
     uentry = UFUNCS.get(ufunc)
     entry = uentry.methods.get(method) if uentry is not None else None
     if entry is None:

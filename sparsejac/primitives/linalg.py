@@ -363,17 +363,49 @@ def _outer(a: Any, b: Any, out: Any = None) -> Any:
     return contract("i,j->ij", np.ravel(a), np.ravel(b))
 
 
+def _sublist_subscripts(args: tuple[Any, ...]) -> tuple[str, list[Any]]:
+    """Einsum's sublist form ``(op0, sub0, op1, sub1, ..., [out])`` as subscripts and operands."""
+    ops = list(args[0::2])
+    subs = list(args[1::2])
+    out_sub = None
+    if len(args) % 2 == 1:  # a trailing output sublist
+        out_sub = args[-1]
+        ops = ops[:-1]
+
+    def letters(sub: Any) -> str:
+        parts = []
+        for s in sub:
+            if s is Ellipsis:
+                parts.append("...")
+            elif isinstance(s, (int, np.integer)) and 0 <= int(s) < 52:
+                parts.append(_SUBLIST_LETTERS[int(s)])
+            else:
+                raise UnsupportedPrimitiveError(
+                    "numpy.einsum", f"sublist entry {s!r} (allowed: integers 0..51 and Ellipsis)")
+        return "".join(parts)
+
+    spec = ",".join(letters(s) for s in subs)
+    if out_sub is not None:
+        spec += "->" + letters(out_sub)
+    return spec, ops
+
+
+_SUBLIST_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
 @register_function(np.einsum, family="linalg", via="einsum",
-                   note="string subscripts")
+                   note="string subscripts and the sublist form")
 def _einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = None,
             **kw: Any) -> Any:
     if out is not None or dtype is not None or kw:
         raise UnsupportedPrimitiveError("numpy.einsum", "the `out=`/`dtype=` arguments")
-    if not isinstance(operands[0], str):
-        raise UnsupportedPrimitiveError("numpy.einsum", "the sublist form; use a subscript string")
-    if any(sp.issparse(o) for o in operands[1:]):
+    if isinstance(operands[0], str):
+        spec, ops = operands[0], list(operands[1:])
+    else:
+        spec, ops = _sublist_subscripts(operands)
+    if any(sp.issparse(o) for o in ops):
         raise UnsupportedPrimitiveError("numpy.einsum", "scipy.sparse operands; use `@`")
-    return contract(operands[0], *operands[1:])
+    return contract(spec, *ops)
 
 
 @register_function(np.tensordot, family="linalg", via="einsum")

@@ -392,6 +392,9 @@ def _reduce(prim: Primitive, name: str, a: Any, axis: Any, keepdims: Any, dtype:
 @register_function(np.sum, family="reductions", via="reduce_sum")
 def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False,
          **kw: Any) -> Any:
+    where = kw.pop("where", _NoValue)
+    if where is not _NoValue and where is not True:  # masked-out elements add 0
+        a = np.where(where, a, 0.0)
     _check_plain("numpy.sum", **kw)
     return _finish(_reduce(REDUCE_SUM, "numpy.sum", a, axis, keepdims, dtype), out)
 

@@ -27,9 +27,20 @@ FAMILIES: dict[str, str] = {
     "linalg": "Contractions (normalised to one einsum), constant `scipy.sparse` operands, "
               "norms, and dense linear algebra with traced operands (solve, factorisations, "
               "decompositions), `scipy.linalg` solves and `scipy.sparse.linalg` solves with a "
-              "constant matrix. Derivatives where they exist: eigen- and singular vectors at "
+              "constant matrix, and the linear filters of `scipy.ndimage`/`scipy.signal` with "
+              "constant kernels (a constant sparse matrix of the stencil's footprint). "
+              "Derivatives where they exist: eigen- and singular vectors at "
               "distinct values (NaN where they coincide), pinv and lstsq at locally constant "
               "rank.",
+    "sorting": "Value-dependent selections (`sort`, `partition`, running extrema, and the "
+               "quantiles built on them): the global pattern is dense along the sorted axis, "
+               "a local pattern (`local=True`) is the selection at x, and prepared Jacobians "
+               "recompute the selection at every point.",
+    "complex": "Complex intermediates with real x and real outputs: a complex value is a pair "
+               "of real traced arrays (real, imaginary part); `+ - * /`, `conj`, `exp`, `abs`, "
+               "`square`, real-linear functions (`sum`, `reshape`, `roll`, ...) and the "
+               "functions below act on the pair, so abs, conj and angle (not holomorphic) are "
+               "exact. Other operations on a complex value, and a complex result of f, raise.",
     "creation": "Array creation from a traced array, and queries.",
     "stats": "`scipy.stats` distributions: the methods of scipy's generic classes, traced for "
              "the distributions listed (frozen or not).",
@@ -37,8 +48,9 @@ FAMILIES: dict[str, str] = {
 
 #: (functions, why they are not supported, what to write instead)
 NOT_SUPPORTED: list[tuple[str, str, str]] = [
-    ("`np.sort`, `np.argsort`, `np.partition`, `np.argpartition`, `np.unique`, "
-     "`np.searchsorted`, `np.median`, `np.percentile`, `np.quantile`",
+    ("`np.argpartition`, `np.unique`, `np.searchsorted`; `np.quantile`/`np.percentile` "
+     "methods other than `linear`; indexing with `np.argsort(x)` other than "
+     "`np.take_along_axis(x, np.argsort(x, axis), axis)` (global mode)",
      "the result is a value-dependent permutation or selection of x",
      "if the order does not depend on x, compute the permutation outside `f` and index with "
      "it; otherwise pass the sparsity yourself and use finite differences"),
@@ -70,29 +82,34 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "`expon`, `poisson`; `ppf`, `isf`, `entropy`",
      "no rules yet (the error names the distribution and method)",
      "write the density with `scipy.special` functions (`gammaln`, `xlogy`, `betainc`)"),
-    ("`np.fft.*`, complex inputs, outputs and intermediates (`x * 1j`, a complex constant "
-     "times a traced value, `.astype(complex)`)", "complex numbers are not supported yet: a "
-     "traced call that produces complex values raises, naming the call (dropping the "
-     "imaginary part would give a wrong Jacobian)",
-     "split real and imaginary parts by hand"),
-    ("`ufunc.reduceat`, `ufunc.outer`, `np.maximum.accumulate` (and other ufuncs' "
-     "`accumulate`), `ufunc.at` other than `np.add.at` / `np.subtract.at`",
+    ("complex `x`, complex outputs of `f`; on a complex intermediate: ufuncs other than "
+     "`+ - * /`, `conj`, `exp`, `abs`, `square` (`np.sin(1j * x)`, `np.sqrt`, `**`), "
+     "`.astype(complex)`, `np.real_if_close` of a traced imaginary part; `np.fft` `s=`, "
+     "`rfft2`, `hfft`",
+     "no rule yet: the call raises, naming it (dropping an imaginary part would give a wrong "
+     "Jacobian)",
+     "return `.real` and `.imag` (or `np.abs`) as separate real outputs; write `sin(a + ib)` "
+     "with `exp`, `cos`, `sin` of the real parts"),
+    ("`ufunc.reduceat`, `ufunc.outer`, `accumulate` of ufuncs other than `add`, `multiply`, "
+     "`maximum`, `minimum`, `ufunc.at` other than `np.add.at` / `np.subtract.at`",
      "no rule yet", "use `np.add.reduce` over reshaped slices, `np.outer`, or a loop over "
      "a few slices"),
     ("`np.modf`, `np.frexp`, the ufunc `np.divmod`", "ufuncs with two outputs",
      "use `//` and `%` (or `np.floor_divide` and `np.remainder`)"),
-    ("`where=` and `initial=` in reductions and ufuncs", "no rule yet",
+    ("`where=` and `initial=` in reductions other than `np.sum(where=)`, and in ufuncs",
+     "no rule yet",
      "`np.sum(np.where(mask, x, 0))`"),
     ("`np.pad` modes `mean`, `median`, `maximum`, `minimum`, `linear_ramp`, callables",
      "value-dependent or not yet mapped to positions", "build the border with slices"),
-    ("`np.interp` with both `x` and `fp` traced, or `period=`",
-     "the piece that `x` falls in depends on x", "a local pattern, or one traced argument"),
-    ("`np.vectorize`, `np.frompyfunc`, `np.apply_along_axis`, `np.piecewise` with "
+    ("`np.interp` with `period=`", "no rule yet", "wrap `x` into the period by hand"),
+    ("`np.frompyfunc`, `np.vectorize` with `signature=`/`excluded=`, `np.piecewise` with "
      "non-elementwise functions", "Python callbacks per element",
-     "write the body with array operations"),
+     "write the body with array operations (`np.vectorize` and `np.apply_along_axis` of a "
+     "traceable function are supported, at one traced call per element/lane)"),
     ("`scipy.special` ufuncs other than those listed above (`dawsn`, `hyp2f1`, `kve`, ...) and "
      "Python functions other than `logsumexp`, `softmax`, `log_softmax`, `polygamma`, `zeta`, "
-     "`multigammaln` (`comb`, ...); `scipy.signal`, `scipy.ndimage`, `scipy.integrate`",
+     "`multigammaln` (`comb`, ...); `scipy.signal`/`scipy.ndimage` functions other than "
+     "the linear filters and convolutions listed, `scipy.integrate`",
      "no rules yet for those ufuncs (the error names them); the Python functions convert "
      "their input with `np.asarray` (the error names them)",
      "`np.tanh`-style elementary functions, `np.convolve`, slicing, or a constant "

@@ -115,6 +115,9 @@ def _scipy_sparse_defers() -> Iterator[None]:
 
 def _output_var(trace: Trace, out: Any, name: str) -> Var:
     out = lift_objects(out)  # np.array([...]) of traced scalars
+    if getattr(out, "_sparsejac_complex", False):
+        raise TypeError(f"`{name}` must return real numbers; it returned an array of complex "
+                        "numbers (return `.real` and `.imag`, or np.abs, as separate outputs)")
     if isinstance(out, (list, tuple)):
         out = registry().as_array(out)
     if isinstance(out, Tracer):

@@ -461,6 +461,10 @@ class Tracer:
         """As :meth:`numpy.ndarray.sort`: in place, through :func:`numpy.sort`."""
         self[...] = np.sort(self, *args, **kwargs)
 
+    def partition(self, kth: Any, *args: Any, **kwargs: Any) -> None:
+        """As :meth:`numpy.ndarray.partition`: in place, through :func:`numpy.partition`."""
+        self[...] = np.partition(self, kth, *args, **kwargs)
+
     def compress(self, condition: Any, *args: Any, **kwargs: Any) -> Any:
         """As :meth:`numpy.ndarray.compress` (forwards to :func:`numpy.compress`)."""
         return np.compress(condition, self, *args, **kwargs)
@@ -628,7 +632,7 @@ OBJECT_LOOP_UFUNCS = (
 #: ndarray methods that forward to the numpy function of the same name (``x.argsort()`` is
 #: ``np.argsort(x)``), so that a method is supported exactly when its function is, and
 #: otherwise fails with that function's UnsupportedPrimitiveError.
-FORWARDED_METHODS = ("argsort", "partition", "argpartition", "nonzero", "searchsorted",
+FORWARDED_METHODS = ("argsort", "argpartition", "nonzero", "searchsorted",
                      "choose", "put")
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import sparsejac
 from tests.primitives.util import check_exact, rand
+from tests.scenarios import fd_jacobian
 
 X234 = rand((2, 3, 4), 31)
 
@@ -167,9 +168,29 @@ def test_zero_derivative_reductions(f: Callable[[Any], Any]) -> None:
                                                  id="where"),
                                     pytest.param({"initial": 1.0}, id="initial")])
 def test_unsupported_reduction_keywords(kwargs: dict[str, Any]) -> None:
-    """``where=`` and ``initial=`` are refused by name, never ignored."""
+    """``where=`` and ``initial=`` are refused by name, never ignored (``np.sum(where=)`` is
+    supported: see below)."""
     with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=next(iter(kwargs))):
-        sparsejac.jacobian_sparsity(lambda x: np.sum(x, **kwargs), X234)
+        sparsejac.jacobian_sparsity(lambda x: np.prod(x, **kwargs), X234)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="initial"):
+        sparsejac.jacobian_sparsity(lambda x: np.sum(x, initial=1.0), X234)
+
+
+@pytest.mark.parametrize("where", [
+    pytest.param(lambda x: np.arange(24).reshape(2, 3, 4) % 3 == 0, id="constant-mask"),
+    pytest.param(lambda x: x > 1.0, id="traced-mask"),  # exact in a local pattern
+])
+@pytest.mark.parametrize("axis", [None, 1, (0, 2)])
+def test_sum_where_drops_masked_elements(where: Callable[[Any], Any], axis: Any) -> None:
+    """``np.sum(x, where=mask)``: masked-out elements are structural zeros, the rest add."""
+    def f(x: Any) -> Any:
+        return np.sum(x * x, axis=axis, where=where(x))
+    x = rand((2, 3, 4), seed=3)
+    pat = check_exact(f, x, local=True)
+    mask = np.broadcast_to(where(x), x.shape)
+    jac = sparsejac.jacobian(f, x).toarray()
+    np.testing.assert_allclose(jac, fd_jacobian(f, x), rtol=1e-7, atol=1e-8)
+    assert not pat[:, ~mask.ravel()].any()
 
 
 def test_bad_axis_raises_numpy_error() -> None:

@@ -1,0 +1,293 @@
+"""Value-dependent selections: ``sort``, ``partition``, ``median``, ``quantile``, running extrema.
+
+One primitive, :class:`SortPermute`, is a permutation of every lane along one axis chosen at
+``x`` (``np.argsort`` or ``np.argpartition``). Its local Jacobian has the fixed structure of
+the whole lane (every output of a lane may read every input of that lane, as the order can
+change with ``x``) and the values of the permutation matrix at the current point, so:
+
+* the *global* pattern is dense over the sorted axis, block-diagonal over the others;
+* the *local* pattern is exact (the permutation at ``x``);
+* prepared replays recompute the permutation at every point.
+
+``median``, ``percentile`` and ``quantile`` (``method="linear"``, constant ``q``) are
+composites: a sort followed by the linear interpolation numpy applies to the sorted lane.
+``argsort`` has a zero derivative (its result indexes, as ``argmax`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.primitives import depsets
+from sparsejac.primitives.core import (
+    FUNCTIONS,
+    Deps,
+    LocalJac,
+    Primitive,
+    bind,
+    register_function,
+    register_ufunc,
+)
+from sparsejac.primitives.derive import derived_pattern
+from sparsejac.primitives.reductions import _ZeroReduction
+from sparsejac.tracing.program import Node
+from sparsejac.tracing.tracer import Tracer
+
+__all__ = ["SortPermute"]
+
+
+def _lanes(shape: tuple[int, ...], axis: int) -> np.ndarray:
+    """Flat positions of every element, as ``(lanes, length)`` with the axis last."""
+    return np.moveaxis(np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape),
+                       axis, -1).reshape(-1, shape[axis])
+
+
+class SortPermute(Primitive):
+    """Every lane along ``axis`` gathered by a selection chosen at ``x``.
+
+    ``how`` is ``"sort"`` (``argsort``), ``("partition", kth)`` (``argpartition``),
+    ``"maximum.accumulate"`` or ``"minimum.accumulate"`` (the running extremum: output ``i``
+    is the lane's element at the last record position ``<= i``).
+    """
+
+    name = "sort_permute"
+
+    @staticmethod
+    def _select(x: np.ndarray, axis: int, how: Any) -> np.ndarray:
+        lanes = np.moveaxis(np.asarray(x), axis, -1).reshape(-1, np.shape(x)[axis])
+        if how == "sort":
+            return np.argsort(lanes, axis=-1, kind="stable")
+        if isinstance(how, tuple):
+            return np.argpartition(lanes, how[1], axis=-1)
+        acc = np.maximum if how == "maximum.accumulate" else np.minimum
+        record = lanes == acc.accumulate(lanes, axis=-1)
+        pos = np.where(record, np.arange(lanes.shape[1]), 0)
+        return np.asarray(np.maximum.accumulate(pos, axis=-1))
+
+    @staticmethod
+    def _reach(how: Any, length: int) -> np.ndarray:
+        """``(length, length)`` bool: which lane inputs an output may select, for any x."""
+        if isinstance(how, str) and how.endswith("accumulate"):
+            return np.tril(np.ones((length, length), dtype=bool))
+        return np.ones((length, length), dtype=bool)
+
+    def impl(self, *vals: Any, axis: int, how: Any = "sort", **params: Any) -> np.ndarray:
+        """The sorted (partitioned, running-extremum) array."""
+        x = np.asarray(vals[0])
+        if how == "sort":
+            return np.sort(x, axis=axis, kind="stable")
+        if isinstance(how, tuple):
+            return np.take_along_axis(x, np.argpartition(x, how[1], axis=axis), axis=axis)
+        acc = np.maximum if how == "maximum.accumulate" else np.minimum
+        return np.asarray(acc.accumulate(x, axis=axis))
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """Every lane's reachable block, valued 1 where the selection at ``x`` reads."""
+        shape = node.out.shape
+        axis, how = node.params["axis"], node.params.get("how", "sort")
+        idx = _lanes(shape, axis)
+        length = idx.shape[1]
+        li, lj = np.nonzero(self._reach(how, length))
+        rows = idx[:, li].ravel()
+        cols = idx[:, lj].ravel()
+
+        def dyn(vals: Sequence[Any], out: Any) -> np.ndarray:
+            sel = self._select(vals[0], axis, how)
+            hit: np.ndarray = (sel[:, li] == lj[None, :]).astype(np.float64)
+            return hit.ravel()
+
+        return [LocalJac(rows, cols, dyn=dyn)]
+
+    def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
+        """The reachable block of each lane (global); the selection at ``x`` (local)."""
+        d = deps[0]
+        if d is None:
+            return None
+        if not local:
+            glob: Deps | None = derived_pattern(node, deps, local)
+            return glob
+        axis, how = node.params["axis"], node.params.get("how", "sort")
+        idx = _lanes(node.out.shape, axis)
+        sel = self._select(node.inputs[0].value, axis, how)
+        rows = np.empty(idx.size, dtype=np.int64)
+        rows[idx.ravel()] = np.take_along_axis(idx, sel, axis=-1).ravel()
+        return depsets.take_rows(d, rows)
+
+
+SORT_PERMUTE = SortPermute()
+ARGSORT = _ZeroReduction("argsort", np.argsort)
+
+
+def _shape(a: Any) -> tuple[int, ...]:
+    return tuple(np.shape(a._var.value if isinstance(a, Tracer) else a))
+
+
+def _axis(a: Any, axis: Any, name: str) -> tuple[Any, int]:
+    if axis is None:
+        return np.ravel(a), 0
+    nd = len(_shape(a))
+    if not isinstance(axis, (int, np.integer)) or not -nd <= int(axis) < nd:
+        raise UnsupportedPrimitiveError(name, f"`axis`={axis!r} (allowed: None or an int)")
+    return a, int(axis) % nd
+
+
+@register_function(np.sort, family="sorting", via="sort_permute",
+                   note="global pattern dense along the axis; local pattern exact")
+def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
+    if order is not None:
+        raise UnsupportedPrimitiveError("numpy.sort", "the `order=` argument")
+    a, ax = _axis(a, axis, "numpy.sort")
+    return bind(SORT_PERMUTE, (a,), {"axis": ax})
+
+
+@register_function(np.partition, family="sorting", via="sort_permute",
+                   note="argpartition's order; local pattern exact")
+def _partition(a: Any, kth: Any, axis: Any = -1, kind: Any = "introselect",
+               order: Any = None) -> Any:
+    if order is not None or isinstance(kth, Tracer):
+        raise UnsupportedPrimitiveError("numpy.partition", "`order=` or a traced `kth`")
+    a, ax = _axis(a, axis, "numpy.partition")
+    k = int(kth) if np.ndim(kth) == 0 else tuple(int(v) for v in np.ravel(kth))
+    return bind(SORT_PERMUTE, (a,), {"axis": ax, "how": ("partition", k)})
+
+
+@register_function(np.argsort, family="sorting", via="argsort (zero derivative)",
+                   note="indexing with it needs local detection")
+def _argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
+    if order is not None:
+        raise UnsupportedPrimitiveError("numpy.argsort", "the `order=` argument")
+    return bind(ARGSORT, (a,), {"axis": axis, "kind": "stable"})
+
+
+def _quantile_sorted(s: Any, q: np.ndarray, ax: int, keepdims: bool) -> Any:
+    """Numpy's ``method="linear"`` on a lane already sorted along ``ax``."""
+    n = _shape(s)[ax]
+    virtual = q * (n - 1)
+    lo = np.floor(virtual).astype(np.int64)
+    lo = np.clip(lo, 0, n - 1)
+    hi = np.clip(lo + 1, 0, n - 1)
+    frac = virtual - lo
+    a_lo = np.moveaxis(np.take(s, lo.ravel(), axis=ax), ax, 0)
+    a_hi = np.moveaxis(np.take(s, hi.ravel(), axis=ax), ax, 0)
+    g = frac.ravel().reshape((-1,) + (1,) * (len(_shape(s)) - 1))
+    diff = a_hi - a_lo
+    # numpy's _lerp: a + (b - a) * t, and b - (b - a) * (1 - t) for t >= 0.5
+    res = np.where(g >= 0.5, a_hi - diff * (1 - g), a_lo + diff * g)
+    res = res.reshape(q.shape + res.shape[1:])
+    if keepdims:
+        res = np.expand_dims(res, ax + q.ndim)
+    return res
+
+
+def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
+              extra: dict[str, Any]) -> Any:
+    if isinstance(q, Tracer) or method != "linear" or extra.get("out") is not None or \
+            extra.get("overwrite_input") or extra.get("weights") is not None:
+        raise UnsupportedPrimitiveError(
+            name, f"this form (allowed: constant `q`, method='linear'; got method={method!r})")
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        raise UnsupportedPrimitiveError(name, f"`axis`={axis!r} (allowed: None or an int)")
+    nd = len(_shape(a))
+    if axis is None:
+        s = np.sort(np.ravel(a))
+        res = _quantile_sorted(s, np.asarray(q, dtype=np.float64), 0, False)
+        if keepdims:
+            res = np.reshape(res, np.shape(res) + (1,) * nd)
+        return res
+    ax = int(axis) % nd
+    return _quantile_sorted(np.sort(a, axis=ax), np.asarray(q, dtype=np.float64), ax,
+                            keepdims)
+
+
+@register_function(np.quantile, family="sorting", via="sort_permute + lerp",
+                   note="constant q, method='linear'")
+def _np_quantile(a: Any, q: Any, axis: Any = None, out: Any = None,
+                 overwrite_input: bool = False, method: str = "linear",
+                 keepdims: bool = False, **kw: Any) -> Any:
+    return _quantile("numpy.quantile", a, q, axis, method, keepdims,
+                     {"out": out, "overwrite_input": overwrite_input, **kw})
+
+
+@register_function(np.percentile, family="sorting", via="sort_permute + lerp",
+                   note="constant q, method='linear'")
+def _np_percentile(a: Any, q: Any, axis: Any = None, out: Any = None,
+                   overwrite_input: bool = False, method: str = "linear",
+                   keepdims: bool = False, **kw: Any) -> Any:
+    if isinstance(q, Tracer):
+        raise UnsupportedPrimitiveError("numpy.percentile", "a traced `q`")
+    return _quantile("numpy.percentile", a, np.asarray(q, dtype=np.float64) / 100.0, axis,
+                     method, keepdims, {"out": out, "overwrite_input": overwrite_input, **kw})
+
+
+@register_function(np.median, family="sorting", via="sort_permute",
+                   note="mean of the middle element(s)")
+def _np_median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+               keepdims: bool = False) -> Any:
+    if out is not None:
+        raise UnsupportedPrimitiveError("numpy.median", "the `out=` argument")
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        raise UnsupportedPrimitiveError("numpy.median",
+                                        f"`axis`={axis!r} (allowed: None or an int)")
+    nd = len(_shape(a))
+    if axis is None:
+        s, ax = np.sort(np.ravel(a)), 0
+    else:
+        ax = int(axis) % nd
+        s = np.sort(a, axis=ax)
+    n = _shape(s)[ax]
+    mid = n // 2
+    if n % 2:
+        res = np.take(s, mid, axis=ax)
+    else:
+        res = np.mean(np.take(s, [mid - 1, mid], axis=ax), axis=ax)
+    if keepdims:
+        res = np.expand_dims(res, tuple(range(nd)) if axis is None else ax)
+    return res
+
+
+def _running_extremum(name: str) -> Any:
+    def handler(a: Any, axis: int = 0, dtype: Any = None, out: Any = None) -> Any:
+        if dtype is not None or out is not None:
+            raise UnsupportedPrimitiveError(f"numpy.{name}", "the `dtype=`/`out=` arguments")
+        a, ax = _axis(a, axis, f"numpy.{name}")
+        return bind(SORT_PERMUTE, (a,), {"axis": ax, "how": name})
+
+    return handler
+
+
+register_ufunc(np.maximum, "accumulate", _running_extremum("maximum.accumulate"),
+               family="sorting", via="sort_permute (running extremum)")
+register_ufunc(np.minimum, "accumulate", _running_extremum("minimum.accumulate"),
+               family="sorting", via="sort_permute (running extremum)")
+
+
+_TAKE_ALONG = FUNCTIONS[np.take_along_axis].handler  # the movement entry (constant indices)
+
+
+def _argsort_of(indices: Any, arr: Any, axis: Any) -> int | None:
+    """The axis when ``indices`` is ``np.argsort(arr, axis)`` recorded in this trace."""
+    if not (isinstance(indices, Tracer) and isinstance(arr, Tracer)) or axis is None:
+        return None
+    nd = len(_shape(arr))
+    for node in reversed(arr._trace.nodes):
+        if node.out is indices._var:
+            if node.prim is not ARGSORT or node.inputs[0] is not arr._var:
+                return None
+            a = node.params.get("axis", -1)
+            if a is None or int(a) % nd != int(axis) % nd:
+                return None
+            return int(axis) % nd
+    return None
+
+
+@register_function(np.take_along_axis, family="movement", via="gather | sort_permute",
+                   note="constant indices, or `np.argsort` of the same array (a sort)")
+def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
+    ax = _argsort_of(indices, arr, axis)
+    if ax is not None:  # x sorted by its own argsort: the sort, valid in global mode
+        return bind(SORT_PERMUTE, (arr,), {"axis": ax})
+    return _TAKE_ALONG(arr, indices, axis)

@@ -1,0 +1,155 @@
+"""Issue 13 item 6: complex intermediates with real x and real outputs, hand-derived Jacobians.
+
+Every case runs in each exact mode, through a global and a local pattern, and through one
+prepared ``SparseJacobian`` replayed at three new points. The oracle of each hand-derived
+Jacobian is central differences (:func:`tests.scenarios.fd_jacobian`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+from tests.scenarios import fd_jacobian
+
+N = 8
+_K = 2.0 * np.pi * np.fft.rfftfreq(N, d=1.0 / N) / N  # wavenumbers of a period-N grid (h = 1)
+
+
+def _spectral_derivative(x: Any) -> Any:
+    """d/dt of a periodic sample: irfft(i k rfft(x)); a real linear map D (dense)."""
+    return np.fft.irfft(1j * _K * np.fft.rfft(x), n=N)
+
+
+def _spectral_jac(x: np.ndarray) -> np.ndarray:
+    # D[j, l] = (1/N) sum_k w_k k sin(k (l - j))-type kernel, by hand: for N even the Nyquist
+    # mode contributes nothing (irfft keeps its real part, i k X is imaginary there)
+    j = np.arange(N)
+    d = np.zeros((N, N))
+    for m in range(1, N // 2):
+        k = 2.0 * np.pi * m / N
+        # derivative of (2/N) cos(k (t - l)) at t = j
+        d += -(2.0 / N) * k * np.sin(k * (j[:, None] - j[None, :]))
+    return d
+
+
+def _exp_ikx(x: Any) -> Any:
+    """Re(e^{i 3 x}) + Im(e^{i 3 x}) * x: cos(3x) + x sin(3x)."""
+    z = np.exp(1j * 3.0 * x)
+    return z.real + z.imag * x
+
+
+def _exp_ikx_jac(x: np.ndarray) -> np.ndarray:
+    return np.diag(-3.0 * np.sin(3 * x) + np.sin(3 * x) + 3.0 * x * np.cos(3 * x))
+
+
+def _abs_angle(x: Any) -> Any:
+    """|x_i + i x_{i+1}| and angle(x_i + i x_{i+1}) (not holomorphic)."""
+    z = x[:-1] + 1j * x[1:]
+    return np.concatenate([np.abs(z), np.angle(z)])
+
+
+def _abs_angle_jac(x: np.ndarray) -> np.ndarray:
+    a, b = x[:-1], x[1:]
+    r2 = a * a + b * b
+    r = np.sqrt(r2)
+    n = x.size
+    jac = np.zeros((2 * (n - 1), n))
+    i = np.arange(n - 1)
+    jac[i, i], jac[i, i + 1] = a / r, b / r
+    jac[n - 1 + i, i], jac[n - 1 + i, i + 1] = -b / r2, a / r2
+    return jac
+
+
+def _conj_product(x: Any) -> Any:
+    """Re(conj(z) w) with z = x + i x^2, w = x' - 2i (x' = x reversed): x x' - 2 x^2."""
+    z = x + 1j * x**2
+    w = x[::-1] - 2j
+    return (np.conj(z) * w).real
+
+
+def _conj_product_jac(x: np.ndarray) -> np.ndarray:
+    return np.diag(x[::-1] - 4 * x) + np.fliplr(np.diag(x))
+
+
+def _power_spectrum(x: Any) -> Any:
+    """|fft(x)|^2: sum over l, m of x_l x_m cos(2 pi k (l - m) / N)."""
+    return np.abs(np.fft.fft(x)) ** 2
+
+
+def _power_spectrum_jac(x: np.ndarray) -> np.ndarray:
+    k = np.arange(N)
+    c = np.cos(2 * np.pi * np.outer(k, k) / N)
+    s = np.sin(2 * np.pi * np.outer(k, k) / N)
+    return 2 * ((c @ x)[:, None] * c + (s @ x)[:, None] * s)
+
+
+def _u(rng: np.random.Generator) -> np.ndarray:
+    return rng.uniform(0.5, 1.5, N)
+
+
+CASES: list[tuple[str, Callable[[Any], Any], Callable[[np.ndarray], np.ndarray]]] = [
+    ("spectral_derivative", _spectral_derivative, _spectral_jac),
+    ("exp_ikx", _exp_ikx, _exp_ikx_jac),
+    ("abs_angle", _abs_angle, _abs_angle_jac),
+    ("conj_product", _conj_product, _conj_product_jac),
+    ("power_spectrum", _power_spectrum, _power_spectrum_jac),
+]
+PARAMS = [pytest.param(f, j, id=name) for name, f, j in CASES]
+
+
+@pytest.mark.parametrize(("f", "jac"), PARAMS)
+def test_hand_derived_jacobian_is_right(f: Any, jac: Any, rng: np.random.Generator) -> None:
+    """The oracle agrees with central differences."""
+    x = _u(rng)
+    np.testing.assert_allclose(jac(x), fd_jacobian(f, x), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "mixed", "auto"])
+@pytest.mark.parametrize(("f", "jac"), PARAMS)
+def test_every_mode_is_exact(f: Any, jac: Any, mode: str, rng: np.random.Generator) -> None:
+    """Each exact mode gives the hand-derived Jacobian to rounding."""
+    x = _u(rng)
+    got = sparsejac.jacobian(f, x, mode=mode).toarray()  # type: ignore[arg-type]
+    np.testing.assert_allclose(got, jac(x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("f", "jac"), PARAMS)
+def test_patterns_hold_the_nonzeros(f: Any, jac: Any, rng: np.random.Generator) -> None:
+    """Global and local patterns hold J's nonzeros and agree (nothing value-dependent)."""
+    x = _u(rng)
+    glob = sparsejac.jacobian_sparsity(f, x).toarray()
+    local = sparsejac.jacobian_sparsity(f, x, local=True).toarray()
+    np.testing.assert_array_equal(glob, local)
+    nz = np.abs(jac(x)) > 1e-12
+    assert not (nz & ~glob).any()
+
+
+def test_local_patterns_are_exact_for_pointwise_cases(rng: np.random.Generator) -> None:
+    """Elementwise complex arithmetic keeps its sparsity (no dense block)."""
+    x = _u(rng)
+    for f, jac in ((_exp_ikx, _exp_ikx_jac), (_abs_angle, _abs_angle_jac),
+                   (_conj_product, _conj_product_jac)):
+        np.testing.assert_array_equal(sparsejac.jacobian_sparsity(f, x).toarray(), jac(x) != 0)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+@pytest.mark.parametrize(("f", "jac"), PARAMS)
+def test_prepared_replay_at_new_points(f: Any, jac: Any, mode: str,
+                                       rng: np.random.Generator) -> None:
+    """One preparation, three new points, each exact."""
+    sj = sparsejac.SparseJacobian(f, _u(rng), mode=mode)  # type: ignore[arg-type]
+    for _ in range(3):
+        x = _u(rng)
+        np.testing.assert_allclose(sj(x).toarray(), jac(x), rtol=1e-12, atol=1e-12)
+
+
+def test_outside_a_trace_numpy_is_unchanged() -> None:
+    """Complex numpy code without traced arrays runs numpy's own code."""
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_array_equal(np.abs(np.fft.fft(x)), np.abs(np.fft.fft(x.copy())))
+    assert np.fft.fft(x).dtype == np.complex128
