@@ -21,6 +21,7 @@ candidates at ``x0`` instead and keeps the fastest.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -58,7 +59,7 @@ from sparsejac.errors import (
     with_hint,
 )
 from sparsejac.pattern import SparsityPattern, as_pattern
-from sparsejac.tracing import Program, trace
+from sparsejac.tracing import Program, no_cyclic_gc, trace
 from sparsejac.validation import check_compressed_size, check_subset
 
 __all__ = [
@@ -423,6 +424,18 @@ class SavedPlan:
     effort: float
 
 
+def _paused_gc(fn: Callable[..., Plan]) -> Callable[..., Plan]:
+    """Run ``fn`` with the cyclic garbage collector paused (see ``no_cyclic_gc``)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Plan:
+        with no_cyclic_gc():
+            return fn(*args, **kwargs)
+
+    return run
+
+
+@_paused_gc
 def prepare(
     call: Callable[..., Any],
     x0: np.ndarray,

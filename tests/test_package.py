@@ -8,6 +8,8 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import sparsejac
 
 
@@ -37,3 +39,34 @@ def test_import_is_light() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+def test_tracing_pauses_the_cyclic_collector_and_restores_it() -> None:
+    import gc
+
+    import numpy as np
+
+    from sparsejac.tracing import trace
+
+    seen: list[bool] = []
+
+    def f(x: object) -> object:
+        seen.append(gc.isenabled())
+        return x
+
+    def broken(x: object) -> object:
+        raise KeyError("inside f")
+
+    assert gc.isenabled()
+    trace(f, np.ones(2))
+    assert seen == [False]
+    assert gc.isenabled()
+    with pytest.raises(KeyError):
+        trace(broken, np.ones(2))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        trace(f, np.ones(2))
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
