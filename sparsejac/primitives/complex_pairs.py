@@ -216,16 +216,23 @@ def _mul(a: Part, b: Part) -> Part:
 
 
 def involves_complex(args: Any, kwargs: dict[str, Any] | None = None) -> bool:
-    """Whether a call with Tracers has a complex operand (a ComplexPair or a complex constant)."""
-    flat: list[Any] = []
-    for a in (*args, *(kwargs or {}).values()):
-        flat.extend(a if isinstance(a, (list, tuple)) else (a,))
-    if any(isinstance(a, ComplexPair) for a in flat):
-        return True
-    if not any(isinstance(a, Tracer) for a in flat):
-        return False
-    return any(isinstance(a, (complex, np.complexfloating)) or (
-        isinstance(a, np.ndarray) and a.dtype.kind == "c") for a in flat)
+    """Whether a call with Tracers has a complex operand (a ComplexPair or a complex constant).
+
+    One pass over the operands (lists and tuples one level deep): it runs at every traced
+    ufunc and numpy call.
+    """
+    traced = complex_const = False
+    for group in (args, () if not kwargs else kwargs.values()):
+        for item in group:
+            for a in (item if isinstance(item, (list, tuple)) else (item,)):
+                if isinstance(a, ComplexPair):
+                    return True
+                if isinstance(a, Tracer):
+                    traced = True
+                elif isinstance(a, (complex, np.complexfloating)) or (
+                        isinstance(a, np.ndarray) and a.dtype.kind == "c"):
+                    complex_const = True
+    return traced and complex_const
 
 
 def _refuse(name: str) -> UnsupportedPrimitiveError:
