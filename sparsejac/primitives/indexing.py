@@ -65,7 +65,7 @@ def setitem(x: Tracer, key: Any, value: Any) -> Tracer:
         in_vars.append(vvar)
     else:
         pos_v = np.zeros(np.shape(v_val), dtype=np.int64)
-    positions = pos.copy()
+    positions = pos  # a fresh array: written in place
     positions[key] = pos_v
     new_value = np.array(xvar.value, copy=True)
     new_value[key] = v_val

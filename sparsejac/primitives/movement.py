@@ -230,7 +230,7 @@ def gather_from_positions(trace: Trace, in_vars: Sequence[Var], positions: Any, 
         raise AssertionError(f"position result {positions.shape} != value {value.shape}")
     if not in_vars:
         return Tracer(trace, trace.const(value))
-    index = positions.ravel().astype(np.int64) - 1
+    index = np.asarray(positions, dtype=np.int64).ravel() - 1  # one pass: a new array
     fill = index < 0
     has_fill = bool(fill.any())
     sizes = tuple(v.size for v in in_vars)
