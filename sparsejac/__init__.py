@@ -35,6 +35,15 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     )
     from sparsejac.coloring import ColoringResult, color
     from sparsejac.detection import jacobian_sparsity
+    from sparsejac.hessians import (
+        ConstraintHessian,
+        LagrangianHessian,
+        SparseHessian,
+        constraint_hessian,
+        hessian,
+        hessian_sparsity,
+        lagrangian_hessian,
+    )
     from sparsejac.one_off import jacobian
     from sparsejac.operators import JacobianOperator, KrylovMethod
     from sparsejac.plans import load
@@ -62,6 +71,13 @@ _LAZY: dict[str, str] = {
     "function_report": "sparsejac.report",
     "matrix_report": "sparsejac.report",
     "SparseJacobian": "sparsejac.sparse_jacobian",
+    "SparseHessian": "sparsejac.hessians",
+    "ConstraintHessian": "sparsejac.hessians",
+    "LagrangianHessian": "sparsejac.hessians",
+    "hessian": "sparsejac.hessians",
+    "hessian_sparsity": "sparsejac.hessians",
+    "constraint_hessian": "sparsejac.hessians",
+    "lagrangian_hessian": "sparsejac.hessians",
     "load": "sparsejac.plans",
     "ProductJacobian": "sparsejac.products",
     "from_products": "sparsejac.products",
@@ -71,21 +87,28 @@ __all__ = [
     "BvpJacobian",
     "ColoringResult",
     "ConcretizationError",
+    "ConstraintHessian",
     "JacobianOperator",
     "KrylovMethod",
+    "LagrangianHessian",
     "OdeJacobian",
     "ProductJacobian",
     "RootJacobian",
+    "SparseHessian",
     "SparseJacobian",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "__version__",
     "bvp_jacobian",
     "color",
+    "constraint_hessian",
     "from_products",
     "function_report",
+    "hessian",
+    "hessian_sparsity",
     "jacobian",
     "jacobian_sparsity",
+    "lagrangian_hessian",
     "least_squares_jacobian",
     "load",
     "matrix_report",

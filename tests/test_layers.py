@@ -31,7 +31,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "fd": ("sparsejac.fd",),
     "api": ("sparsejac.pipeline", "sparsejac.validation", "sparsejac.sparse_jacobian",
             "sparsejac.one_off", "sparsejac.adapters", "sparsejac.operators", "sparsejac.report",
-            "sparsejac.plot", "sparsejac.products", "sparsejac.plans", "sparsejac.engines"),
+            "sparsejac.plot", "sparsejac.products", "sparsejac.plans", "sparsejac.engines",
+            "sparsejac.hessians"),
     "cli": ("sparsejac.cli", "sparsejac.__main__"),
     "package": ("sparsejac",),
 }

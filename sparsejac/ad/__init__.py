@@ -19,10 +19,11 @@ import scipy.sparse as sp
 
 from sparsejac.ad.interpret import evaluate, program_jvp, program_vjp
 from sparsejac.ad.prepared import Linearization, PreparedProgram
+from sparsejac.ad.second_order import hvp
 from sparsejac.ad.tape import Tape
 from sparsejac.tracing import trace
 
-__all__ = ["Linearization", "PreparedProgram", "Tape", "evaluate", "jvp", "program_jvp",
+__all__ = ["Linearization", "PreparedProgram", "Tape", "evaluate", "hvp", "jvp", "program_jvp",
            "program_vjp", "vjp"]
 
 

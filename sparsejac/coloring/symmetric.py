@@ -173,6 +173,21 @@ class AdjacencyGraph(BipartiteGraph):
         return float(a * np.dot(deg, deg) + b * self.adj.size + c * self.n_vertices)
 
 
+def _with_diagonal(pattern: SparsityPattern) -> SparsityPattern:
+    """The pattern with its whole diagonal.
+
+    Its structurally orthogonal column partitions are distance-2 colourings of the adjacency
+    graph; without the diagonal, two adjacent vertices ``i, j`` whose columns share no row
+    could share a colour.
+    """
+    n = pattern.shape[1]
+    if n == 0 or int(np.count_nonzero(pattern.rows == pattern.indices)) == n:
+        return pattern
+    ar = np.arange(n, dtype=np.int64)
+    return SparsityPattern(pattern.shape, np.concatenate([np.asarray(pattern.rows), ar]),
+                           np.concatenate([np.asarray(pattern.indices), ar]))
+
+
 def symmetric_lower_bound(n: int, n_edges: int) -> int:
     """A lower bound on the colours of any star or acyclic colouring of a graph.
 
@@ -348,7 +363,7 @@ def best_symmetric(graph: AdjacencyGraph, method: str, rng: np.random.Generator,
             s.run(name, kind, lambda fn=fn: fn(graph, "symmetric", rng))
     if method == "star" and not s.done:
         t0 = time.perf_counter()
-        column = best_groups(BipartiteGraph(graph.pattern, "column"), rng,
+        column = best_groups(BipartiteGraph(_with_diagonal(graph.pattern), "column"), rng,
                              budget.share(COLUMN_SHARE))
         budget.charge(column.budget.spent)
         if column.groups is not None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 
@@ -59,9 +59,11 @@ __all__ = [
     "LocalJac",
     "Primitive",
     "bind",
+    "contiguous",
     "dispatch_function",
     "dispatch_ufunc",
     "find_trace",
+    "floats",
     "public_name",
     "register_function",
     "register_library",
@@ -134,6 +136,10 @@ class Primitive:
 
     name: str = "primitive"
     zero_derivative: bool = False
+    #: the local Jacobian's values are piecewise constant in x (a selection made at x: the
+    #: arg-extremum of ``max``, the permutation of ``sort``): second order treats them as
+    #: constants of the point, whose derivative is zero (:mod:`sparsejac.ad.second_order`)
+    piecewise_constant: bool = False
 
     def impl(self, *vals: Any, **params: Any) -> np.ndarray:
         """Evaluate the primitive on plain values."""
@@ -407,6 +413,25 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any] | None = N
     if value is None:
         value = prim.impl(*(v.value for v in in_vars), **params)
     return Tracer(trace, trace.emit(prim, in_vars, params, value))
+
+
+def floats(value: Any) -> np.ndarray:
+    """``value`` as a float64 array; a Tracer stays traced (a rule evaluated on traced values).
+
+    Rules that compute local derivative values from the primal values use it instead of
+    ``np.asarray``, so that the same formula also runs inside a recorded reverse sweep
+    (second order, :mod:`sparsejac.ad.second_order`).
+    """
+    if isinstance(value, Tracer):
+        return cast(np.ndarray, value)  # it behaves as one
+    return np.asarray(value, dtype=np.float64)
+
+
+def contiguous(value: Any) -> np.ndarray:
+    """``np.ascontiguousarray(value, float64)``; a Tracer stays traced (see :func:`floats`)."""
+    if isinstance(value, Tracer):
+        return cast(np.ndarray, value)
+    return np.ascontiguousarray(value, dtype=np.float64)
 
 
 def wrap_const(trace: Trace, value: Any) -> Tracer:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.primitives.core import floats
 from sparsejac.primitives.dense_linalg import (
     MatrixFunction,
     _inv,
@@ -198,7 +199,7 @@ class SvdU(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """See :func:`svd_vector_tangents`."""
-        du = svd_vector_tangents(np.asarray(vals[0], dtype=np.float64), t)[0]
+        du = svd_vector_tangents(floats(vals[0]), t)[0]
         return _pad_nan(du, node.out.shape)
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
@@ -218,7 +219,7 @@ class SvdVh(SvdU):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """See :func:`svd_vector_tangents`."""
-        dvh = svd_vector_tangents(np.asarray(vals[0], dtype=np.float64), t)[1]
+        dvh = svd_vector_tangents(floats(vals[0]), t)[1]
         return _pad_nan(dvh, node.out.shape)
 
 
@@ -248,7 +249,7 @@ class Pinv(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """See :func:`pinv_tangent`."""
-        a = np.asarray(vals[0], dtype=np.float64)
+        a = floats(vals[0])
         if (node.params.get("kwargs") or {}).get("hermitian"):
             a = sym_from_triangle(a, lower=True)
             t = sym_from_triangle(t, lower=True)
@@ -274,10 +275,10 @@ class LstsqSolution(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """``dP B`` (k = 0) or ``P dB`` (k = 1), P the pseudo-inverse with lstsq's cutoff."""
-        a = np.asarray(vals[0], dtype=np.float64)
+        a = floats(vals[0])
         p = np.linalg.pinv(a, rcond=node.params["cutoff"])
         if k == 0:
-            return pinv_tangent(a, p, t) @ np.asarray(vals[1], dtype=np.float64)
+            return np.asarray(pinv_tangent(a, p, t) @ floats(vals[1]))
         return np.asarray(p @ t)
 
     def column_matrix(self, node: Node, k: int, vals: Sequence[Any], out: Any
@@ -285,7 +286,7 @@ class LstsqSolution(MatrixFunction):
         """``dX[:, c] = P dB[:, c]`` with P the pseudo-inverse (lstsq's cutoff)."""
         if k == 0:
             return None
-        return np.asarray(np.linalg.pinv(np.asarray(vals[0], dtype=np.float64),
+        return np.asarray(np.linalg.pinv(floats(vals[0]),
                                          rcond=node.params["cutoff"]))
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
@@ -308,8 +309,8 @@ class LstsqResiduals(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """``−2 rᵀ dA X`` (k = 0) or ``2 rᵀ dB`` (k = 1), column by column."""
-        a = np.asarray(vals[0], dtype=np.float64)
-        b = np.asarray(vals[1], dtype=np.float64)
+        a = floats(vals[0])
+        b = floats(vals[1])
         x = np.linalg.lstsq(a, b, rcond=node.params["rcond"])[0]
         r = b - a @ x
         if k == 0:
@@ -374,7 +375,7 @@ class QrQ(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """See :func:`qr_tangents`."""
-        q, r = np.linalg.qr(np.asarray(vals[0], dtype=np.float64))
+        q, r = np.linalg.qr(floats(vals[0]))
         return _pad_nan(qr_tangents(q, r, t)[0], node.out.shape)
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
@@ -404,7 +405,7 @@ class QrR(QrQ):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """See :func:`qr_tangents`."""
-        q, r = np.linalg.qr(np.asarray(vals[0], dtype=np.float64))
+        q, r = np.linalg.qr(floats(vals[0]))
         return qr_tangents(q, r, t)[1]
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:

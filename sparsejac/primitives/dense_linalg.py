@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 
 from sparsejac.primitives import derive
-from sparsejac.primitives.core import LocalJac, Primitive
+from sparsejac.primitives.core import LocalJac, Primitive, contiguous, floats
 from sparsejac.tracing.program import Node
+from sparsejac.tracing.tracer import Tracer
 
 __all__ = [
     "CHOLESKY",
@@ -204,7 +205,7 @@ class MatrixFunction(Primitive):
         def fn(vals: Sequence[Any], out: Any) -> np.ndarray:
             mat = self.column_matrix(node, k, vals, out)
             assert mat is not None
-            v = np.asarray(mat, dtype=np.float64).reshape(nb, orows, irows)[:, i, p]
+            v = floats(mat).reshape(nb, orows, irows)[:, i, p]
             return np.repeat(v, nrhs, axis=1).ravel()
 
         return rows, cols, fn
@@ -222,16 +223,17 @@ def _block_values(prim: MatrixFunction, node: Node, k: int, r: np.ndarray, c: np
     core = node.inputs[k].shape[len(batch):]
     ic = int(np.prod(core, dtype=np.int64))
     oc = int(np.prod(node.out.shape[len(batch):], dtype=np.int64))
-    y = np.empty((nb, oc, ic))
     step = max(1, _CHUNK_ELEMENTS // max(nb * max(ic, oc), 1))
+    pieces = []
     for j0 in range(0, ic, step):
         j1 = min(j0 + step, ic)
         basis = np.eye(ic)[j0:j1].reshape((j1 - j0, *(1,) * len(batch), *core))
         t = np.broadcast_to(basis, (j1 - j0, *batch, *core))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            part = np.asarray(prim.tangent(node, k, vals, out, t), dtype=np.float64)
-        y[:, :, j0:j1] = part.reshape(j1 - j0, nb, oc).transpose(1, 2, 0)
-    return np.ascontiguousarray(y[:, r, c]).ravel()
+            part = floats(prim.tangent(node, k, vals, out, t))
+        pieces.append(part.reshape(j1 - j0, nb, oc).transpose(1, 2, 0))
+    y = pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=2)
+    return contiguous(y[:, r, c]).ravel()
 
 
 # -- solve and inverse ---------------------------------------------------------------------
@@ -257,7 +259,7 @@ class Solve(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """``-A⁻¹ dA X`` (k = 0) or ``A⁻¹ dB`` (k = 1)."""
-        return _solve_tangent(np.asarray(vals[0], dtype=np.float64), out, k, t,
+        return _solve_tangent(floats(vals[0]), out, k, t,
                               bool(node.params.get("transposed")))
 
     def column_matrix(self, node: Node, k: int, vals: Sequence[Any], out: Any
@@ -265,7 +267,7 @@ class Solve(MatrixFunction):
         """``dX[:, c] = A⁻¹ dB[:, c]``: M = A⁻¹ (``A⁻ᵀ`` for a transposed solve)."""
         if k == 0:
             return None
-        a = np.asarray(vals[0], dtype=np.float64)
+        a = floats(vals[0])
         return _inv(_mT(a) if node.params.get("transposed") else a)
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
@@ -313,8 +315,8 @@ def _solve_tangent(a: np.ndarray, x: np.ndarray, k: int, t: np.ndarray,
             t = _mT(t)
     ainv = _inv(a)
     if k == 0:
-        return np.asarray(-(ainv @ (t @ x)))
-    return np.asarray(ainv @ t)
+        return floats(-(ainv @ (t @ x)))
+    return floats(ainv @ t)
 
 
 class Inv(MatrixFunction):
@@ -329,7 +331,7 @@ class Inv(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """``-A⁻¹ dA A⁻¹``."""
-        return np.asarray(-(out @ t @ out))
+        return floats(-(out @ t @ out))
 
 
 # -- determinants --------------------------------------------------------------------------
@@ -339,8 +341,12 @@ def adjugate(a: np.ndarray) -> np.ndarray:
     """``adj(a)`` (batched) from the SVD: exact also for singular matrices.
 
     ``a = U S Vᵀ`` gives ``adj(a) = det(V) V adj(S) det(U) Uᵀ`` with
-    ``adj(S)_ii = prod_{j≠i} s_j`` (products from both sides, no division).
+    ``adj(S)_ii = prod_{j≠i} s_j`` (products from both sides, no division). A traced ``a``
+    (a recorded reverse sweep, second order) uses ``det(a) inv(a)``: exact away from singular
+    matrices, whose second derivatives it leaves non-finite.
     """
+    if isinstance(a, Tracer):
+        return np.linalg.det(a)[..., None, None] * np.linalg.inv(a)
     u, s, vh = np.linalg.svd(a)
     n = s.shape[-1]
     left = np.concatenate([np.ones((*s.shape[:-1], 1)), np.cumprod(s, axis=-1)[..., :-1]],
@@ -364,8 +370,8 @@ class Det(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """``tr(adj(A) dA)``."""
-        adj = adjugate(np.asarray(vals[0], dtype=np.float64))
-        return np.asarray(np.einsum("...ji,p...ij->p...", adj, t))
+        adj = adjugate(floats(vals[0]))
+        return floats(np.einsum("...ji,p...ij->p...", adj, t))
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""
@@ -384,8 +390,8 @@ class LogAbsDet(MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """``tr(A⁻¹ dA)``."""
-        ainv = _inv(np.asarray(vals[0], dtype=np.float64))
-        return np.asarray(np.einsum("...ji,p...ij->p...", ainv, t))
+        ainv = _inv(floats(vals[0]))
+        return floats(np.einsum("...ji,p...ij->p...", ainv, t))
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""

@@ -50,12 +50,18 @@ from sparsejac.primitives.partials import (
     Partial,
 )
 from sparsejac.tracing.program import Node
+from sparsejac.tracing.tracer import Tracer
 
 __all__ = ["ELEMENTWISE", "TERNARY_ROWS", "ZERO_DERIVATIVE", "Elementwise", "astype",
            "refuse_traced"]
 
 def _entries(c: Any, shape: tuple[int, ...]) -> Any:
-    """A partial's value as one value per output element (a scalar stays a scalar)."""
+    """A partial's value as one value per output element (a scalar stays a scalar).
+
+    A traced value (the reverse sweep recorded for second order) stays traced.
+    """
+    if isinstance(c, Tracer):
+        return np.broadcast_to(c, shape).reshape(-1)
     if np.ndim(c) == 0:
         return float(c)
     return np.ascontiguousarray(np.broadcast_to(c, shape), dtype=np.float64).ravel()

@@ -31,6 +31,8 @@ from sparsejac.primitives.core import (
     LocalJac,
     Primitive,
     bind,
+    contiguous,
+    floats,
     register_function,
     register_ufunc,
 )
@@ -138,7 +140,7 @@ class Contraction(Primitive):
             if i == k:
                 continue
             if vals is not None:
-                op = np.asarray(vals[i], dtype=np.float64)
+                op = floats(vals[i])
             elif var.is_const:
                 op = (np.asarray(var.value) != 0).astype(np.float64)
             else:
@@ -256,7 +258,7 @@ def contract(subscripts: str, *operands: Any) -> Any:
 def _contraction_values(node: Node, k: int, coords: tuple[Any, ...], vals: Sequence[Any],
                         out: Any) -> np.ndarray:
     _, w = Contraction._operand_map(node, k, vals)
-    return np.ascontiguousarray(w[coords], dtype=np.float64)
+    return contiguous(w[coords])
 
 
 # ---------------------------------------------------------------------------------------

@@ -493,12 +493,12 @@ def xlog1py_b(a: Any, b: Any, out: Any) -> Any:
 
 @reads(0)
 def where_a(c: Any, a: Any, b: Any, out: Any) -> Any:
-    return np.asarray(c, dtype=bool).astype(np.float64)
+    return np.not_equal(c, 0).astype(np.float64)
 
 
 @reads(0)
 def where_b(c: Any, a: Any, b: Any, out: Any) -> Any:
-    return (~np.asarray(c, dtype=bool)).astype(np.float64)
+    return np.equal(c, 0).astype(np.float64)
 
 
 def where_sel_a(c: Any, a: Any, b: Any, out: Any) -> Any:

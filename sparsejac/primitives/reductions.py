@@ -31,6 +31,8 @@ from sparsejac.primitives.core import (
     LocalJac,
     Primitive,
     bind,
+    contiguous,
+    floats,
     register_function,
     register_ufunc,
 )
@@ -155,13 +157,13 @@ class ReduceProd(_Reduction):
 
     @staticmethod
     def _partials(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-        lanes = _lanes(np.asarray(x, dtype=np.float64), axes)  # (out_size, L)
+        lanes = _lanes(floats(x), axes)  # (out_size, L)
         left = np.ones_like(lanes)
         right = np.ones_like(lanes)
         if lanes.shape[1] > 1:
             left[:, 1:] = np.cumprod(lanes[:, :-1], axis=1)
             right[:, :-1] = np.cumprod(lanes[:, :0:-1], axis=1)[:, ::-1]
-        return np.asarray(left * right)
+        return floats(left * right)
 
     def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
             out: Any) -> np.ndarray | None:
@@ -184,15 +186,16 @@ class ReduceProd(_Reduction):
 
     def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
         """Exclusive products, in input order."""
-        x = np.asarray(vals[0])
+        x = floats(vals[0])
         part = self._partials(x, axes)
-        return np.ascontiguousarray(_unlanes(part[None], x.shape, axes)).ravel()
+        return contiguous(_unlanes(part[None], x.shape, axes)).ravel()
 
 
 class ReduceExtremum(_Reduction):
     """``np.max`` / ``np.min``: derivative through the first arg-extremum of each group."""
 
     dynamic = True
+    piecewise_constant = True
 
     def __init__(self, name: str, fn: Any, argfn: Any) -> None:
         self.name = name
@@ -299,7 +302,7 @@ class CumProd(Primitive):
     @staticmethod
     def _lane_jacobian(x: np.ndarray, axis: int) -> np.ndarray:
         """``D[o, k, j] = d y_k / d x_j`` for each lane o (zero for j > k)."""
-        lanes = _lanes(np.asarray(x, dtype=np.float64), (axis,))  # (M, L)
+        lanes = _lanes(floats(x), (axis,))  # (M, L)
         length = lanes.shape[1]
         excl = np.ones_like(lanes)
         if length > 1:
@@ -344,7 +347,7 @@ class CumProd(Primitive):
 def _cumprod_values(axis: int, vals: Sequence[Any], out: Any) -> np.ndarray:
     d = CumProd._lane_jacobian(vals[0], axis)  # [lane, k, j]
     kk, jj = np.tril_indices(d.shape[1])
-    return np.ascontiguousarray(d[:, kk, jj]).ravel()
+    return contiguous(d[:, kk, jj]).ravel()
 
 
 CUMSUM = CumSum()

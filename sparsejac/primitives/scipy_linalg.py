@@ -39,7 +39,7 @@ import scipy.sparse.linalg as spla
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import dense_linalg as dl
 from sparsejac.primitives import derive
-from sparsejac.primitives.core import LocalJac, Primitive, bind, register_library
+from sparsejac.primitives.core import LocalJac, Primitive, bind, floats, register_library
 from sparsejac.primitives.numpy_linalg import batched
 from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer, concretize
@@ -395,7 +395,7 @@ class Expm(dl.MatrixFunction):
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """The Fréchet derivative (:func:`expm_frechet_stack`)."""
-        return expm_frechet_stack(np.asarray(vals[0], dtype=np.float64), t)
+        return expm_frechet_stack(floats(vals[0]), t)
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""

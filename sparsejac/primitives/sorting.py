@@ -54,6 +54,8 @@ class SortPermute(Primitive):
     is the lane's element at the last record position ``<= i``).
     """
 
+    piecewise_constant = True
+
     name = "sort_permute"
 
     @staticmethod

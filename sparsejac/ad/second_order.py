@@ -1,0 +1,294 @@
+"""Second order: the reverse sweep of a recorded program, written as a traceable program.
+
+The gradient of a scalar program is its reverse sweep: the nodes backwards, each pulling
+the output's cotangent back through its local Jacobian ``ct_k = R_k^T ct``. Every rule here
+is the local Jacobian the first-order rules are derived from
+(:mod:`sparsejac.primitives.derive`): a constant entry is a constant linear map of the
+cotangent, a value-dependent entry is computed by the primitive's own ``dyn`` formula from
+the node's input and output values.
+
+:func:`gradient_call` turns a recorded program into a function ``g(x, *params)`` that
+performs that sweep *on traced values*: called with the Tracers of a new trace, it records
+the gradient as a program of its own. Everything about Jacobians then applies to it:
+
+* the Jacobian's pattern of the gradient program is the Hessian's pattern (a constant local
+  derivative -- a linear operation -- contributes no second-order interaction, a
+  value-dependent one contributes exactly the inputs its value reads);
+* forward mode over the gradient program is forward-over-reverse: Hessian-vector products
+  with matrix seeds, all seed columns at once (:func:`hvp`).
+
+Called with plain arrays, ``g`` evaluates the gradient by the reverse interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.ad.interpret import program_jvp, program_vjp
+from sparsejac.errors import ConcretizationError, TracedConversionError, UnsupportedPrimitiveError
+from sparsejac.primitives.core import LocalJac, Primitive, bind
+from sparsejac.primitives.derive import local_jacobians
+from sparsejac.primitives.linear import apply_sparse_map
+from sparsejac.tracing import Program, trace
+from sparsejac.tracing.program import Node
+from sparsejac.tracing.tracer import Tracer
+
+__all__ = ["gradient_call", "gradient_program", "hvp"]
+
+
+class LocalValues(Primitive):
+    """The values of a piecewise-constant local Jacobian, as a zero-derivative operation.
+
+    ``max``'s one-hot at the arg-extremum and ``sort``'s permutation are chosen at ``x`` and
+    constant around it: in the recorded reverse sweep they depend on ``x`` (the program is
+    valid for every ``x``) but carry no derivative.
+    """
+
+    name = "local_values"
+    zero_derivative = True
+
+    def impl(self, *vals: Any, lj: LocalJac, n_in: int, **params: Any) -> np.ndarray:
+        """``lj.dyn`` on the node's input values and output value."""
+        assert lj.dyn is not None
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            d = lj.dyn(list(vals[:n_in]), vals[n_in])
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(d, dtype=np.float64),
+                                                    (lj.nnz,)))
+
+    def linearize(self, node: Node) -> list[LocalJac | None] | None:
+        """No derivative."""
+        return [None] * len(node.inputs)
+
+
+LOCAL_VALUES = LocalValues()
+
+
+def _is_range(a: np.ndarray, n: int) -> bool:
+    return a.size == n and bool(np.array_equal(a, np.arange(n)))
+
+
+def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> Any:
+    """``R_k^T ct`` for input ``k`` of ``node``, on traced values."""
+    m, n = s.shape
+    shape = node.inputs[k].shape
+    flat = ct.reshape(-1) if isinstance(ct, Tracer) else np.ravel(ct)
+    if s.const is not None:  # a constant local Jacobian: a constant linear map
+        rt = sp.csr_array((s.const, s.indices, s.indptr), shape=(m, n)).T.tocsr()
+        if isinstance(flat, Tracer):
+            return apply_sparse_map([flat], [rt], shape)
+        return np.asarray(rt @ flat).reshape(shape)
+    lj = s.lj
+    rows = np.asarray(lj.rows, dtype=np.int64)
+    cols = np.asarray(lj.cols, dtype=np.int64)
+    nnz = rows.size
+    assert lj.dyn is not None
+    d: Any
+    if node.prim.piecewise_constant:
+        d = bind(LOCAL_VALUES, [*args, out], {"lj": lj, "n_in": len(args)})
+    else:
+        try:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                d = lj.dyn(args, out)
+        except (TracedConversionError, ConcretizationError) as exc:
+            raise UnsupportedPrimitiveError(
+                node.prim.name, "its local derivative formula is not itself traceable; first "
+                "derivatives through it are supported, second derivatives are not. Compute the "
+                "Hessian by finite differences of the gradient, or rewrite this step with "
+                "supported operations",
+                problem="has no second-order rule (Hessians)") from exc
+    if isinstance(d, Tracer):
+        if d.ndim != 1 or d.shape[0] != nnz:
+            d = np.broadcast_to(d, (nnz,)) if d.ndim == 0 else d.reshape(-1)
+    elif np.ndim(d):
+        d = np.asarray(d, dtype=np.float64).reshape(-1)
+    gathered = flat if _is_range(rows, m) else flat[rows]
+    prod = gathered * d
+    if _is_range(cols, n):
+        g = prod
+    else:
+        scatter = sp.csr_array((np.ones(nnz), (cols, np.arange(nnz))), shape=(n, nnz))
+        g = apply_sparse_map([prod], [scatter], shape)
+    return g.reshape(shape) if g.shape != shape else g
+
+
+def _traced_gradient(prog: Program, x: Any, params: Sequence[Any]) -> Any:
+    """The reverse sweep of ``prog`` replayed on the traced ``x`` and ``params``."""
+    vals: dict[int, Any] = {prog.x.id: x}
+    for var, val in zip(prog.params, params, strict=True):
+        vals[var.id] = val
+    for node in prog.nodes:
+        args = [vals.get(v.id, v.value) for v in node.inputs]
+        if any(isinstance(a, Tracer) for a in args):
+            vals[node.out.id] = bind(node.prim, args, node.params)  # type: ignore[arg-type]
+        else:
+            vals[node.out.id] = node.prim.impl(*args, **node.params)
+    cts: dict[int, Any] = {}
+    if prog.out.active:
+        cts[prog.out.id] = np.ones(prog.out.shape)
+    for node in reversed(prog.nodes):
+        if not node.out.active:
+            continue
+        ct = cts.pop(node.out.id, None)
+        if ct is None:
+            continue
+        args = [vals.get(v.id, v.value) for v in node.inputs]
+        out = vals[node.out.id]
+        for k, (s, var) in enumerate(zip(local_jacobians(node), node.inputs, strict=True)):
+            if s is None or not var.active:
+                continue
+            g = _pull(node, k, s, args, out, ct)
+            prev = cts.get(var.id)
+            cts[var.id] = g if prev is None else prev + g
+    g_x = cts.get(prog.x.id)
+    if g_x is None:
+        return np.zeros(prog.x.shape) + 0.0 * x  # keeps the result in the trace
+    return g_x
+
+
+def gradient_call(prog: Program, local: bool = False) -> Callable[..., Any]:
+    """``g(x, *params)``: the gradient of the scalar program ``prog``, traceable.
+
+    Parameters
+    ----------
+    prog : Program
+        A program whose output has one element: global (replayable), or, with
+        ``local=True``, recorded at the point where the gradient program will be recorded.
+    local : bool
+        Accept a value-dependent program (its gradient program is then valid at its point).
+
+    Returns
+    -------
+    callable
+        ``g(x, *params) -> ndarray`` of ``x``'s shape. With Tracers it records the reverse
+        sweep; with arrays it evaluates the gradient (the reverse interpreter).
+
+    Raises
+    ------
+    ValueError
+        ``prog`` does not have one output element, or is value dependent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad.second_order import gradient_call
+    >>> g = gradient_call(trace(lambda x: np.sum(x[1:] * x[:-1] ** 2), np.ones(3)))
+    >>> g(np.array([1.0, 2.0, 3.0]))
+    array([ 4., 13.,  4.])
+    >>> sparsejac.jacobian(g, np.array([1.0, 2.0, 3.0])).toarray()   # the Hessian
+    array([[4., 2., 0.],
+           [2., 6., 4.],
+           [0., 4., 0.]])
+    """
+    if prog.out.size != 1:
+        raise ValueError(
+            f"a gradient needs a scalar function; this one returns shape {prog.out.shape}")
+    if prog.value_dependent and not local:
+        raise ValueError(
+            "this program read traced values while it was recorded (local mode); its gradient "
+            "program cannot be recorded: trace it globally")
+    for node in prog.nodes:  # the local structures (and any compiled kernel) before a trace
+        if node.out.active:
+            local_jacobians(node)
+
+    def g(x: Any, *params: Any) -> Any:
+        if isinstance(x, Tracer) or any(isinstance(p, Tracer) for p in params):
+            return _traced_gradient(prog, x, params)
+        if prog.value_dependent:
+            raise ValueError("a value-dependent program's gradient is only recorded, not "
+                             "evaluated at another point")
+        seed = np.ones((1, *prog.out.shape))
+        return program_vjp(prog, seed, x=np.asarray(x, dtype=np.float64),
+                           params=list(params) if prog.params else None)[1][0]
+
+    g.__name__ = "gradient"
+    return g
+
+
+def gradient_program(f: Callable[..., Any], x: Any, params: Sequence[Any] = ()) -> Program:
+    """The recorded gradient program of scalar ``f`` (its Jacobian is ``f``'s Hessian).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *params)`` written with numpy, returning one element.
+    x : array_like
+        The point.
+    params : sequence
+        Traced, non-differentiated inputs.
+
+    Returns
+    -------
+    Program
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.ad.second_order import gradient_program
+    >>> from sparsejac.detection import program_sparsity
+    >>> prog = gradient_program(lambda x: np.sum(np.sin(x[1:] * x[:-1])), np.ones(4))
+    >>> program_sparsity(prog).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]])
+    """
+    x = np.asarray(x, dtype=np.float64)
+    prog = trace(f, x, params=params)
+    return trace(gradient_call(prog), x, params=params, name="gradient")
+
+
+def hvp(f: Callable[..., Any], x: Any, V: Any, *, args: tuple[Any, ...] = ()) -> np.ndarray:
+    """Hessian-vector products ``H(x) @ V`` of scalar ``f``, all columns of ``V`` at once.
+
+    Forward mode over the recorded reverse sweep (forward-over-reverse): one pass of
+    ``p``-column tangent blocks for an ``n × p`` seed matrix. Exact to rounding.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args)`` written with numpy, returning one element.
+    x : array_like
+        The point (any shape; flattened in C order).
+    V : array_like or sparse matrix, shape (n,) or (n, p)
+        The seed directions, ``n = x.size``.
+    args : tuple, optional
+        Further arguments of ``f``, passed unchanged.
+
+    Returns
+    -------
+    ndarray, shape (n,) or (n, p)
+
+    Raises
+    ------
+    ValueError
+        ``f`` does not return one element, or ``V`` has the wrong shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.ad import hvp
+    >>> f = lambda x: np.sum(x[1:] * x[:-1] ** 2)      # H = [[4,2,0],[2,6,4],[0,4,0]] at x
+    >>> hvp(f, np.array([1.0, 2.0, 3.0]), np.eye(3))
+    array([[4., 2., 0.],
+           [2., 6., 4.],
+           [0., 4., 0.]])
+    >>> hvp(f, np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 0.0]))
+    array([4., 2., 0.])
+    """
+    from sparsejac.ad import _seed
+
+    x = np.asarray(x, dtype=np.float64)
+    call = (lambda z: f(z, *args)) if args else f
+    prog = gradient_program(call, x)
+    seeds, vec = _seed(V, "V", x.size, 0, "n = x.size")
+    p = seeds.shape[1]
+    _, t = program_jvp(prog, np.ascontiguousarray(seeds.T).reshape((p, *x.shape)))
+    res = t.reshape(p, -1).T
+    return res[:, 0] if vec else res

@@ -1,0 +1,686 @@
+"""Sparse Hessians: :func:`hessian_sparsity`, :func:`hessian` and :class:`SparseHessian`.
+
+The gradient of a scalar ``f`` is the reverse sweep of its recorded program, and that sweep
+can itself be recorded (:mod:`sparsejac.ad.second_order`). The Hessian is the Jacobian of the
+gradient program, so the whole Jacobian pipeline applies to it:
+
+* the **pattern** is the gradient program's Jacobian pattern (global, or at ``x`` with
+  ``local=True``), made symmetric;
+* the **colouring** is symmetric: star (direct recovery) or acyclic (recovery by
+  substitution), ``H @ S`` for an ``n × p`` seed matrix with ``p`` often far below the
+  number of colours a column colouring of the same pattern needs;
+* the **products** are forward mode over the recorded reverse sweep (forward-over-reverse,
+  all ``p`` seed columns in one pass), by the prepared engine;
+* the **Lagrangian** ``L(x) = σ f(x) + λᵀ c(x)`` of a constrained problem is a scalar
+  function with parameters ``σ, λ`` (:func:`lagrangian_hessian`), prepared once for every
+  value of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsejac.ad import evaluate as replay_value
+from sparsejac.ad.second_order import gradient_call
+from sparsejac.coloring import color
+from sparsejac.coloring.budget import prepared_effort
+from sparsejac.detection import program_sparsity
+from sparsejac.pattern import SparsityPattern, as_pattern
+from sparsejac.pipeline import Plan, PlanView, prepare
+from sparsejac.sparse_jacobian import bind_arguments
+from sparsejac.tracing import Program, trace
+from sparsejac.validation import check_args, check_callable, check_kwargs, check_subset, check_x
+
+__all__ = ["ConstraintHessian", "LagrangianHessian", "SparseHessian", "constraint_hessian",
+           "hessian", "hessian_sparsity", "lagrangian_hessian"]
+
+#: Symmetric colouring methods.
+METHODS = ("star", "acyclic")
+
+
+def _symmetric(p: sp.csr_array) -> sp.csr_array:
+    """``|P| ∪ |P|ᵀ`` as a bool CSR array with sorted indices."""
+    b = sp.csr_array(p, dtype=bool)
+    s = sp.csr_array((b + b.T).astype(bool))
+    s.sort_indices()
+    return s
+
+
+def _scalar_program(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name: str,
+                    local: bool = False) -> Program:
+    prog = trace(call, x0, params=params, name=name, local=local)
+    if prog.out.size != 1:
+        raise ValueError(
+            f"`{name}` must return a scalar (one element) for a Hessian; it returns shape "
+            f"{prog.out.shape}. For a vector function's second derivatives use the Hessian of "
+            "a weighted sum (constraint_hessian), or the Jacobian of its gradient")
+    return prog
+
+
+def hessian_sparsity(f: Callable[..., Any], x: Any, *, local: bool = False,
+                     params: Sequence[Any] = (), args: tuple[Any, ...] = (),
+                     kwargs: dict[str, Any] | None = None) -> sp.csr_array:
+    """The sparsity pattern of the Hessian of a scalar ``f``: which pairs of inputs interact.
+
+    Linear operations carry first-order dependencies only; a product, or a nonlinear
+    function of a value that depends on several inputs, makes those inputs interact. The
+    pattern comes from the recorded program's reverse sweep: every primitive's local
+    Jacobian is either constant (no second-order interaction) or computed from values, and
+    then exactly those values' inputs interact.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *params, *args, **kwargs)`` written with numpy, returning one element.
+    x : array_like
+        A representative point (any shape; flattened in C order).
+    local : bool
+        The pattern at ``x`` only (Python control flow on values allowed): what the branch
+        taken at ``x`` and the selections made there (``max``, ``sort``) read. Default: the
+        global pattern, valid for every ``x``.
+    params : sequence, optional
+        Traced, non-differentiated arguments (a Lagrangian's multipliers).
+    args, kwargs : optional
+        Further arguments of ``f``, passed unchanged.
+
+    Returns
+    -------
+    scipy.sparse.csr_array of bool, shape (n, n)
+        Symmetric, with sorted indices.
+
+    Raises
+    ------
+    ValueError
+        ``f`` does not return one element.
+    sparsejac.UnsupportedPrimitiveError
+        ``f`` uses an operation without a second-order rule (named in the message).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> f = lambda x: np.sum(x[1:] * x[:-1]) + np.sum(x ** 3) + np.sum(x)
+    >>> sparsejac.hessian_sparsity(f, np.ones(4)).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]])
+    """
+    fn = check_callable(f, x)
+    xa = check_x(x, name="x")
+    call = bind_arguments(fn, check_args(args), check_kwargs(kwargs))
+    prog = _scalar_program(call, xa, tuple(params), "f", local=local)
+    g = gradient_call(prog, local=local)
+    gprog = trace(g, xa, params=tuple(params), name="gradient of f", local=local)
+    return _symmetric(program_sparsity(gprog, local=local))
+
+
+def hessian(f: Callable[..., Any], x: Any, *, method: str = "star", params: Sequence[Any] = (),
+            args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> sp.csr_array:
+    """The Hessian of a scalar ``f`` at ``x`` as a sparse matrix, exact to rounding.
+
+    One-off: pattern detection, a symmetric colouring (one greedy pass) and one
+    forward-over-reverse pass with the colouring's seeds. For many points, prepare once with
+    :class:`SparseHessian`.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *params, *args, **kwargs)`` written with numpy, returning one element.
+    x : array_like
+        The point.
+    method : {"star", "acyclic"}
+        Symmetric colouring (see :class:`SparseHessian`).
+    params, args, kwargs : optional
+        As for :func:`hessian_sparsity`.
+
+    Returns
+    -------
+    scipy.sparse.csr_array of float64, shape (n, n)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> f = lambda x: np.sum(x[1:] * x[:-1] ** 2)
+    >>> sparsejac.hessian(f, np.array([1.0, 2.0, 3.0])).toarray()
+    array([[4., 2., 0.],
+           [2., 6., 4.],
+           [0., 4., 0.]])
+    """
+    return SparseHessian(f, x, method=method, params=params, args=args, kwargs=kwargs,
+                         effort=0.0, verify=False)(x)
+
+
+@dataclasses.dataclass(frozen=True)
+class _State:
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    call: Callable[..., Any]
+    program: Program
+    plan: Plan
+    lower: np.ndarray  # positions (CSR order) of the lower triangle's entries
+
+
+class SparseHessian(PlanView):
+    """The Hessian of a scalar function, prepared once and evaluated at many points.
+
+    Preparation traces ``f``, records its gradient (the reverse sweep) as a program, detects
+    the Hessian's pattern, colours it symmetrically and prepares the forward-over-reverse
+    products; each call then costs one pass with ``p`` seed columns (``p`` = the number of
+    colours) and the recovery. The object is a drop-in ``hess=`` for
+    ``scipy.optimize.minimize`` (``trust-constr``, ``trust-exact``, ``Newton-CG``, ...);
+    :meth:`gradient` is its ``jac=`` and :meth:`hessp` its ``hessp=``.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *params, *args, **kwargs)`` written with numpy, returning one element.
+    x0 : array_like
+        A representative point (every later ``x`` must have its shape).
+    sparsity : sparse matrix or array_like, optional
+        A symmetric pattern to use; it must contain the detected one (checked).
+    method : {"star", "acyclic"}
+        ``"star"``: star colouring, every entry read directly from one product;
+        ``"acyclic"``: acyclic colouring, fewer colours, entries recovered by substitution
+        (a few more rounding steps).
+    order : str
+        Vertex order of the colouring (default ``"best"``: the search of
+        :func:`sparsejac.color`, bounded by ``effort``).
+    effort : float, optional
+        The colouring search's effort; default from the pattern's size
+        (:func:`~sparsejac.coloring.budget.prepared_effort`).
+    params : sequence, optional
+        Traced, non-differentiated arguments at preparation (a Lagrangian's ``σ, λ``); new
+        values are given to :meth:`evaluate` without preparing again.
+    args, kwargs : optional
+        Further arguments of ``f``. Calls with other argument objects prepare again.
+    name : str, optional
+        Name of ``f`` in messages.
+    verify : bool
+        Check, at every call, that the recorded program still computes ``f(x)`` (a changed
+        global or closure constant), and prepare again when it does not.
+
+    Raises
+    ------
+    ValueError
+        ``f`` does not return one element; ``sparsity`` is not symmetric or misses entries.
+    sparsejac.UnsupportedPrimitiveError
+        ``f`` uses an operation without a second-order rule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def energy(x):                       # a chain of springs with a quartic term
+    ...     return np.sum((x[1:] - x[:-1]) ** 2) + 0.25 * np.sum(x ** 4)
+    >>> hess = sparsejac.SparseHessian(energy, np.ones(6))
+    >>> hess.n_products, hess.coloring.method         # 3 colours instead of 6 columns
+    (3, 'star')
+    >>> H = hess(np.linspace(0, 1, 6))
+    >>> H.shape, H.nnz
+    ((6, 6), 16)
+    >>> hess.gradient(np.zeros(6))
+    array([0., 0., 0., 0., 0., 0.])
+    """
+
+    def __init__(
+        self,
+        f: Callable[..., Any],
+        x0: Any,
+        *,
+        sparsity: Any = None,
+        method: str = "star",
+        order: Any = "best",
+        effort: float | None = None,
+        params: Sequence[Any] = (),
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        name: str | None = None,
+        verify: bool = True,
+    ) -> None:
+        self._f = check_callable(f, x0)
+        if method not in METHODS:
+            raise ValueError(f"`method` must be one of {METHODS}; got {method!r}")
+        self._method = method
+        self._order = order
+        if effort is not None and not (isinstance(effort, (int, float)) and effort >= 0):
+            raise ValueError(f"`effort` must be a number >= 0 or None; got {effort!r}")
+        self._effort = effort
+        self._x0 = check_x(x0, name="x0")
+        self._name = "f" if name is None else str(name)
+        self._params0 = tuple(params)
+        self._verify = bool(verify)
+        self._user_sparsity = sparsity
+        self._lock = threading.RLock()
+        self._n_prepared = 0
+        self._cache: tuple[bytes, tuple[Any, ...], sp.csr_array] | None = None
+        self._prepare(check_args(args), check_kwargs(kwargs))
+
+    # -- preparation -----------------------------------------------------------------------
+
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        seconds: dict[str, float] = {}
+        t0 = time.perf_counter()
+        call = bind_arguments(self._f, args, kwargs)
+        prog = _scalar_program(call, self._x0, self._params0, self._name)
+        grad = gradient_call(prog)
+        gprog = trace(grad, self._x0, params=self._params0, name=f"gradient of {self._name}")
+        detected = _symmetric(program_sparsity(gprog))
+        if self._user_sparsity is None:
+            pattern = as_pattern(detected) if detected.nnz else \
+                SparsityPattern(detected.shape, [], [])
+        else:
+            pattern = as_pattern(self._user_sparsity, name="sparsity")
+            if pattern.shape != detected.shape:
+                raise ValueError(f"`sparsity` has shape {pattern.shape}; the Hessian is "
+                                 f"{detected.shape}")
+            user = pattern.to_csr_array().astype(bool)
+            if (user != user.T).nnz:
+                raise ValueError("`sparsity` must be symmetric (a Hessian's pattern)")
+            check_subset(detected, pattern)
+        seconds["detection"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        effort = prepared_effort(pattern.nnz) if self._effort is None else float(self._effort)
+        coloring = color(pattern, partition="symmetric", method=self._method,
+                         order=self._order, effort=effort)
+        seconds["coloring"] = time.perf_counter() - t0
+        plan = prepare(grad, self._x0, params=self._params0, name=f"gradient of {self._name}",
+                       sparsity=pattern, mode="forward", order="natural", effort=0.0)
+        seconds["preparation"] = plan.seconds.get("detection", 0.0) + plan.seconds.get(
+            "preparation", 0.0)
+        reason = (f"{self._method} colouring of the symmetric pattern: "
+                  f"{coloring.n_colors} Hessian-vector products")
+        column = plan.colorings["forward"]  # a column colouring also recovers H from H @ S
+        if column.n_colors < coloring.n_colors:  # (patterns with holes on the diagonal)
+            reason = (f"column colouring: {column.n_colors} Hessian-vector products, fewer "
+                      f"than the {self._method} colouring's {coloring.n_colors}")
+            coloring = column
+        plan = dataclasses.replace(
+            plan, colorings={"forward": coloring}, costs={"forward": float(coloring.n_colors)},
+            reason=reason, effort=effort, seconds=seconds)
+        rows = plan.pattern.rows
+        lower = np.flatnonzero(rows >= plan.pattern.indices)
+        self._state = _State(args, kwargs, call, prog, plan, lower)
+        self._cache = None
+        self._n_prepared += 1
+
+    @property
+    def _plan(self) -> Plan:
+        return self._state.plan
+
+    @property
+    def plan(self) -> Plan:
+        """The current preparation (its pattern, colouring and engine)."""
+        return self._plan
+
+    @property
+    def x0(self) -> np.ndarray:
+        """The preparation point (a copy)."""
+        return self._x0.copy()
+
+    @property
+    def params0(self) -> tuple[Any, ...]:
+        """The parameter values given at preparation."""
+        return self._params0
+
+    def refresh(self) -> None:
+        """Prepare again now, with the current values of what ``f`` reads."""
+        with self._lock:
+            self._prepare(self._state.args, self._state.kwargs)
+
+    def _use_args(self, args: tuple[Any, ...] | None) -> None:
+        if args is None:
+            return
+        state = self._state
+        if len(args) != len(state.args) or any(a is not b for a, b in zip(args, state.args,
+                                                                          strict=False)):
+            with self._lock:
+                self._prepare(tuple(args), state.kwargs)
+
+    # -- evaluation ------------------------------------------------------------------------
+
+    def _data(self, x: Any, params: Sequence[Any] | None) -> tuple[np.ndarray, Any, Plan]:
+        """H's values (CSR order), the gradient at ``x``, and the plan used."""
+        xa = check_x(x, self._x0.shape)
+        ps = self._params0 if params is None else tuple(params)
+        state = self._state
+        data, grad = state.plan.evaluate_with_value(xa, ps)
+        if self._verify and not self._agrees(state, xa, ps):
+            with self._lock:
+                if self._state is state:
+                    self._prepare(state.args, state.kwargs)
+                state = self._state
+            data, grad = state.plan.evaluate_with_value(xa, ps)
+            if not self._agrees(state, xa, ps):
+                raise RuntimeError(
+                    f"`{self._name}` does not compute the same value from the same x: the "
+                    "recorded program disagrees with a real call even right after preparing "
+                    "again; f must be a deterministic function of x and its arguments")
+        return data, grad, state.plan
+
+    def _agrees(self, state: _State, x: np.ndarray, params: Sequence[Any]) -> bool:
+        """Whether the recorded program of ``f`` still computes ``f(x)``, to rounding."""
+        prog = state.program
+        try:
+            real = float(np.asarray(state.call(np.array(x, copy=True), *params),
+                                    dtype=np.float64).ravel()[0])
+        except (TypeError, ValueError):
+            return False
+        rec = float(np.asarray(replay_value(prog, x=x, params=list(params) if prog.params
+                                            else None)[prog.out.id]).ravel()[0])
+        if not (np.isfinite(real) and np.isfinite(rec)):
+            return bool(np.isnan(real) == np.isnan(rec) and (np.isnan(real) or real == rec))
+        return abs(real - rec) <= 1e-9 * max(1.0, abs(real))
+
+    def __call__(self, x: Any, *args: Any) -> sp.csr_array:
+        """The Hessian at ``x`` as a new symmetric ``csr_array`` (``args``: passed to ``f``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> hess = sparsejac.SparseHessian(lambda x: np.sum(np.exp(x)), np.zeros(2))
+        >>> hess(np.zeros(2)).toarray()
+        array([[1., 0.],
+               [0., 1.]])
+        """
+        return self.evaluate(x, args=args or None)
+
+    def evaluate(self, x: Any, *, params: Sequence[Any] | None = None,
+                 args: Sequence[Any] | None = None, format: str = "csr"
+                 ) -> sp.csr_array | sp.csc_array:
+        """The Hessian at ``x`` with new ``params`` values (and, if given, ``args``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> hess = sparsejac.SparseHessian(lambda x, s: s * np.sum(x ** 3), np.ones(2),
+        ...                                params=(1.0,))
+        >>> hess.evaluate(np.ones(2), params=(2.0,)).toarray()
+        array([[12.,  0.],
+               [ 0., 12.]])
+        """
+        if format not in ("csr", "csc"):
+            raise ValueError(f"`format` must be 'csr' or 'csc'; got {format!r}")
+        self._use_args(None if args is None else tuple(args))
+        data, _, plan = self._data(x, params)
+        return plan.matrix(data, format)
+
+    def gradient(self, x: Any, *args: Any, params: Sequence[Any] | None = None) -> np.ndarray:
+        """The gradient of ``f`` at ``x`` (reverse mode on the recorded program), ``x``'s shape.
+
+        A drop-in ``jac=`` for ``scipy.optimize.minimize``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> hess = sparsejac.SparseHessian(lambda x: np.sum(x ** 2), np.ones(3))
+        >>> hess.gradient(np.array([1.0, 2.0, 3.0]))
+        array([2., 4., 6.])
+        """
+        self._use_args(tuple(args) if args else None)
+        xa = check_x(x, self._x0.shape)
+        ps = self._params0 if params is None else tuple(params)
+        g = gradient_call(self._state.program)(xa, *ps)
+        return np.asarray(g, dtype=np.float64).reshape(self._x0.shape)
+
+    def hessp(self, x: Any, p: Any, *args: Any, params: Sequence[Any] | None = None
+              ) -> np.ndarray:
+        """``H(x) @ p``: a drop-in ``hessp=`` for ``Newton-CG``, ``trust-ncg``, ``trust-krylov``.
+
+        The Hessian at ``x`` is computed once and kept: the many products an inner
+        conjugate-gradient loop asks for at one ``x`` cost a sparse product each.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> hess = sparsejac.SparseHessian(lambda x: np.sum(x[1:] * x[:-1]), np.ones(3))
+        >>> hess.hessp(np.ones(3), np.array([1.0, 0.0, 0.0]))
+        array([0., 1., 0.])
+        """
+        self._use_args(tuple(args) if args else None)
+        xa = check_x(x, self._x0.shape)
+        ps = self._params0 if params is None else tuple(params)
+        key = xa.tobytes()
+        cache = self._cache
+        if cache is not None and cache[0] == key and _same(cache[1], ps):
+            h = cache[2]
+        else:
+            h = sp.csr_array(self.evaluate(xa, params=ps))
+            self._cache = (key, ps, h)
+        pa = np.asarray(p, dtype=np.float64)
+        if pa.size != xa.size:
+            raise ValueError(f"`p` has {pa.size} elements; expected {xa.size} (x's size)")
+        return np.asarray(h @ pa.ravel()).reshape(pa.shape)
+
+    def structure(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cols)`` of the lower triangle's nonzeros (``row >= col``), row by row.
+
+        The fixed order of :meth:`values`: what interior-point solvers (IPOPT's
+        ``hessianstructure``) take once.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> hess = sparsejac.SparseHessian(lambda x: np.sum(x[1:] * x[:-1]), np.ones(3))
+        >>> hess.structure()
+        (array([1, 2]), array([0, 1]))
+        >>> hess.values(np.ones(3))
+        array([1., 1.])
+        """
+        state = self._state
+        pat = state.plan.pattern
+        return (np.asarray(pat.rows[state.lower], dtype=np.int64),
+                np.asarray(pat.indices[state.lower], dtype=np.int64))
+
+    def values(self, x: Any, *, params: Sequence[Any] | None = None) -> np.ndarray:
+        """The lower triangle's values at ``x`` in the order of :meth:`structure`."""
+        data, _, _ = self._data(x, params)
+        return np.ascontiguousarray(data[self._state.lower])
+
+    # -- reporting -------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Figures of the preparation.
+
+        Returns
+        -------
+        dict
+            ``shape``, ``nnz``, ``method``, ``partition`` and ``reason`` (the colouring
+            used: symmetric, or column when that has fewer colours), ``n_products``
+            (Hessian-vector products per Hessian), ``colors_column`` and
+            ``colors_symmetric`` (natural-order colourings of each kind, for comparison),
+            ``lower_bound`` (no symmetric colouring of the pattern has fewer colours),
+            ``seconds`` and ``engine``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> s = sparsejac.SparseHessian(lambda x: np.sum(x[1:] * x[:-1]), np.ones(5)).stats()
+        >>> s["n_products"], s["lower_bound"]   # no diagonal: a column colouring wins
+        (2, 2)
+        """
+        plan = self._plan
+        pat = plan.pattern
+        return {
+            "shape": list(pat.shape),
+            "nnz": int(pat.nnz),
+            "method": self._method,
+            "partition": plan.coloring.partition,
+            "reason": plan.reason,
+            "n_products": int(plan.coloring.n_colors),
+            "colors_column": int(color(pat, "column", "natural").n_colors),
+            "colors_symmetric": int(color(pat, "symmetric", "natural",
+                                          method=self._method).n_colors),
+            "lower_bound": int(min(plan.coloring.lower_bound, color(
+                pat, "symmetric", "natural", method=self._method).lower_bound)),
+            "seconds": dict(plan.seconds),
+            "engine": plan.engine.stats(),
+            "preparations": self._n_prepared,
+        }
+
+    def __repr__(self) -> str:
+        n = self._plan.shape[0]
+        return (f"SparseHessian({self._name}, n={n}, nnz={self._plan.pattern.nnz:,}, "
+                f"{self._method} colouring: {self.n_products} Hessian-vector products instead "
+                f"of {n:,})")
+
+
+def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    if len(a) != len(b):
+        return False
+    return all(x is y or (np.shape(x) == np.shape(y) and np.array_equal(x, y))
+               for x, y in zip(a, b, strict=True))
+
+
+# ---------------------------------------------------------------------------------------
+# constrained problems
+# ---------------------------------------------------------------------------------------
+
+
+class ConstraintHessian:
+    """``hess(x, v) = Σ_i v_i ∇² c_i(x)``: the ``hess=`` of ``scipy.optimize.NonlinearConstraint``.
+
+    Built by :func:`constraint_hessian`; the multipliers ``v`` are parameters of one
+    prepared Hessian (no new trace per call).
+    """
+
+    def __init__(self, hess: SparseHessian) -> None:
+        self.hessian = hess
+
+    def __call__(self, x: Any, v: Any) -> sp.csr_array:
+        """The Hessian of ``v @ c(x)`` at ``x``."""
+        return self.hessian.evaluate(x, params=(np.asarray(v, dtype=np.float64),))
+
+    def __repr__(self) -> str:
+        return f"ConstraintHessian({self.hessian!r})"
+
+
+def constraint_hessian(c: Callable[..., Any], x0: Any, *, args: tuple[Any, ...] = (),
+                       kwargs: dict[str, Any] | None = None, method: str = "star",
+                       name: str | None = None) -> ConstraintHessian:
+    """The ``hess=`` of a ``NonlinearConstraint(c, lb, ub, jac=..., hess=...)``.
+
+    Parameters
+    ----------
+    c : callable
+        ``c(x, *args, **kwargs) -> array`` of the constraint values (m of them).
+    x0 : array_like
+        A representative point.
+    args, kwargs, method, name : optional
+        As for :class:`SparseHessian`.
+
+    Returns
+    -------
+    ConstraintHessian
+        ``hess(x, v)`` returns the sparse Hessian of ``v @ c(x)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> c = lambda x: np.array([x[0] * x[1], x[1] ** 2])
+    >>> hess = sparsejac.constraint_hessian(c, np.ones(2))
+    >>> hess(np.ones(2), np.array([1.0, 3.0])).toarray()
+    array([[0., 1.],
+           [1., 6.]])
+    """
+    fn = check_callable(c, x0, name="c")
+    xa = check_x(x0, name="x0")
+    call = bind_arguments(fn, check_args(args), check_kwargs(kwargs))
+    m = int(np.asarray(call(xa.copy())).size)
+
+    def weighted(x: Any, v: Any) -> Any:
+        return np.sum(v * np.ravel(call(x)))
+
+    label = name or getattr(c, "__name__", "c")
+    return ConstraintHessian(SparseHessian(weighted, xa, method=method, params=(np.ones(m),),
+                                           name=f"v @ {label}(x)"))
+
+
+class LagrangianHessian:
+    """The Hessian of ``L(x) = σ f(x) + λᵀ c(x)`` for interior-point solvers.
+
+    Built by :func:`lagrangian_hessian`. ``σ`` and ``λ`` are parameters of one prepared
+    Hessian; :meth:`structure` gives the lower triangle once and :meth:`values` its values in
+    that order (IPOPT's ``hessianstructure()`` and ``hessian(x, lagrange, obj_factor)``).
+    """
+
+    def __init__(self, hess: SparseHessian) -> None:
+        self.hessian = hess
+
+    def __call__(self, x: Any, lagrange: Any, obj_factor: float = 1.0) -> sp.csr_array:
+        """The full symmetric Hessian of the Lagrangian."""
+        return self.hessian.evaluate(x, params=self._params(lagrange, obj_factor))
+
+    def structure(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cols)`` of the lower triangle (``row >= col``)."""
+        return self.hessian.structure()
+
+    def values(self, x: Any, lagrange: Any, obj_factor: float = 1.0) -> np.ndarray:
+        """The lower triangle's values in the order of :meth:`structure`."""
+        return self.hessian.values(x, params=self._params(lagrange, obj_factor))
+
+    @staticmethod
+    def _params(lagrange: Any, obj_factor: float) -> tuple[Any, ...]:
+        return (np.float64(obj_factor), np.asarray(lagrange, dtype=np.float64))
+
+    def __repr__(self) -> str:
+        return f"LagrangianHessian({self.hessian!r})"
+
+
+def lagrangian_hessian(f: Callable[..., Any], c: Callable[..., Any], x0: Any, *,
+                       method: str = "star", name: str | None = None) -> LagrangianHessian:
+    """The Hessian of the Lagrangian ``σ f(x) + λᵀ c(x)``, prepared once for every ``σ, λ``.
+
+    Parameters
+    ----------
+    f : callable
+        The objective ``f(x)``, one element.
+    c : callable
+        The constraints ``c(x) -> array`` (m values).
+    x0 : array_like
+        A representative point.
+    method, name : optional
+        As for :class:`SparseHessian`.
+
+    Returns
+    -------
+    LagrangianHessian
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> f = lambda x: np.sum(x ** 2)
+    >>> c = lambda x: np.array([x[0] * x[1]])
+    >>> hl = sparsejac.lagrangian_hessian(f, c, np.ones(2))
+    >>> hl.structure()
+    (array([0, 1, 1]), array([0, 0, 1]))
+    >>> hl.values(np.ones(2), lagrange=[3.0], obj_factor=0.5)
+    array([1., 3., 1.])
+    """
+    fn = check_callable(f, x0)
+    cn = check_callable(c, x0, name="c")
+    xa = check_x(x0, name="x0")
+    m = int(np.asarray(cn(xa.copy())).size)
+
+    def lagrangian(x: Any, sigma: Any, lam: Any) -> Any:
+        return sigma * fn(x) + np.sum(lam * np.ravel(cn(x)))
+
+    return LagrangianHessian(SparseHessian(lagrangian, xa, method=method,
+                                           params=(np.float64(1.0), np.ones(m)),
+                                           name=name or "lagrangian"))

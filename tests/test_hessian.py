@@ -1,0 +1,373 @@
+"""Sparse Hessians against independent oracles.
+
+* random quadratic-plus-elementwise objectives (hypothesis) whose gradient is written by hand:
+  the complex step of that gradient is the Hessian to rounding;
+* the scenario catalogue and every registry case of ``test_rules``: the second-order rules
+  against central differences of the first-order gradient (reverse mode, another code path),
+  patterns containing every numeric nonzero, symmetry, Hessian-vector products;
+* the API: lower-triangle structure and values, Lagrangian parameters, constraint Hessians,
+  ``hessp``, scipy's optimisers, errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.optimize as so
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sparsejac
+from sparsejac.ad import hvp, vjp
+from sparsejac.errors import UnsupportedPrimitiveError
+from tests import test_rules as rules
+from tests.scenarios import SCENARIOS, Scenario
+
+# -- oracles ---------------------------------------------------------------------------------
+
+
+def cs_hessian(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
+    """Complex step of a hand-written gradient: exact to rounding."""
+    h = 1e-30
+    cols = []
+    for j in range(x.size):
+        z = x.astype(complex)
+        z[j] += 1j * h
+        cols.append(np.imag(grad(z)) / h)
+    return np.column_stack(cols)
+
+
+def fd_hessian(f: Callable[[Any], Any], x: np.ndarray, h: float = 1e-5) -> np.ndarray:
+    """Central differences of the exact gradient (the reverse interpreter)."""
+    def g(z: np.ndarray) -> np.ndarray:
+        return np.asarray(vjp(f, z, np.ones(1))).ravel()
+
+    cols = []
+    for j in range(x.size):
+        e = np.zeros(x.size)
+        e[j] = h
+        e = e.reshape(x.shape)
+        cols.append((g(x + e) - g(x - e)) / (2 * h))
+    return np.column_stack(cols)
+
+
+# -- random quadratic-plus-elementwise objectives ---------------------------------------------
+
+#: elementwise functions with their first derivatives (both accept complex arguments)
+ELEMENTWISE: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    "sin": (np.sin, np.cos),
+    "exp": (np.exp, np.exp),
+    "tanh": (np.tanh, lambda u: 1.0 - np.tanh(u) ** 2),
+    "log1p_sq": (lambda u: np.log1p(u * u), lambda u: 2.0 * u / (1.0 + u * u)),
+    "cube": (lambda u: u ** 3, lambda u: 3.0 * u ** 2),
+    "square": (np.square, lambda u: 2.0 * u),
+}
+
+
+def objective(n: int, m: int, seed: int, kinds: list[str], sparse_ops: bool
+              ) -> tuple[Callable[[Any], Any], Callable[[np.ndarray], np.ndarray]]:
+    """``f(x) = ½ xᵀAx + bᵀx + Σ_k c_k φ_k(B_k x)`` and its hand-written gradient."""
+    rng = np.random.default_rng(seed)
+    a = sp.random_array((n, n), density=min(1.0, 3.0 / n), rng=rng)
+    a = sp.csr_array(a + a.T)
+    b = rng.standard_normal(n)
+    bs = [sp.csr_array(sp.random_array((m, n), density=min(1.0, 2.0 / n), rng=rng))
+          for _ in kinds]
+    cs = [rng.standard_normal(m) for _ in kinds]
+    fns = [ELEMENTWISE[k] for k in kinds]
+    dense_a = a.toarray()
+    dense_bs = [bk.toarray() for bk in bs]
+
+    def f(x: Any) -> Any:
+        ax = a @ x if sparse_ops else dense_a @ x
+        val = 0.5 * np.sum(x * ax) + np.sum(b * x)
+        for bk, dbk, ck, (phi, _) in zip(bs, dense_bs, cs, fns, strict=True):
+            u = bk @ x if sparse_ops else dbk @ x
+            val = val + np.sum(ck * phi(u))
+        return val
+
+    def grad(x: np.ndarray) -> np.ndarray:
+        g = dense_a @ x + b
+        for dbk, ck, (_, dphi) in zip(dense_bs, cs, fns, strict=True):
+            g = g + dbk.T @ (ck * dphi(dbk @ x))
+        return g
+
+    return f, grad
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 14), m=st.integers(1, 10), seed=st.integers(0, 2**16),
+       kinds=st.lists(st.sampled_from(sorted(ELEMENTWISE)), min_size=0, max_size=3),
+       sparse_ops=st.booleans(), method=st.sampled_from(["star", "acyclic"]))
+def test_random_objectives_against_complex_step(n: int, m: int, seed: int, kinds: list[str],
+                                                sparse_ops: bool, method: str) -> None:
+    """Hessians exact to rounding, patterns containing every nonzero, at two points."""
+    f, grad = objective(n, m, seed, kinds, sparse_ops)
+    rng = np.random.default_rng(seed + 1)
+    x0, x1 = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+    hess = sparsejac.SparseHessian(f, x0, method=method)
+    pattern = sparsejac.hessian_sparsity(f, x0).toarray()
+    for x in (x0, x1):
+        want = cs_hessian(grad, x)
+        scale = 1.0 + np.abs(want).max()
+        got = hess(x).toarray()
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-11 * scale)
+        assert not ((want != 0) & ~pattern).any(), "the pattern misses a nonzero"
+        np.testing.assert_allclose(hess.gradient(x), grad(x), rtol=1e-12, atol=1e-12 * scale)
+        v = rng.standard_normal((n, 2))
+        np.testing.assert_allclose(hvp(f, x, v), want @ v, rtol=1e-10, atol=1e-10 * scale)
+
+
+# -- the scenario catalogue -------------------------------------------------------------------
+
+#: catalogue entries whose second derivatives are refused (eigenvalue derivatives)
+REFUSED = {"eigvalsh_2x2"}
+
+
+def _objective(s: Scenario) -> Callable[[Any], Any]:
+    return lambda x: np.sum(np.sin(s.f(x))) + 0.5 * np.sum(s.f(x) ** 2)
+
+
+@pytest.mark.parametrize("s", [pytest.param(s, id=s.name) for s in SCENARIOS])
+def test_catalogue_hessians(s: Scenario) -> None:
+    """Hessian of ``Σ sin(F) + ½|F|²`` for every catalogue ``F``: against differences of the
+    exact gradient, symmetric, inside its pattern, and ``hvp`` consistent with it."""
+    phi = _objective(s)
+    x = np.asarray(s.x0, dtype=np.float64)
+    if s.name in REFUSED:
+        with pytest.raises(UnsupportedPrimitiveError, match="second-order"):
+            sparsejac.SparseHessian(phi, x)
+        return
+    hess = sparsejac.SparseHessian(phi, x)
+    got = hess(x).toarray()
+    want = fd_hessian(phi, x)
+    scale = 1.0 + np.abs(want).max()
+    np.testing.assert_allclose(got, want, atol=2e-6 * scale, rtol=1e-5)
+    np.testing.assert_allclose(got, got.T, atol=1e-12 * scale)
+    pattern = hess.sparsity.toarray()
+    assert not ((np.abs(want) > 1e-6 * scale) & ~pattern).any()
+    assert (pattern == pattern.T).all()
+    v = np.random.default_rng(0).standard_normal((x.size, 2))
+    np.testing.assert_allclose(hvp(phi, x, v), got @ v, rtol=1e-9, atol=1e-10 * scale)
+
+
+# -- every registry case of the first-order rules --------------------------------------------
+
+#: registry cases whose second derivatives are refused with a clear error: eigen- and
+#: singular-value derivatives (their formulas use decompositions that are not traceable),
+#: ``expm``'s Fréchet derivative, ``interp``/``stdtr`` with a traced position or degree
+SECOND_ORDER_REFUSED = {
+    "interp-traced_x", "interp-both_traced", "interp-both_traced_left_right",
+    "linalg.eigh-values", "linalg.eigh-vectors_upper", "linalg.eigvalsh-eigvalsh",
+    "linalg.svd-values", "linalg.svd-u_tall", "linalg.svd-vh_wide", "linalg.svd-square_full",
+    "linalg.svdvals-svdvals", "linalg.pinv-wide", "linalg.pinv-hermitian",
+    "linalg.lstsq-solution", "linalg.lstsq-traced_rhs", "linalg.lstsq-residuals",
+    "linalg.cond-cond", "linalg.matrix_norm-nuclear", "linalg.norm-matrix_2",
+    "linalg.norm-matrix_-2_axes", "scipy.linalg.expm-expm", "scipy.linalg.expm-batched",
+    "scipy.stats.rv_continuous.cdf-norm_t",
+}
+
+
+def _check_weighted(f: Callable[[Any], Any], x: np.ndarray, case_id: str) -> None:
+    rng = np.random.default_rng(7)
+    y = np.asarray(f(x))
+    w = rng.standard_normal(y.shape)
+
+    def phi(z: Any) -> Any:
+        return np.sum(w * f(z))
+
+    if case_id in SECOND_ORDER_REFUSED:
+        with pytest.raises(UnsupportedPrimitiveError):
+            sparsejac.hessian_sparsity(phi, x)
+        return
+    n = x.size
+    got = hvp(phi, x, np.eye(n))
+    want = fd_hessian(phi, x)
+    scale = 1.0 + np.abs(want).max()
+    np.testing.assert_allclose(got, want, atol=2e-5 * scale, rtol=1e-4, err_msg=case_id)
+    pattern = sparsejac.hessian_sparsity(phi, x).toarray()
+    assert not ((np.abs(want) > 1e-4 * scale) & ~pattern).any(), case_id
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=rules._case_id(c)) for c in rules.CASES])
+def test_registry_case_second_order(case: Any) -> None:
+    """Every registry case: ``Σ w·f`` has exact second derivatives, or a clear refusal."""
+    x = np.random.default_rng(3).uniform(*case.domain, size=case.shape)
+    _check_weighted(case.f, x, rules._case_id(case))
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=rules._row_id(r))
+                                 for r in rules.UNARY_ROWS])
+def test_unary_row_second_order(row: Any) -> None:
+    """Every elementwise function's second derivative."""
+    x = rules.sample(row.domain, (3,), np.random.default_rng(5))
+    _check_weighted(row.fn, x, "unary")
+
+
+# -- patterns ---------------------------------------------------------------------------------
+
+
+def test_linear_operations_add_no_interaction() -> None:
+    """Linear maps, sums and constant scalings leave only the nonlinear pairs."""
+    def f(x: Any) -> Any:
+        lin = np.sum(3.0 * x) + np.cumsum(x)[-1]
+        return lin + x[0] * x[2] + np.sin(x[3]) + np.sum(x[:2]) ** 2
+
+    pat = sparsejac.hessian_sparsity(f, np.ones(5)).toarray()
+    want = np.zeros((5, 5), dtype=bool)
+    want[0, 2] = want[2, 0] = want[3, 3] = True
+    want[:2, :2] = True
+    np.testing.assert_array_equal(pat, want)
+
+
+def test_local_pattern_follows_the_branch() -> None:
+    """Python control flow on values: refused globally, the branch taken at x locally."""
+    def f(x: Any) -> Any:
+        if x[0] > 0:
+            return x[0] * x[1]
+        return np.sin(x[2])
+
+    with pytest.raises(sparsejac.ConcretizationError):
+        sparsejac.hessian_sparsity(f, np.ones(3))
+    loc = sparsejac.hessian_sparsity(f, np.ones(3), local=True).toarray()
+    np.testing.assert_array_equal(loc, [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
+    loc = sparsejac.hessian_sparsity(f, -np.ones(3), local=True).toarray()
+    np.testing.assert_array_equal(loc, [[0, 0, 0], [0, 0, 0], [0, 0, 1]])
+
+
+def test_selections_have_no_second_order_term() -> None:
+    """``max`` and ``sort`` select at x: exact Hessians on either side of a switch."""
+    def f(x: Any) -> Any:
+        return np.max(x ** 2) + np.sum(np.sort(x) * np.arange(1.0, 4.0) ** 2)
+
+    hess = sparsejac.SparseHessian(f, np.array([0.1, 0.2, 3.0]))
+    for x in (np.array([0.1, 0.2, 3.0]), np.array([-2.0, 0.5, 0.1])):
+        np.testing.assert_allclose(hess(x).toarray(), fd_hessian(f, x), atol=1e-6)
+
+
+# -- the API ----------------------------------------------------------------------------------
+
+
+def chain(x: Any) -> Any:
+    return np.sum((x[1:] - x[:-1] ** 2) ** 2) + 0.1 * np.sum(x ** 4)
+
+
+def chain_hessian(x: np.ndarray) -> np.ndarray:
+    """Hand-derived Hessian of :func:`chain`."""
+    n = x.size
+    h = np.diag(1.2 * x ** 2)
+    r = x[1:] - x[:-1] ** 2
+    for i in range(n - 1):
+        # d²/dx² of (x_{i+1} - x_i²)²
+        h[i, i] += -4.0 * r[i] + 8.0 * x[i] ** 2
+        h[i, i + 1] += -4.0 * x[i]
+        h[i + 1, i] += -4.0 * x[i]
+        h[i + 1, i + 1] += 2.0
+    return h
+
+
+@pytest.mark.parametrize("method", ["star", "acyclic"])
+def test_prepared_hessian_at_many_points(method: str) -> None:
+    """Hand-derived Hessian at several points; 3 products for the tridiagonal pattern."""
+    hess = sparsejac.SparseHessian(chain, np.ones(30), method=method)
+    assert hess.n_products <= 3
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.uniform(-2, 2, 30)
+        np.testing.assert_allclose(hess(x).toarray(), chain_hessian(x), rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_one_off_hessian() -> None:
+    x = np.linspace(-1, 1, 7)
+    np.testing.assert_allclose(sparsejac.hessian(chain, x).toarray(), chain_hessian(x),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_structure_and_values_are_the_lower_triangle() -> None:
+    hess = sparsejac.SparseHessian(chain, np.ones(6))
+    rows, cols = hess.structure()
+    assert (rows >= cols).all()
+    x = np.linspace(-1, 1, 6)
+    full = chain_hessian(x)
+    np.testing.assert_allclose(hess.values(x), full[rows, cols], rtol=1e-12, atol=1e-12)
+    lower = sp.coo_array((hess.values(x), (rows, cols)), shape=(6, 6)).toarray()
+    np.testing.assert_allclose(lower + np.tril(lower, -1).T, full, rtol=1e-12, atol=1e-12)
+
+
+def test_lagrangian_parameters_are_not_retraced() -> None:
+    """σ and λ change per call; one preparation serves them all."""
+    f = chain
+
+    def c(x: Any) -> Any:
+        return np.array([np.sum(x ** 2) - 1.0, x[0] * x[-1]])
+
+    x = np.linspace(-1, 1, 5)
+    hl = sparsejac.lagrangian_hessian(f, c, x)
+    for sigma, lam in ((1.0, [0.0, 0.0]), (0.5, [2.0, -1.0]), (0.0, [1.0, 3.0])):
+        want = sigma * chain_hessian(x) + lam[0] * 2.0 * np.eye(5)
+        want[0, -1] += lam[1]
+        want[-1, 0] += lam[1]
+        np.testing.assert_allclose(hl(x, lam, sigma).toarray(), want, rtol=1e-12,
+                                   atol=1e-12)
+        rows, cols = hl.structure()
+        np.testing.assert_allclose(hl.values(x, lam, sigma), want[rows, cols], atol=1e-12)
+    assert hl.hessian.stats()["preparations"] == 1
+
+
+def test_constraint_hessian_for_nonlinear_constraint() -> None:
+    def c(x: Any) -> Any:
+        return np.array([x[0] * x[1], np.sum(x ** 3)])
+
+    hc = sparsejac.constraint_hessian(c, np.ones(3))
+    x, v = np.array([1.0, 2.0, 3.0]), np.array([2.0, 0.5])
+    want = np.diag(0.5 * 6.0 * x)
+    want[0, 1] += 2.0
+    want[1, 0] += 2.0
+    np.testing.assert_allclose(hc(x, v).toarray(), want, rtol=1e-12)
+
+
+def test_hessp_reuses_the_hessian_at_one_point() -> None:
+    hess = sparsejac.SparseHessian(chain, np.ones(8))
+    x = np.linspace(0, 1, 8)
+    p = np.arange(8.0)
+    np.testing.assert_allclose(hess.hessp(x, p), chain_hessian(x) @ p, rtol=1e-12)
+    first = hess._cache
+    hess.hessp(x, 2 * p)
+    assert hess._cache is first  # no new Hessian at the same x
+
+
+def test_scipy_optimisers_converge() -> None:
+    """trust-constr with hess=, Newton-CG and trust-krylov with hessp=."""
+    x0 = np.full(20, 0.5)
+    hess = sparsejac.SparseHessian(chain, x0)
+    for method, kw in (("trust-constr", {"hess": hess}), ("Newton-CG", {"hessp": hess.hessp}),
+                       ("trust-krylov", {"hessp": hess.hessp}),
+                       ("trust-exact", {"hess": lambda x: hess(x).toarray()})):
+        res = so.minimize(chain, x0, jac=hess.gradient, method=method, **kw)
+        assert res.success or np.linalg.norm(hess.gradient(res.x)) < 1e-6, method
+        assert abs(res.fun) < 1e-6, method
+
+
+def test_changed_constant_prepares_again() -> None:
+    k = [1.0]
+    hess = sparsejac.SparseHessian(lambda x: k[0] * np.sum(x ** 3), np.ones(2))
+    k[0] = 2.0
+    np.testing.assert_allclose(hess(np.ones(2)).toarray(), 12.0 * np.eye(2))
+
+
+def test_errors_are_clear() -> None:
+    with pytest.raises(ValueError, match="scalar"):
+        sparsejac.SparseHessian(lambda x: x ** 2, np.ones(3))
+    with pytest.raises(ValueError, match="method"):
+        sparsejac.SparseHessian(chain, np.ones(3), method="distance2")
+    with pytest.raises(ValueError, match="symmetric"):
+        sparsejac.SparseHessian(chain, np.ones(3), sparsity=np.triu(np.ones((3, 3))))
+    with pytest.raises(ValueError, match="miss"):
+        sparsejac.SparseHessian(chain, np.ones(3), sparsity=np.eye(3))
+    with pytest.raises(ValueError, match="p"):
+        sparsejac.SparseHessian(chain, np.ones(3)).hessp(np.ones(3), np.ones(4))
