@@ -41,6 +41,23 @@ def main() -> None:
     plot_coloring(c, STATIC / "brusselator_coloring.png",
                   title=f"2-D Brusselator, {n}x{n} grid: {c.n_colors} colours for "
                   f"{pattern.shape[1]} columns")
+    hessian_figure()
+
+
+def arrowhead_energy(x):
+    """``x_0`` scales every other term: its row and column of the Hessian are dense."""
+    return x[0] * np.sum(x[1:] ** 2) + np.sum(np.sin(x))
+
+
+def hessian_figure() -> None:
+    """The star colouring of an arrowhead Hessian."""
+    n = 12
+    pattern = sparsejac.hessian_sparsity(arrowhead_energy, np.ones(n))
+    star = sparsejac.color(pattern, "symmetric", method="star")
+    column = sparsejac.color(pattern, "column")
+    plot_coloring(star, STATIC / "hessian_star_coloring.png",
+                  title=f"Arrowhead Hessian: {star.n_colors} star colours, "
+                  f"{column.n_colors} column colours")
 
 
 if __name__ == "__main__":

@@ -443,3 +443,19 @@ def _print_function(name: str, rep: dict[str, Any], out: TextIO) -> None:
     ratio = auto["seconds"] / max(rep["f_seconds"], 1e-12)
     print(f"  one Jacobian {1e3 * auto['seconds']:.3g} ms, one f {1e3 * rep['f_seconds']:.3g} ms "
           f"(ratio {ratio:.1f}), preparation {rep['preparation_seconds']:.2f} s", file=out)
+    hess = rep.get("hessian")
+    if hess is None:
+        return
+    print(file=out)
+    if "error" in hess:
+        print(f"  Hessian: not available ({hess['error']})", file=out)
+        return
+    c = hess["colors"]
+    print(f"  Hessian        {n} x {n}, {hess['nnz']} nonzeros, symmetric lower bound "
+          f"{hess['lower_bound']}", file=out)
+    print(f"  colours        star {c['star']}, acyclic {c['acyclic']}, column {c['column']}",
+          file=out)
+    print(f"  SparseHessian  {hess['n_products']} Hessian-vector products: {hess['reason']}",
+          file=out)
+    print(f"  one Hessian {1e3 * hess['seconds']:.3g} ms, preparation "
+          f"{hess['preparation_seconds']:.2f} s", file=out)

@@ -556,6 +556,15 @@ class ConstraintHessian:
 
     Built by :func:`constraint_hessian`; the multipliers ``v`` are parameters of one
     prepared Hessian (no new trace per call).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> hess = sparsejac.constraint_hessian(lambda x: x ** 2, np.ones(2))
+    >>> hess(np.ones(2), np.array([1.0, -1.0])).toarray()
+    array([[ 2.,  0.],
+           [ 0., -2.]])
     """
 
     def __init__(self, hess: SparseHessian) -> None:
@@ -617,6 +626,16 @@ class LagrangianHessian:
     Built by :func:`lagrangian_hessian`. ``σ`` and ``λ`` are parameters of one prepared
     Hessian; :meth:`structure` gives the lower triangle once and :meth:`values` its values in
     that order (IPOPT's ``hessianstructure()`` and ``hessian(x, lagrange, obj_factor)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> hl = sparsejac.lagrangian_hessian(lambda x: np.sum(x ** 3), lambda x: x[:1] * x[1:],
+    ...                                   np.ones(2))
+    >>> hl(np.ones(2), lagrange=[2.0], obj_factor=1.0).toarray()
+    array([[6., 2.],
+           [2., 6.]])
     """
 
     def __init__(self, hess: SparseHessian) -> None:

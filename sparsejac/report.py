@@ -221,7 +221,11 @@ def function_report(
         JSON-ready: ``shape``, ``nnz``, ``density``, ``lower_bound`` (column/row),
         ``detection_seconds``, ``colors`` (forward, reverse and, when available, mixed
         products), ``auto`` (``mode``, ``reason``, ``n_products``, ``seconds`` per Jacobian),
-        ``f_seconds`` and ``preparation_seconds``.
+        ``f_seconds`` and ``preparation_seconds``; for a scalar ``f`` also ``hessian``:
+        ``nnz``, ``colors`` (star, acyclic and column colourings of its pattern),
+        ``lower_bound``, ``n_products`` and ``reason`` (what
+        :class:`~sparsejac.SparseHessian` uses), ``seconds`` (one Hessian) and
+        ``preparation_seconds``, or ``error`` when ``f`` has no second-order rule.
 
     Examples
     --------
@@ -254,4 +258,36 @@ def function_report(
         "f_seconds": _min_time(lambda: jac.f(x), repeats),
         "preparation_seconds": prep,
     }
+    if m == 1:
+        rep["hessian"] = _hessian_report(f, x, order, args, repeats)
     return (rep, jac) if return_jacobian else rep
+
+
+def _hessian_report(f: Callable[..., Any], x: Any, order: Any, args: tuple[Any, ...],
+                    repeats: int) -> dict[str, Any]:
+    """A scalar function's Hessian: pattern, star/acyclic/column colours, one Hessian's time."""
+    from sparsejac.errors import UnsupportedPrimitiveError
+    from sparsejac.hessians import SparseHessian
+
+    try:
+        t0 = time.perf_counter()
+        hess = SparseHessian(f, x, order=order, args=args, verify=False)
+        prep = time.perf_counter() - t0
+    except UnsupportedPrimitiveError as exc:
+        return {"error": str(exc)}
+    pattern = hess.plan.pattern
+    acyclic = color(pattern, "symmetric", order, method="acyclic",
+                    effort=float(hess.plan.effort))
+    st = hess.stats()
+    return {
+        "nnz": st["nnz"],
+        "colors": {"star": int(hess.coloring.n_colors) if hess.coloring.partition ==
+                   "symmetric" else int(color(pattern, "symmetric", order, method="star",
+                                              effort=float(hess.plan.effort)).n_colors),
+                   "acyclic": int(acyclic.n_colors), "column": st["colors_column"]},
+        "lower_bound": st["lower_bound"],
+        "n_products": int(hess.n_products),
+        "reason": hess.reason,
+        "seconds": _min_time(lambda: hess(x), repeats),
+        "preparation_seconds": prep,
+    }

@@ -28,3 +28,8 @@ def branches(x):
 
 
 not_callable = 3
+
+
+def arrowhead_energy(x):
+    """A scalar energy whose Hessian is an arrowhead: 2 star colours, n column colours."""
+    return x[0] * np.sum(x[1:] ** 2) + np.sum(np.sin(x))

@@ -125,3 +125,27 @@ def test_errors(argv, message, capsys):
 def test_load_function_dotted():
     """load_function resolves a dotted module and attribute."""
     assert load_function("tests.cli_functions:tridiagonal").__name__ == "tridiagonal"
+
+
+def test_scalar_function_reports_its_hessian(capsys: pytest.CaptureFixture[str]) -> None:
+    """A scalar function's report has the Hessian's colourings (star, acyclic, column)."""
+    assert main(["report", "function", "tests.cli_functions:arrowhead_energy",
+                 "--size", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "Hessian        40 x 40, 118 nonzeros" in out
+    assert "star 2," in out
+    assert "column 40" in out
+    assert "2 Hessian-vector products" in out
+
+
+def test_hessian_in_the_json_report() -> None:
+    import sparsejac
+    from sparsejac.report import function_report
+    from tests.cli_functions import arrowhead_energy
+
+    rep = function_report(arrowhead_energy, np.ones(12), repeats=1)
+    want = sparsejac.hessian(arrowhead_energy, np.ones(12))
+    assert rep["hessian"]["nnz"] == want.nnz
+    assert rep["hessian"]["colors"]["star"] == 2
+    assert rep["hessian"]["colors"]["acyclic"] <= 2
+    assert "hessian" not in function_report(lambda x: x ** 2, np.ones(3), repeats=1)

@@ -26,7 +26,7 @@ DEV = DOCS / "developer_reference.md"
 #: What users call (module -> names); ``sparsejac`` means its whole ``__all__``.
 PUBLIC: dict[str, tuple[str, ...]] = {
     "sparsejac": tuple(importlib.import_module("sparsejac").__all__),
-    "sparsejac.ad": ("jvp", "vjp"),
+    "sparsejac.ad": ("jvp", "vjp", "hvp"),
     "sparsejac.coloring": ("intersection_graph", "ORDERS", "BIDIRECTIONAL_ORDERS",
                            "DEFAULT_EFFORT", "SYMMETRIC_METHODS", "color", "ColoringResult"),
     "sparsejac.plot": ("plot_coloring",),
@@ -36,7 +36,7 @@ MODULES = ("sparsejac", "sparsejac.ad", "sparsejac.fd", "sparsejac.coloring", "s
            "sparsejac.validation", "sparsejac.tracing", "sparsejac.primitives",
            "sparsejac.numeric", "sparsejac.errors", "sparsejac.one_off",
            "sparsejac.sparse_jacobian", "sparsejac.adapters", "sparsejac.report",
-           "sparsejac.products", "sparsejac.plans", "sparsejac.engines")
+           "sparsejac.products", "sparsejac.plans", "sparsejac.engines", "sparsejac.hessians")
 EXAMPLES = re.compile(r"^Examples\n-{8,}\n(.*)", re.M | re.S)
 
 

@@ -1,0 +1,120 @@
+"""Sparse Hessians: symmetric colour counts against ColPack, and the time of one Hessian.
+
+Two parts:
+
+1. the symmetric colouring table of ``benchmarks/coloring.py --symmetric-only``: star and
+   acyclic colours per structurally symmetric matrix of the shared data (every named order,
+   ``order="best"``), against ColPack's best star and acyclic counts from the reference file
+   and the lower bound; matrices the reference lacks are listed;
+2. one Hessian of a sparse objective, a 2-D Ginzburg-Landau energy
+   ``E(u) = h² Σ (½|∇u|² + ¼(1 - u²)²)`` on a periodic N × N grid, at n = 10⁴ and 10⁵:
+   ``SparseHessian`` (preparation once, then per Hessian) against scipy's finite differences
+   of the exact (hand-written) gradient with the same pattern and ``group_columns`` groups
+   (``approx_derivative``, approximate: its error is printed), and against asdex (JAX) when
+   it is installed.
+
+Run ``python benchmarks/hessian.py`` (``--quick``: n = 10⁴ only, and the small generated
+matrices; ``--repeats K``: timed repeats, the minimum is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from common import best, machine
+from scipy.optimize._numdiff import approx_derivative, group_columns
+
+import sparsejac
+
+
+def energy(n_side: int):  # type: ignore[no-untyped-def]
+    """The Ginzburg-Landau energy on an ``n_side`` × ``n_side`` periodic grid, and its gradient."""
+    h = 1.0 / n_side
+
+    def f(x):  # type: ignore[no-untyped-def]
+        u = x.reshape(n_side, n_side)
+        dx = (np.roll(u, -1, 0) - u) / h
+        dy = (np.roll(u, -1, 1) - u) / h
+        return h**2 * np.sum(0.5 * (dx**2 + dy**2) + 0.25 * (1.0 - u**2) ** 2)
+
+    def grad(x: np.ndarray) -> np.ndarray:
+        u = x.reshape(n_side, n_side)
+        lap = (np.roll(u, 1, 0) + np.roll(u, -1, 0) + np.roll(u, 1, 1) + np.roll(u, -1, 1)
+               - 4.0 * u) / h**2
+        return (h**2 * (-lap - u * (1.0 - u**2))).ravel()
+
+    return f, grad
+
+
+def asdex_line(n: int) -> str:
+    try:
+        import asdex  # type: ignore[import-not-found]  # noqa: F401
+        import jax  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return (f"| n = {n:,} | asdex | not run: JAX/asdex are not installed here (an optional "
+                "comparison; `pip install asdex` in a scratch environment) | | | |")
+    return f"| n = {n:,} | asdex | installed, but no comparison is scripted yet | | | |"
+
+
+def time_table(sizes: list[int], repeats: int) -> None:
+    print()
+    print("| size | method | preparation (s) | one Hessian (ms) | products | max rel. error |")
+    print("|---|---|---|---|---|---|")
+    for n_side in sizes:
+        n = n_side * n_side
+        f, grad = energy(n_side)
+        rng = np.random.default_rng(0)
+        x = rng.uniform(-1.0, 1.0, n)
+        t0 = time.perf_counter()
+        hess = sparsejac.SparseHessian(f, x, verify=False)
+        prep = time.perf_counter() - t0
+        h_ref = hess(x)
+        t_one = best(lambda hess=hess, x=x: hess(x), repeats)
+        print(f"| n = {n:,} | sparsejac SparseHessian ({hess.coloring.method}) | {prep:.3f} | "
+              f"{1e3 * t_one:.2f} | {hess.n_products} HVPs | exact |", flush=True)
+
+        pattern = sp.csr_array(hess.sparsity, dtype=np.int8)
+        t0 = time.perf_counter()
+        groups = group_columns(pattern)
+        t_groups = time.perf_counter() - t0
+
+        def fd(pattern=pattern, groups=groups, grad=grad, x=x):  # type: ignore[no-untyped-def]
+            return sp.csr_array(approx_derivative(grad, x, sparsity=(pattern, groups)))
+
+        h_fd = fd()
+        t_fd = best(fd, repeats)
+        dense_err = abs(h_fd - h_ref).max() / abs(h_ref).max()
+        print(f"| n = {n:,} | scipy FD of the exact gradient (group_columns) | {t_groups:.3f} | "
+              f"{1e3 * t_fd:.2f} | {groups.max() + 1} gradients | {dense_err:.1e} |")
+        print(asdex_line(n))
+        print(f"# n = {n:,}: one Hessian {t_fd / t_one:.2f}x faster than FD of the gradient "
+              f"({hess.n_products} vs {groups.max() + 1} products); sparsejac's preparation "
+              f"{prep:.3f} s pays back after {prep / max(t_fd - t_one, 1e-12):.0f} Hessians",
+              flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="n = 1e4 only; small matrices")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats (min is kept)")
+    parser.add_argument("--time-only", action="store_true", help="skip the colour table")
+    args = parser.parse_args(argv)
+    print(f"# sparsejac Hessian benchmark; command: "
+          f"{' '.join([Path(sys.executable).name, *sys.argv])}")
+    print(f"# machine: {machine()}")
+    status = 0
+    if not args.time_only:
+        import coloring
+
+        status = coloring.symmetric_table(argparse.Namespace(quick=args.quick))
+    time_table([100] if args.quick else [100, 316], args.repeats)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
