@@ -99,20 +99,41 @@ def objective(n: int, m: int, seed: int, kinds: list[str], sparse_ops: bool
     return f, grad
 
 
+OBJECTIVES = {
+    "n": st.integers(2, 14), "m": st.integers(1, 10), "seed": st.integers(0, 2**16),
+    "kinds": st.lists(st.sampled_from(sorted(ELEMENTWISE)), min_size=0, max_size=3),
+    "sparse_ops": st.booleans(), "method": st.sampled_from(["star", "acyclic"]),
+}
+
+
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(2, 14), m=st.integers(1, 10), seed=st.integers(0, 2**16),
-       kinds=st.lists(st.sampled_from(sorted(ELEMENTWISE)), min_size=0, max_size=3),
-       sparse_ops=st.booleans(), method=st.sampled_from(["star", "acyclic"]))
+@given(**OBJECTIVES)
 def test_random_objectives_against_complex_step(n: int, m: int, seed: int, kinds: list[str],
                                                 sparse_ops: bool, method: str) -> None:
     """Hessians exact to rounding, patterns containing every nonzero, at two points."""
+    check_objective(n, m, seed, kinds, sparse_ops, method)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None)
+@given(**OBJECTIVES)
+def test_random_objectives_long(n: int, m: int, seed: int, kinds: list[str],
+                                sparse_ops: bool, method: str) -> None:
+    """The same with many more objectives (run with -m slow)."""
+    check_objective(n, m, seed, kinds, sparse_ops, method)
+
+
+def check_objective(n: int, m: int, seed: int, kinds: list[str], sparse_ops: bool,
+                    method: str) -> None:
     f, grad = objective(n, m, seed, kinds, sparse_ops)
     rng = np.random.default_rng(seed + 1)
     x0, x1 = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
     hess = sparsejac.SparseHessian(f, x0, method=method)
     pattern = sparsejac.hessian_sparsity(f, x0).toarray()
+    seen = np.zeros_like(pattern)
     for x in (x0, x1):
         want = cs_hessian(grad, x)
+        seen |= want != 0
         scale = 1.0 + np.abs(want).max()
         got = hess(x).toarray()
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-11 * scale)
@@ -120,6 +141,8 @@ def test_random_objectives_against_complex_step(n: int, m: int, seed: int, kinds
         np.testing.assert_allclose(hess.gradient(x), grad(x), rtol=1e-12, atol=1e-12 * scale)
         v = rng.standard_normal((n, 2))
         np.testing.assert_allclose(hvp(f, x, v), want @ v, rtol=1e-10, atol=1e-10 * scale)
+    # exact: no pair the Hessian is zero on at generic points (no cancellation here)
+    np.testing.assert_array_equal(pattern, seen)
 
 
 # -- the scenario catalogue -------------------------------------------------------------------
