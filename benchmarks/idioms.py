@@ -11,8 +11,9 @@ scipy's ``approx_derivative`` with the same column groups (2-point, approximate)
 * **kinetics loop**: a chain of reversible reactions A_k <-> A_{k+1} written as a loop over
   species accumulating rates into a buffer (40 species).
 
-Columns: preparation (s), one prepared Jacobian (ms), which engine runs it, scipy's FD with
-the same groups (ms), and FD / sparsejac for one Jacobian. Times are the minimum of repeats
+Columns: tracing alone (s), preparation (s, tracing included), one prepared Jacobian (ms),
+which engine runs it, scipy's FD with the same groups (ms), and FD / sparsejac for one
+Jacobian. Times are the minimum of repeats
 after one untimed call.
 
     .venv/bin/python benchmarks/idioms.py            # every case (about a minute)
@@ -31,6 +32,7 @@ from common import best, machine  # benchmarks/common.py
 from scipy.optimize._numdiff import approx_derivative
 
 import sparsejac
+from sparsejac.tracing import trace
 
 
 def reaction_diffusion(N: int) -> tuple[Callable[[Any], Any], np.ndarray]:
@@ -105,11 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     cases.append(("kinetics loop, 40 species", kinetics, np.linspace(0.5, 1.5, 40)))
     sparsejac.SparseJacobian(scalar_loop, np.ones(20))  # compile the kernels, untimed
     print(machine())
-    head = (f"| {'case':<34} | {'n':>6} | {'prep s':>7} | {'J ms':>8} | {'engine':>6} | "
+    head = (f"| {'case':<34} | {'n':>6} | {'trace s':>7} | {'prep s':>7} | {'J ms':>8} | "
+            f"{'engine':>6} | "
             f"{'FD ms':>8} | {'FD/J':>6} |")
     print(head)
     print("|" + "|".join("-" * len(c) for c in head.split("|")[1:-1]) + "|")
     for label, f, x in cases:
+        t = time.perf_counter()
+        trace(f, x)
+        t_trace = time.perf_counter() - t
         t = time.perf_counter()
         jac = sparsejac.SparseJacobian(f, x, mode="forward")
         prep = time.perf_counter() - t
@@ -124,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             fd = approx_derivative(f, x1, sparsity=(structure, groups)).toarray()
             assert np.allclose(exact, fd, rtol=1e-4, atol=1e-4 * np.abs(exact).max())
         engine = jac.stats()["engine"]["engine"]
-        print(f"| {label:<34} | {x.size:>6,} | {prep:>7.2f} | {t_j * 1e3:>8.3f} | "
+        print(f"| {label:<34} | {x.size:>6,} | {t_trace:>7.2f} | {prep:>7.2f} | "
+              f"{t_j * 1e3:>8.3f} | "
               f"{engine:>6} | {t_fd * 1e3:>8.2f} | {t_fd / t_j:>6.1f} |", flush=True)
     return 0
 

@@ -83,6 +83,8 @@ def _install() -> None:
         as_array=creation.as_traced_array,
         check_writeable=views.check_writeable,
         sync=views.sync,
+        element=indexing.element,
+        merge_writes=indexing.merge_writes,
     ))
 
 

@@ -24,6 +24,7 @@ from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives.core import find_trace, register_function, register_ufunc
 from sparsejac.primitives.linear import apply_sparse_map
 from sparsejac.primitives.movement import apply_movement, first_arg, gather_from_positions
+from sparsejac.tracing.program import Trace, Var
 from sparsejac.tracing.tracer import Tracer, concretize
 
 __all__ = ["getitem", "scatter_add", "setitem"]
@@ -37,6 +38,55 @@ def getitem(x: Tracer, key: Any) -> Any:
     """Traced ``x[key]`` for every numpy indexing form (basic, fancy, boolean mask)."""
     key = _index_key(key)
     return apply_movement(operator.getitem, "indexing x[...]", (x, key), {}, first_arg)
+
+
+def element(trace: Trace, var: Var, flat: int) -> Tracer:
+    """Element ``flat`` (C order) of ``var`` as a 0-d traced value: ``x[i]``, ``x[i, j]``.
+
+    The fast path of scalar indexing (a Python loop over elements): one gather of one
+    element, without the general indexing machinery.
+    """
+    value = np.asarray(np.asarray(var.value).reshape(-1)[flat])
+    if var.is_const:
+        return Tracer(trace, trace.const(value))
+    return gather_from_positions(trace, [var], np.array(flat + 1, dtype=np.int64),  # type: ignore[no-any-return]
+                                 value)
+
+
+def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
+    """``var`` after the element writes ``{flat: value}``, recorded as one gather.
+
+    ``out[i] = v`` in a Python loop records nothing per write: the writes are kept on the
+    traced array and merged here when the array is next read as a whole, so ``n`` writes
+    cost one operation of size ``n`` instead of ``n`` copies of the array (``value`` is a
+    :class:`~sparsejac.tracing.program.Var` or a number of the array's dtype).
+    """
+    size = var.size
+    new_value = np.array(var.value, copy=True)
+    flat_value = new_value.reshape(-1)
+    in_vars: list[Var] = []
+    if var.is_const:
+        positions = np.zeros(size, dtype=np.int64)
+        offset = 1
+    else:
+        positions = np.arange(1, size + 1, dtype=np.int64)
+        in_vars.append(var)
+        offset = 1 + size
+    seen: dict[int, int] = {}
+    for flat, item in writes.items():
+        if isinstance(item, Var):
+            pos = seen.get(item.id)
+            if pos is None:
+                pos = seen[item.id] = offset
+                offset += 1
+                in_vars.append(item)
+            positions[flat] = pos
+            flat_value[flat] = item.value
+        else:
+            positions[flat] = 0
+            flat_value[flat] = item
+    res: Tracer = gather_from_positions(trace, in_vars, positions.reshape(var.shape), new_value)
+    return res._var
 
 
 def setitem(x: Tracer, key: Any, value: Any) -> Tracer:

@@ -36,6 +36,11 @@ class Registry:
     check_writeable, sync : callable
         ``(tracer) -> None``: refuse a write into a read-only view; propagate an in-place
         update to the arrays the tracer is a view of, and to its views.
+    element : callable
+        ``(trace, var, flat) -> tracer``: element ``flat`` (C order) of ``var``, 0-d.
+    merge_writes : callable
+        ``(trace, var, writes) -> var``: ``var`` after the element writes ``{flat: value}``
+        (a :class:`~sparsejac.tracing.program.Var` or a number each), as one operation.
     """
 
     function: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -46,6 +51,8 @@ class Registry:
     as_array: Callable[[Any], Any]
     check_writeable: Callable[[Any], None]
     sync: Callable[[Any], None]
+    element: Callable[[Any, Any, int], Any]
+    merge_writes: Callable[[Any, Any, dict[int, Any]], Any]
 
 
 _INSTALLED: list[Registry] = []

@@ -117,16 +117,53 @@ class Tracer:
     3
     """
 
-    __slots__ = ("__weakref__", "_base", "_trace", "_var", "_views")
+    __slots__ = ("__weakref__", "_base", "_pending", "_trace", "_v", "_views")
     __array_priority__ = 1000.0
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
 
     def __init__(self, trace: Trace, var: Var) -> None:
         self._trace = trace
-        self._var = var
+        self._v = var
+        #: element writes ``{flat: Var or number}`` not yet recorded (see :meth:`__setitem__`)
+        self._pending: dict[int, Any] | None = None
         # numpy view aliasing (see sparsejac.primitives.views): (base, index, writeable)
         self._base: tuple[Tracer, Any, bool] | None = None
         self._views: list[Any] | None = None
+
+    @property
+    def _var(self) -> Var:
+        """The variable this tracer stands for (pending element writes merged first)."""
+        if self._pending:
+            self._v = registry().merge_writes(self._trace, self._v, self._pending)
+            self._pending = None
+        return self._v
+
+    @_var.setter
+    def _var(self, var: Var) -> None:
+        self._v = var
+        self._pending = None
+
+    def _flat_position(self, key: Any) -> int | None:
+        """The C-order position of a key of one integer per axis (``x[i]``, ``x[i, j]``).
+
+        None for every other key (and for an index out of bounds, left to the general path
+        and numpy's error).
+        """
+        keys = key if isinstance(key, tuple) else (key,)
+        shape = self._v.shape
+        if len(keys) != len(shape):
+            return None
+        flat = 0
+        for k, n in zip(keys, shape, strict=True):
+            if type(k) is not int and not (isinstance(k, np.integer)):
+                return None
+            i = int(k)
+            if i < 0:
+                i += n
+            if not 0 <= i < n:
+                return None
+            flat = flat * n + i
+        return flat
 
     # -- array attributes ----------------------------------------------------------------
 
@@ -285,11 +322,48 @@ class Tracer:
     # -- indexing --------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
+        flat = self._flat_position(key)
+        if flat is not None:  # one element: a scalar loop's read
+            pending = self._pending
+            if pending is not None and flat in pending:
+                item = pending[flat]
+                return Tracer(self._trace, item if isinstance(item, Var)
+                              else self._trace.const(np.asarray(item)))
+            return registry().element(self._trace, self._v, flat)
         return registry().getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if self._base is None and not self._views:
+            flat = self._flat_position(key)
+            if flat is not None and self._write_element(flat, value):
+                return
         value = lift_objects(value)
         self._rebind(registry().setitem(self, key, value))
+
+    def _write_element(self, flat: int, value: Any) -> bool:
+        """Keep ``x[i] = value`` as a pending write; False: the general path records it.
+
+        Pending writes are merged into one operation on the next read of the whole array.
+        """
+        dtype = self._v.dtype
+        if dtype.kind != "f":
+            return False
+        if isinstance(value, Tracer):
+            if value._trace is not self._trace:
+                return False
+            var = value._var
+            if var.shape != () or var.dtype != dtype:
+                return False
+            item: Any = np.asarray(var.value) if var.is_const else var
+        elif type(value) in (float, int) or (isinstance(value, (np.floating, np.integer))
+                                             and not isinstance(value, np.bool_)):
+            item = dtype.type(value)
+        else:
+            return False
+        if self._pending is None:
+            self._pending = {}
+        self._pending[flat] = item
+        return True
 
     def _rebind(self, other: Any) -> Tracer:
         """Make this tracer stand for ``other`` (in-place update: ``y += 1``, ``y[i] = v``).
