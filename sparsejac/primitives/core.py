@@ -338,6 +338,13 @@ def dispatch_ufunc(
     ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Route a ufunc call (or method call) with Tracer arguments to its handler."""
+    if method == "__call__" and not kwargs:  # the common case (a scalar loop's arithmetic):
+        uentry = UFUNCS.get(ufunc)           # Tracers and real Python numbers only
+        if uentry is not None and all(type(a) is Tracer or type(a) is float or type(a) is int
+                                      for a in inputs):
+            entry = uentry.methods.get(method)
+            if entry is not None:
+                return _refuse_complex(entry.handler(*inputs), entry.name)
     from sparsejac.primitives import complex_pairs
 
     if complex_pairs.involves_complex(inputs, kwargs):  # complex intermediates: real pairs

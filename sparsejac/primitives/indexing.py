@@ -23,7 +23,13 @@ import scipy.sparse as sp
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives.core import find_trace, register_function, register_ufunc
 from sparsejac.primitives.linear import apply_sparse_map
-from sparsejac.primitives.movement import apply_movement, first_arg, gather_from_positions
+from sparsejac.primitives.movement import (
+    GATHER,
+    GatherPlan,
+    apply_movement,
+    first_arg,
+    gather_from_positions,
+)
 from sparsejac.tracing.program import Trace, Var
 from sparsejac.tracing.tracer import Tracer, concretize
 
@@ -49,8 +55,10 @@ def element(trace: Trace, var: Var, flat: int) -> Tracer:
     value = np.asarray(np.asarray(var.value).reshape(-1)[flat])
     if var.is_const:
         return Tracer(trace, trace.const(value))
-    return gather_from_positions(trace, [var], np.array(flat + 1, dtype=np.int64),  # type: ignore[no-any-return]
-                                 value)
+    identity = var.size == 1 and var.shape == ()
+    plan = GatherPlan(index=np.array([flat], dtype=np.int64), shape=(), dtype=value.dtype,
+                      sizes=(var.size,), fill_mask=None, fill_values=None, identity=identity)
+    return Tracer(trace, trace.emit(GATHER, (var,), {"plan": plan}, value))
 
 
 def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
