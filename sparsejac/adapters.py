@@ -59,11 +59,20 @@ def _time(t: Any, name: str) -> float:
                         ) from None
 
 
+#: Largest system for which :func:`ode_jacobian` returns dense Jacobians by default: scipy's
+#: BDF and Radau factor a dense matrix faster than a sparse one there (``solve_ivp`` picks its
+#: LU by the type ``jac`` returns; measured with ``benchmarks/solvers.py``: HIRES, n = 8,
+#: Radau 42 -> 34 ms, POLLU, n = 20, Radau 19 -> 14 ms).
+DENSE_ODE_MAX = 64
+
+
 class OdeJacobian:
     """``jac(t, y)`` for ``scipy.integrate.solve_ivp``, prepared once.
 
     Build it with :func:`ode_jacobian`. ``t`` is traced as a parameter (not baked in), so
-    one preparation serves the whole integration.
+    one preparation serves the whole integration. It returns a ``csr_array``, or for small
+    systems (at most :data:`DENSE_ODE_MAX` unknowns, ``format="auto"``) a dense ndarray:
+    ``solve_ivp`` then factors with dense LU, faster than a sparse LU at that size.
 
     Attributes
     ----------
@@ -79,9 +88,9 @@ class OdeJacobian:
     >>> def rhs(t, y):
     ...     return -y + np.cos(t) * np.roll(y, 1)
     >>> jac = sparsejac.ode_jacobian(rhs, 0.0, np.ones(4), mode="forward")
-    >>> jac
-    OdeJacobian(SparseJacobian(rhs, shape=(4, 4), nnz=8, mode='forward': 2 JVPs instead of 4))
-    >>> jac(np.pi, np.ones(4)).toarray()        # t is traced: cos(pi) = -1 here
+    >>> jac.format, jac.prepared.n_products
+    ('dense', 2)
+    >>> jac(np.pi, np.ones(4))        # t is traced: cos(pi) = -1 here; small: a dense array
     array([[-1.,  0.,  0., -1.],
            [-1., -1.,  0.,  0.],
            [ 0., -1., -1.,  0.],
@@ -89,11 +98,18 @@ class OdeJacobian:
     """
 
     def __init__(self, fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, ...] = (),
-                 **options: Any) -> None:
+                 *, format: str = "auto", **options: Any) -> None:
         fun = check_callable(fun, y0, name="fun")
+        if format not in ("auto", "csr", "dense"):
+            raise ValueError(f"`format` must be 'auto', 'csr' or 'dense'; got {format!r}")
         self.prepared = SparseJacobian(
             _StateFirst(fun), y0, params=(_time(t0, "t0"),),
             args=check_args(args), name=str(getattr(fun, "__name__", "fun")), **options)
+        n = int(np.size(y0))
+        #: what ``jac(t, y)`` returns: ``"csr"`` or ``"dense"`` (``format="auto"``: dense for
+        #: at most :data:`DENSE_ODE_MAX` unknowns)
+        self.format = ("dense" if n <= DENSE_ODE_MAX else "csr") if format == "auto" else format
+        self._dense_positions: tuple[Any, np.ndarray] | None = None
 
     @property
     def sparsity(self) -> sp.csr_array:
@@ -106,14 +122,31 @@ class OdeJacobian:
         ``solve_ivp(..., args=args)`` passes its ``args`` here too: the preparation's own
         objects reuse it, other objects prepare again.
         """
+        if self.format == "dense":
+            return self._dense(t, y, args)
         return self.prepared.evaluate(y, params=(_time(t, "t"),), args=args or None)
 
+    def _dense(self, t: float, y: Any, args: tuple[Any, ...]) -> np.ndarray:
+        prepared = self.prepared
+        if args:
+            prepared.use_args(tuple(args), {})
+        data = prepared.values(y, params=(_time(t, "t"),))
+        plan = prepared.plan  # the plan of these values (a new preparation replaced it first)
+        cached = self._dense_positions
+        if cached is None or cached[0] is not plan:
+            rows, cols = prepared.structure()
+            cached = (plan, rows * plan.shape[1] + cols)
+            self._dense_positions = cached
+        out = np.zeros(plan.shape)
+        out.flat[cached[1]] = data
+        return out
+
     def __repr__(self) -> str:
-        return f"OdeJacobian({self.prepared!r})"
+        return f"OdeJacobian({self.prepared!r}, format={self.format!r})"
 
 
 def ode_jacobian(fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, ...] = (),
-                 **options: Any) -> OdeJacobian:
+                 *, format: str = "auto", **options: Any) -> OdeJacobian:
     """An exact sparse ``jac(t, y)`` for ``scipy.integrate.solve_ivp``.
 
     Parameters
@@ -126,13 +159,18 @@ def ode_jacobian(fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, .
         Initial state.
     args : tuple
         Extra arguments, as given to ``solve_ivp(..., args=args)``.
+    format : {"auto", "csr", "dense"}
+        What ``jac(t, y)`` returns. ``"auto"``: a dense ndarray for at most
+        :data:`DENSE_ODE_MAX` unknowns (``solve_ivp``'s dense LU is faster there), a
+        ``csr_array`` above (sparse LU).
     **options
         Passed to :class:`SparseJacobian` (``mode``, ``order``, ``sparsity`` ...).
 
     Returns
     -------
     OdeJacobian
-        Callable ``(t, y) -> csr_array``, with a ``sparsity`` attribute.
+        Callable ``(t, y) -> csr_array`` (or ndarray, see ``format``), with a ``sparsity``
+        attribute.
 
     Notes
     -----
@@ -153,7 +191,7 @@ def ode_jacobian(fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, .
     >>> sol.success, sol.njev >= 1
     (True, True)
     """
-    return OdeJacobian(fun, t0, y0, args, **options)
+    return OdeJacobian(fun, t0, y0, args, format=format, **options)
 
 
 def least_squares_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),

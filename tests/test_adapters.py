@@ -7,6 +7,8 @@ Jacobians handed to the solver are exact (checked against hand-derived ones, ``t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -66,7 +68,7 @@ _PROBLEMS = {
 def test_solve_ivp_matches_jac_sparsity_run(name, method):
     """solve_ivp with jac=ode_jacobian(...) matches the jac_sparsity= run to solver tolerance."""
     fun, _, t_span, y0, args, tol = _PROBLEMS[name]
-    jac = sparsejac.ode_jacobian(fun, t_span[0], y0, args=args)
+    jac = sparsejac.ode_jacobian(fun, t_span[0], y0, args=args, format="csr")
     t_eval = np.linspace(*t_span, 9)
     ours = solve_ivp(fun, t_span, y0, method=method, jac=jac, args=args, t_eval=t_eval, **tol)
     theirs = solve_ivp(fun, t_span, y0, method=method, jac_sparsity=jac.sparsity, args=args,
@@ -84,7 +86,7 @@ def test_solve_ivp_matches_jac_sparsity_run(name, method):
 def test_ode_jacobian_is_exact_along_the_run(name, rng):
     """The Jacobian handed to the solver is the hand-derived one at the solver's points."""
     fun, jac_of, t_span, y0, args, _ = _PROBLEMS[name]
-    jac = sparsejac.ode_jacobian(fun, t_span[0], y0, args=args)
+    jac = sparsejac.ode_jacobian(fun, t_span[0], y0, args=args, format="csr")
     np.testing.assert_array_equal(jac.sparsity.toarray(), jac_of(0.0, y0 + 1.0, *args) != 0)
     for t in (0.0, 0.7, 13.0):
         y = y0 + rng.uniform(0.1, 0.2, y0.size)
@@ -113,7 +115,7 @@ def forced_jac(t, y, omega):
 def test_time_dependent_rhs_gets_the_jacobian_at_each_t(t, rng):
     """t is traced as a parameter, not baked in at t0: the Jacobian follows t."""
     y0 = rng.uniform(0.5, 1.5, 6)
-    jac = sparsejac.ode_jacobian(forced, 0.0, y0, args=(3.0,))
+    jac = sparsejac.ode_jacobian(forced, 0.0, y0, args=(3.0,), format="csr")
     y = rng.uniform(0.5, 1.5, 6)
     expected = forced_jac(t, y, 3.0)
     np.testing.assert_allclose(jac(t, y).toarray(), expected, rtol=EXACT_TOL,
@@ -125,7 +127,7 @@ def test_ode_jacobian_takes_solve_ivp_args(rng):
     """solve_ivp passes ``args`` to jac too: the same objects reuse the preparation, others not."""
     y0 = rng.uniform(0.5, 1.5, 6)
     omega = 3.0
-    jac = sparsejac.ode_jacobian(forced, 0.0, y0, args=(omega,))
+    jac = sparsejac.ode_jacobian(forced, 0.0, y0, args=(omega,), format="csr")
     y = rng.uniform(0.5, 1.5, 6)
     np.testing.assert_allclose(jac(0.4, y, omega).toarray(), forced_jac(0.4, y, omega),
                                rtol=EXACT_TOL, atol=1e-11)
@@ -138,7 +140,7 @@ def test_ode_jacobian_takes_solve_ivp_args(rng):
 def test_time_dependent_rhs_solves_like_jac_sparsity():
     """A t-dependent RHS integrated with BDF agrees with the jac_sparsity= run."""
     y0 = np.linspace(0.5, 1.0, 12)
-    jac = sparsejac.ode_jacobian(forced, 0.0, y0, args=(3.0,))
+    jac = sparsejac.ode_jacobian(forced, 0.0, y0, args=(3.0,), format="csr")
     kw = {"method": "BDF", "args": (3.0,), "rtol": 1e-7, "atol": 1e-10, "t_eval": [0.5, 1.5, 3]}
     ours = solve_ivp(forced, (0.0, 3.0), y0, jac=jac, **kw)
     theirs = solve_ivp(forced, (0.0, 3.0), y0, jac_sparsity=jac.sparsity, **kw)
@@ -262,7 +264,7 @@ def test_sparsity_follows_a_new_preparation(adapter):
     y0 = np.ones(4)
     off, on = False, True
     if adapter == "ode":
-        jac = sparsejac.ode_jacobian(_coupled, 0.0, y0, args=(off,))
+        jac = sparsejac.ode_jacobian(_coupled, 0.0, y0, args=(off,), format="csr")
         assert jac.sparsity.nnz == 4
         got = jac(0.0, y0, on)
     else:
@@ -395,3 +397,34 @@ def test_slsqp_dict_constraint_with_a_dense_jacobian():
                                  "jac": lambda z: -jac(z)}])
     assert res.success
     np.testing.assert_allclose(res.x, np.sqrt(0.5), atol=1e-6)
+
+
+def test_small_systems_get_dense_jacobians() -> None:
+    """format="auto": a dense ndarray up to DENSE_ODE_MAX unknowns (dense LU in solve_ivp),
+    equal to the CSR Jacobian; csr above; a bad format is refused."""
+    from scipy.integrate import solve_ivp
+
+    from sparsejac.adapters import DENSE_ODE_MAX
+
+    def rhs(t: float, y: Any) -> Any:
+        dy = -y ** 3 + np.sin(t) * y
+        dy[1:] += y[:-1]
+        return dy
+
+    small = sparsejac.ode_jacobian(rhs, 0.0, np.ones(DENSE_ODE_MAX))
+    large = sparsejac.ode_jacobian(rhs, 0.0, np.ones(DENSE_ODE_MAX + 1))
+    assert (small.format, large.format) == ("dense", "csr")
+    y = np.linspace(0.5, 1.5, DENSE_ODE_MAX)
+    got = small(0.7, y)
+    assert isinstance(got, np.ndarray)
+    csr = sparsejac.ode_jacobian(rhs, 0.0, np.ones(DENSE_ODE_MAX), format="csr")(0.7, y)
+    np.testing.assert_array_equal(got, csr.toarray())
+    assert isinstance(large(0.7, np.ones(DENSE_ODE_MAX + 1)), sp.csr_array)
+    sol = solve_ivp(rhs, (0.0, 1.0), y, method="Radau", jac=small, rtol=1e-8, atol=1e-10)
+    ref = solve_ivp(rhs, (0.0, 1.0), y, method="Radau", rtol=1e-8, atol=1e-10,
+                    jac=sparsejac.ode_jacobian(rhs, 0.0, y, format="csr"))
+    assert sol.success
+    assert ref.success
+    np.testing.assert_allclose(sol.y[:, -1], ref.y[:, -1], rtol=1e-7)
+    with pytest.raises(ValueError, match="format"):
+        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3), format="coo")

@@ -185,7 +185,7 @@ def test_repr_uses_the_function_name_and_thousands_separators():
 
     jac = sparsejac.ode_jacobian(rhs, 0.0, np.ones(1500), mode="forward")
     assert repr(jac) == ("OdeJacobian(SparseJacobian(rhs, shape=(1500, 1500), nnz=3,000, "
-                         "mode='forward': 2 JVPs instead of 1,500))")
+                         "mode='forward': 2 JVPs instead of 1,500), format='csr')")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -201,7 +201,7 @@ def test_a_changed_closure_variable_in_an_ode_right_hand_side(rng):
     def rhs(t, y):
         return -y + np.where(t > 1.0, k[0], 0.0) * np.roll(y, 1)
 
-    jac = sparsejac.ode_jacobian(rhs, 0.0, np.ones(5))
+    jac = sparsejac.ode_jacobian(rhs, 0.0, np.ones(5), format="csr")
     k[0] = 3.0
     got = jac(2.0, rng.uniform(size=5)).toarray()
     want = -np.eye(5) + 3.0 * np.roll(np.eye(5), 1, axis=0)
@@ -402,7 +402,7 @@ def test_adapters_pickle():
     """The solver adapters pickle when the user's function does."""
     import pickle
 
-    ode = sparsejac.ode_jacobian(_rhs, 0.0, np.ones(6))
+    ode = sparsejac.ode_jacobian(_rhs, 0.0, np.ones(6), format="csr")
     again = pickle.loads(pickle.dumps(ode))
     np.testing.assert_array_equal(again(1.3, np.ones(6)).toarray(),
                                   ode(1.3, np.ones(6)).toarray())

@@ -147,7 +147,8 @@ def test_refused_arguments_name_the_function() -> None:
 
 def test_orders_from_a_parameter_are_fine() -> None:
     """An order computed from a traced parameter (inactive) does not need a derivative."""
-    jac = sparsejac.ode_jacobian(lambda t, y: sc.iv(t + 1.0, y), 0.5, np.array([1.0, 2.0]))
+    jac = sparsejac.ode_jacobian(lambda t, y: sc.iv(t + 1.0, y), 0.5, np.array([1.0, 2.0]),
+                                 format="csr")
     np.testing.assert_allclose(jac(0.5, np.array([1.0, 2.0])).toarray(), np.diag(
         0.5 * (sc.iv(0.5, [1.0, 2.0]) + sc.iv(2.5, [1.0, 2.0]))), rtol=1e-13)
 
