@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from sparsejac.tracing import Program
-from sparsejac.tracing.walk import Values, check_block, dead_after
+from sparsejac.tracing.program import Node
+from sparsejac.tracing.walk import Values, check_block, dead_after, pull_back
 
 __all__ = ["evaluate", "program_jvp", "program_vjp"]
 
@@ -150,22 +151,15 @@ def program_vjp(
     """
     vals = Values(prog, x, params).complete()
     q = ct_out.shape[0]
-    cts: dict[int, np.ndarray] = {}
-    if prog.out.active:
-        cts[prog.out.id] = ct_out
-    for node in reversed(prog.nodes):
-        if not node.out.active:
-            continue
-        ct = cts.pop(node.out.id, None)
-        if ct is None:
-            continue
-        grads = node.prim.vjp(node, vals.args(node), vals[node.out], ct)
+
+    def pull(node: Node, ct: np.ndarray) -> list[np.ndarray | None]:
+        grads: list[np.ndarray | None] = node.prim.vjp(node, vals.args(node), vals[node.out], ct)
         for var, g in zip(node.inputs, grads, strict=True):
-            if g is None or not var.active:
-                continue
-            check_block("vjp", node, g, (q, *var.shape))
-            prev = cts.get(var.id)
-            cts[var.id] = g if prev is None else prev + g
+            if g is not None and var.active:
+                check_block("vjp", node, g, (q, *var.shape))
+        return grads
+
+    cts = pull_back(prog, ct_out, pull)
     ct_x = cts.get(prog.x.id)
     if ct_x is None:
         ct_x = np.zeros((q, *prog.x.shape))

@@ -36,6 +36,7 @@ from sparsejac.primitives.linear import apply_sparse_map
 from sparsejac.tracing import Program, trace
 from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer
+from sparsejac.tracing.walk import pull_back
 
 __all__ = ["gradient_call", "gradient_program", "hvp"]
 
@@ -126,23 +127,14 @@ def _traced_gradient(prog: Program, x: Any, params: Sequence[Any]) -> Any:
             vals[node.out.id] = bind(node.prim, args, node.params)  # type: ignore[arg-type]
         else:
             vals[node.out.id] = node.prim.impl(*args, **node.params)
-    cts: dict[int, Any] = {}
-    if prog.out.active:
-        cts[prog.out.id] = np.ones(prog.out.shape)
-    for node in reversed(prog.nodes):
-        if not node.out.active:
-            continue
-        ct = cts.pop(node.out.id, None)
-        if ct is None:
-            continue
+    def pull(node: Node, ct: Any) -> list[Any]:
         args = [vals.get(v.id, v.value) for v in node.inputs]
         out = vals[node.out.id]
-        for k, (s, var) in enumerate(zip(local_jacobians(node), node.inputs, strict=True)):
-            if s is None or not var.active:
-                continue
-            g = _pull(node, k, s, args, out, ct)
-            prev = cts.get(var.id)
-            cts[var.id] = g if prev is None else prev + g
+        return [None if s is None or not var.active else _pull(node, k, s, args, out, ct)
+                for k, (s, var) in enumerate(zip(local_jacobians(node), node.inputs,
+                                                  strict=True))]
+
+    cts = pull_back(prog, np.ones(prog.out.shape), pull)
     g_x = cts.get(prog.x.id)
     if g_x is None:
         return np.zeros(prog.x.shape) + 0.0 * x  # keeps the result in the trace

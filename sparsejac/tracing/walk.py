@@ -15,14 +15,14 @@ here, once:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from sparsejac.tracing.program import Node, Program, Var
 
-__all__ = ["Values", "check_block", "check_replayable", "dead_after"]
+__all__ = ["Values", "check_block", "check_replayable", "dead_after", "pull_back"]
 
 
 def check_replayable(prog: Program) -> None:
@@ -111,6 +111,37 @@ class Values:
         for _ in self.run():
             pass
         return self
+
+
+def pull_back(prog: Program, ct_out: Any,
+              pull: Callable[[Node, Any], Sequence[Any | None]]) -> dict[int, Any]:
+    """The reverse walk: the output's cotangent pulled back to every active variable.
+
+    ``pull(node, ct)`` returns the cotangent contribution of each of ``node``'s inputs (None:
+    none); contributions to one variable are summed. The reverse interpreter and the recorded
+    reverse sweep of second order (:mod:`sparsejac.ad.second_order`) share this walk.
+
+    Returns
+    -------
+    dict
+        ``{var.id: cotangent}`` of the variables reached (``prog.x.id`` among them unless
+        the output does not depend on ``x``).
+    """
+    cts: dict[int, Any] = {}
+    if prog.out.active:
+        cts[prog.out.id] = ct_out
+    for node in reversed(prog.nodes):
+        if not node.out.active:
+            continue
+        ct = cts.pop(node.out.id, None)
+        if ct is None:
+            continue
+        for var, g in zip(node.inputs, pull(node, ct), strict=True):
+            if g is None or not var.active:
+                continue
+            prev = cts.get(var.id)
+            cts[var.id] = g if prev is None else prev + g
+    return cts
 
 
 def dead_after(prog: Program, keep: Sequence[Var] = ()) -> list[list[int]]:
