@@ -430,3 +430,44 @@ def test_errors_are_clear() -> None:
         sparsejac.SparseHessian(chain, np.ones(3), sparsity=np.eye(3))
     with pytest.raises(ValueError, match="p"):
         sparsejac.SparseHessian(chain, np.ones(3)).hessp(np.ones(3), np.ones(4))
+
+
+# -- from outside: scipy's own test functions and its trust-constr tutorial --------------------
+
+
+def test_scipy_rosenbrock_functions() -> None:
+    """``scipy.optimize.rosen`` (written with the array API) against scipy's own derivatives."""
+    from scipy.optimize import rosen, rosen_der, rosen_hess, rosen_hess_prod
+
+    x = np.random.default_rng(0).uniform(-1.0, 2.0, 30)
+    hess = sparsejac.SparseHessian(rosen, x)
+    want = rosen_hess(x)
+    np.testing.assert_allclose(hess(x).toarray(), want, rtol=1e-13, atol=1e-13 * abs(want).max())
+    np.testing.assert_allclose(hess.gradient(x), rosen_der(x), rtol=1e-13, atol=1e-10)
+    p = np.arange(30.0)
+    np.testing.assert_allclose(hess.hessp(x, p), rosen_hess_prod(x, p), rtol=1e-12)
+    assert hess.n_products == 3  # tridiagonal
+    np.testing.assert_allclose(sparsejac.jacobian(rosen_der, x).toarray(), want, rtol=1e-13,
+                               atol=1e-12)
+    np.testing.assert_allclose(sparsejac.jacobian(lambda z: rosen_hess_prod(z, p), x).toarray(),
+                               sparsejac.hessian(lambda z: np.dot(rosen_der(z), p), x).toarray(),
+                               rtol=1e-12, atol=1e-9)
+
+
+def test_scipy_trust_constr_tutorial() -> None:
+    """The constrained Rosenbrock problem of scipy's trust-constr tutorial, with sparsejac's
+    gradient and Hessians: the tutorial's answer."""
+    from scipy.optimize import Bounds, LinearConstraint, NonlinearConstraint, rosen
+
+    def cons_f(x: Any) -> Any:
+        return [x[0] ** 2 + x[1], x[0] ** 2 - x[1]]
+
+    x0 = np.array([0.5, 0.0])
+    hess = sparsejac.SparseHessian(rosen, x0)
+    nonlinear = NonlinearConstraint(cons_f, -np.inf, 1, jac=sparsejac.SparseJacobian(
+        lambda x: np.array(cons_f(x)), x0), hess=sparsejac.constraint_hessian(cons_f, x0))
+    linear = LinearConstraint([[1, 2], [2, 1]], [-np.inf, 1], [1, 1])
+    res = so.minimize(rosen, x0, method="trust-constr", jac=hess.gradient, hess=hess,
+                      constraints=[linear, nonlinear], bounds=Bounds([0, -0.5], [1.0, 2.0]),
+                      options={"sparse_jacobian": True})  # scipy: one kind for all constraints
+    np.testing.assert_allclose(res.x, [0.41494531, 0.17010937], rtol=1e-6)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.linalg as sla
+import scipy.optimize as so
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 import scipy.special as sc
@@ -572,6 +573,11 @@ CASES: list[Case] = [
          lambda x: spla.splu(_TRI6).solve(x**2, trans="T"), shape=(6, 2)),
     Case("scipy.sparse.linalg.factorized", "factorized",
          lambda x: spla.factorized(_BLK6)(np.exp(x)), shape=(6,)),
+    # -- scipy.optimize's test functions (sparsejac/primitives/optimize.py) -------------------
+    Case("scipy.optimize.rosen", "rosen", lambda x: so.rosen(x) * np.ones(1), shape=(6,)),
+    Case("scipy.optimize.rosen_der", "rosen_der", lambda x: so.rosen_der(x), shape=(6,)),
+    Case("scipy.optimize.rosen_hess_prod", "both_traced",
+         lambda x: so.rosen_hess_prod(x, x[::-1] ** 2), shape=(6,)),
     # -- scipy.special composites and ternary rows (sparsejac/primitives/special.py) ----------
     Case("scipy.special.logsumexp", "all", lambda x: sc.logsumexp(x)),
     Case("scipy.special.logsumexp", "axis_traced_b",

@@ -65,6 +65,8 @@ def _defer_heavy_libraries() -> None:
         return lambda: getattr(importlib.import_module("sparsejac.primitives.filters"),
                                f"register_{which}")()
 
+    library.defer("scipy.optimize",
+                  lambda: importlib.import_module("sparsejac.primitives.optimize"))
     library.defer("scipy.ndimage", filters("ndimage"))
     library.defer("scipy.signal", filters("signal"))
 
