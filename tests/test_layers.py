@@ -21,7 +21,7 @@ INTERNALS = ROOT / "docs" / "internals.md"
 
 #: layer -> module-name prefixes (the longest matching prefix decides a module's layer)
 LAYERS: dict[str, tuple[str, ...]] = {
-    "base": ("sparsejac.errors", "sparsejac.numeric"),
+    "base": ("sparsejac.errors", "sparsejac.numeric", "sparsejac.kernels"),
     "pattern": ("sparsejac.pattern",),
     "tracing": ("sparsejac.tracing",),
     "coloring": ("sparsejac.coloring",),

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from sparsejac.kernels import kernel, typed_kernel
 
 LINEAR = 0
 GATHER = 100
@@ -41,7 +42,7 @@ ADD, SUB, MUL, DIV, POW = 32, 33, 34, 35, 36
 BINARY = 32
 
 
-@numba.njit(cache=True, inline="always")
+@typed_kernel(inline="always")
 def _unary(op: int, a: float) -> float:  # pragma: no cover - compiled
     if op == NEG:
         return -a
@@ -82,7 +83,7 @@ def _unary(op: int, a: float) -> float:  # pragma: no cover - compiled
     return math.atan(a)  # ARCTAN
 
 
-@numba.njit(cache=True, inline="always")
+@typed_kernel(inline="always")
 def _sign(a: float) -> float:  # pragma: no cover - compiled
     if a > 0.0:
         return 1.0
@@ -91,7 +92,7 @@ def _sign(a: float) -> float:  # pragma: no cover - compiled
     return a  # 0.0 or nan, as np.sign
 
 
-@numba.njit(cache=True, inline="always")
+@typed_kernel(inline="always")
 def _div(a: float, b: float) -> float:  # pragma: no cover - compiled
     if b != 0.0:
         return a / b
@@ -100,7 +101,7 @@ def _div(a: float, b: float) -> float:  # pragma: no cover - compiled
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
-@numba.njit(cache=True, inline="always")
+@typed_kernel(inline="always")
 def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compiled
     if op == NEG:
         return -1.0
@@ -137,7 +138,7 @@ def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compi
     return _div(1.0, 1.0 + a * a)  # ARCTAN
 
 
-@numba.njit(cache=True, inline="always")
+@typed_kernel(inline="always")
 def _pow(a: float, b: float) -> float:  # pragma: no cover - compiled
     if a < 0.0 and b != math.floor(b):
         return math.nan
@@ -146,7 +147,7 @@ def _pow(a: float, b: float) -> float:  # pragma: no cover - compiled
     return float(a ** b)
 
 
-@numba.njit(cache=True, inline="always")
+@typed_kernel(inline="always")
 def _binary(op: int, a: float, b: float) -> float:  # pragma: no cover - compiled
     if op == ADD:
         return a + b
@@ -159,7 +160,7 @@ def _binary(op: int, a: float, b: float) -> float:  # pragma: no cover - compile
     return _pow(a, b)
 
 
-@numba.njit(cache=True, inline="always")
+@typed_kernel(inline="always")
 def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  # pragma: no cover
     if op == ADD:
         return 1.0, 1.0
@@ -180,7 +181,7 @@ def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  #
     return da, db
 
 
-@numba.njit(cache=True)
+@kernel()
 def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Values into ``buf`` and (``tb.shape[1] > 0``) tangents into ``tb``, in program order.
 
@@ -257,7 +258,7 @@ def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-un
                         tb[o + r, j] = acc
 
 
-@numba.njit(cache=True)
+@kernel()
 def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Cotangents into ``cb`` from the values in ``buf``, in reverse program order.
 
@@ -323,7 +324,7 @@ def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-un
                             cb[sb, j] += g * db
 
 
-@numba.njit(cache=True)
+@kernel()
 def seed_rows(block, start, groups):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``block[start + k, groups[k]] = 1`` for every seeded ``k`` (group >= 0)."""
     for k in range(groups.size):

@@ -9,13 +9,14 @@ They work on int and float arrays only; :mod:`sparsejac.ad.entries` and
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from sparsejac.kernels import kernel
 
 __all__ = ["contribute", "expand_ranges", "merge2", "spread_dense", "spread_onehot"]
 
 
-@numba.njit(cache=True)
+@kernel()
 def spread_onehot(rows, cols, vals, groups, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``out[rows[e], groups[cols[e]]] += vals[e]`` (entries with a negative group skipped)."""
     for e in range(rows.size):
@@ -24,7 +25,7 @@ def spread_onehot(rows, cols, vals, groups, out):  # type: ignore[no-untyped-def
             out[rows[e], g] += vals[e]
 
 
-@numba.njit(cache=True)
+@kernel()
 def spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``out[rows[e], :] += vals[e] * src[cols[e], :]``."""
     p = out.shape[1]
@@ -38,7 +39,7 @@ def spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  #
             out[r, j] += v * src[c, j]
 
 
-@numba.njit(cache=True)
+@kernel()
 def contribute(acc, target, r, r_idx, j, j_idx, n, assign, scale):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``acc[target[k]] += r[r_idx[k]] * j[j_idx[k]]`` for k < n, fused (no temporaries).
 
@@ -73,7 +74,7 @@ def contribute(acc, target, r, r_idx, j, j_idx, n, assign, scale):  # type: igno
             acc[k] += v
 
 
-@numba.njit(cache=True)
+@kernel()
 def expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For each ``keys[i]``, the positions ``ptr[keys[i]] .. ptr[keys[i]+1]-1``.
 
@@ -93,7 +94,7 @@ def expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cove
     return owner, pos
 
 
-@numba.njit(cache=True)
+@kernel()
 def merge2(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Union of two strictly increasing key arrays, with each input's positions in it."""
     u = np.empty(a.size + b.size, np.int64)

@@ -22,14 +22,14 @@ readable from B or from C. All kernels are ``numba.njit(cache=True)`` on ``int64
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from sparsejac.coloring._dense import _add, _colour_sets, _discard, _next_free
+from sparsejac.kernels import kernel
 
 __all__: list[str] = []
 
-_njit = numba.njit(cache=True, nogil=True)
+_njit = kernel(nogil=True)
 
 
 # -- star bicolouring -------------------------------------------------------------------

@@ -39,7 +39,6 @@ among themselves. Without dense nets this is exactly :func:`._kernels._dynamic_o
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from sparsejac.coloring._kernels import (
@@ -50,10 +49,11 @@ from sparsejac.coloring._kernels import (
     _hash_insert,
     _lowest_zero,
 )
+from sparsejac.kernels import kernel
 
 __all__: list[str] = []
 
-_njit = numba.njit(cache=True, nogil=True)
+_njit = kernel(nogil=True)
 
 _ONE = np.uint64(1)
 _FULL = ~np.uint64(0)

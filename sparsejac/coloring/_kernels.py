@@ -31,12 +31,13 @@ arrays only. The public entry points live in :mod:`sparsejac.coloring.orders` an
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from sparsejac.kernels import kernel
 
 __all__: list[str] = []
 
-_njit = numba.njit(cache=True, nogil=True)
+_njit = kernel(nogil=True)
 
 
 # -- distance-2 degrees and first-fit greedy --------------------------------------------
@@ -99,7 +100,7 @@ for _i in range(64):
     _DEBRUIJN_TABLE[int(((1 << _i) * 0x03F79D71B4CB0A89 % 2**64) >> 58)] = _i
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(nogil=True, inline="always")
 def _lowest_zero(x):  # type: ignore[no-untyped-def]
     """``(index, bit)`` of the lowest zero bit of the uint64 ``x`` (``x`` is not all ones)."""
     y = ~x
@@ -107,7 +108,7 @@ def _lowest_zero(x):  # type: ignore[no-untyped-def]
     return _DEBRUIJN_TABLE[(low * _DEBRUIJN) >> _SHIFT58], low
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(nogil=True, inline="always")
 def _color_one_word(vptr, vidx, mask1, colors, v):  # type: ignore[no-untyped-def]
     a0 = vptr[v]
     a1 = vptr[v + 1]
@@ -178,7 +179,7 @@ def greedy_masks(vptr, vidx, nptr, nidx, order, n_words, natural):  # type: igno
 # -- indexed binary max-heap (ties: smaller vertex first) --------------------------------
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(nogil=True, inline="always")
 def _above(key, a, b):  # type: ignore[no-untyped-def]
     """Whether vertex ``a`` has priority over vertex ``b``."""
     return key[a] > key[b] or (key[a] == key[b] and a < b)

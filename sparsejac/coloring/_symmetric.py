@@ -32,12 +32,13 @@ All kernels are compiled with ``numba.njit(cache=True)`` and take ``int64`` arra
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from sparsejac.kernels import kernel
 
 __all__: list[str] = []
 
-_njit = numba.njit(cache=True, nogil=True)
+_njit = kernel(nogil=True)
 
 
 @_njit
@@ -70,7 +71,7 @@ def adjacency_edges(ptr, adj):  # type: ignore[no-untyped-def]
     return eid, k
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(nogil=True, inline="always")
 def _treat(ptr, adj, color, forbidden, treated, v, w):  # type: ignore[no-untyped-def]
     """Forbid for ``v`` the colours of every coloured neighbour of ``w``; mark ``w`` treated."""
     for b in range(ptr[w], ptr[w + 1]):
@@ -161,7 +162,7 @@ def star_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def]
     return color
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(nogil=True, inline="always")
 def _find(parent, e):  # type: ignore[no-untyped-def]
     """Root of ``e``'s set, halving the path on the way."""
     while parent[e] != e:
@@ -170,7 +171,7 @@ def _find(parent, e):  # type: ignore[no-untyped-def]
     return e
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@kernel(nogil=True, inline="always")
 def _union(parent, rank, a, b):  # type: ignore[no-untyped-def]
     """Join the sets of roots ``a`` and ``b`` (union by rank)."""
     if a == b:

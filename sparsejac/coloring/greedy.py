@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparsejac import kernels
 from sparsejac.coloring import _kernels
 from sparsejac.coloring.graph import BipartiteGraph
 
@@ -50,11 +51,39 @@ def kernel_array(a: object) -> np.ndarray:
 _NO_ORDER = kernel_array(np.empty(0, dtype=np.int64))
 
 
+#: Below this many nonzeros, and while numba is not loaded yet, first-fit colouring runs in
+#: Python (:func:`_greedy_python`, the same colouring): a small first Jacobian in a fresh
+#: process then never imports numba.
+PYTHON_BELOW = 5_000
+
+
+def _greedy_python(vptr: np.ndarray, vidx: np.ndarray, order: np.ndarray | None
+                   ) -> np.ndarray:
+    """First-fit colouring with Python integers as the nets' colour masks."""
+    nv = vptr.size - 1
+    ptr = vptr.tolist()
+    nets = vidx.tolist()
+    masks = [0] * (max(nets) + 1 if nets else 0)
+    colors = [0] * nv
+    for v in range(nv) if order is None else order.tolist():
+        acc = 0
+        for r in nets[ptr[v]:ptr[v + 1]]:
+            acc |= masks[r]
+        c = (~acc & (acc + 1)).bit_length() - 1  # the lowest colour no net of v has
+        colors[v] = c
+        bit = 1 << c
+        for r in nets[ptr[v]:ptr[v + 1]]:
+            masks[r] |= bit
+    return np.array(colors, dtype=np.int64)
+
+
 def _greedy_arrays(
     arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     order: np.ndarray | None,
     n_words: int,
 ) -> np.ndarray:
+    if arrays[1].size <= PYTHON_BELOW and not kernels.loaded():
+        return _greedy_python(arrays[0], arrays[1], order)
     if n_words:
         natural = order is None
         colors: np.ndarray = _kernels.greedy_masks(

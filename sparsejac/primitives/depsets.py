@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeAlias
 
-import numba
 import numpy as np
 import scipy.sparse as sp
+
+from sparsejac import kernels
+from sparsejac.kernels import kernel
 
 __all__ = [
     "DepSet",
@@ -106,7 +108,7 @@ def identity(n: int) -> Deps:
     return _csr(np.arange(n, dtype=np.int64), np.arange(n + 1, dtype=np.int64), (n, n))
 
 
-@numba.njit(cache=True)
+@kernel()
 def _take_rows_kernel(indptr, indices, rows):  # type: ignore[no-untyped-def]  # pragma: no cover
     m = rows.size
     out_ptr = np.empty(m + 1, np.int64)
@@ -126,7 +128,7 @@ def _take_rows_kernel(indptr, indices, rows):  # type: ignore[no-untyped-def]  #
     return out_ptr, out_idx
 
 
-@numba.njit(cache=True)
+@kernel()
 def _union2_kernel(ap, ai, bp, bi):  # type: ignore[no-untyped-def]  # pragma: no cover
     m = ap.size - 1
     out_ptr = np.empty(m + 1, np.int64)
@@ -162,10 +164,51 @@ def _union2_kernel(ap, ai, bp, bi):  # type: ignore[no-untyped-def]  # pragma: n
     return out_ptr, out_idx[:o]
 
 
+#: Below this many entries, and while numba is not loaded yet, detection uses numpy paths:
+#: a small first Jacobian in a fresh process then never imports numba (its import and
+#: runtime cost a few tenths of a second); the results are identical.
+NUMPY_BELOW = 100_000
+
+
+def _numpy_path(*sizes: int) -> bool:
+    return not kernels.loaded() and sum(sizes) <= NUMPY_BELOW
+
+
+def _take_rows_numpy(indptr: np.ndarray, indices: np.ndarray, rows: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_take_rows_kernel` with numpy (the same arrays)."""
+    valid = rows >= 0
+    if indptr.size > 1:
+        r = np.where(valid, rows, 0)
+        counts = np.where(valid, indptr[r + 1] - indptr[r], 0)
+    else:
+        r, counts = np.zeros_like(rows), np.zeros_like(rows)
+    ptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    src = np.repeat(indptr[r] - ptr[:-1], counts) + np.arange(ptr[-1], dtype=np.int64)
+    return ptr, np.ascontiguousarray(indices[src], dtype=np.int64)
+
+
+def _union2_numpy(ap: np.ndarray, ai: np.ndarray, bp: np.ndarray, bi: np.ndarray, n: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_union2_kernel` with numpy (the same arrays)."""
+    m = ap.size - 1
+    n = max(int(n), 1)
+    row = np.arange(m, dtype=np.int64)
+    keys = np.unique(np.concatenate([np.repeat(row, np.diff(ap)) * n + ai,
+                                     np.repeat(row, np.diff(bp)) * n + bi]))
+    ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // n, minlength=m), out=ptr[1:])
+    return ptr, keys % n
+
+
 def take_rows(d: Deps, rows: np.ndarray) -> Deps:
     """Row ``i`` of the result is row ``rows[i]`` of ``d`` (empty where ``rows[i] < 0``)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64).ravel()
-    ptr, idx = _take_rows_kernel(d.indptr, d.indices, rows)
+    if _numpy_path(d.indices.size, rows.size):
+        ptr, idx = _take_rows_numpy(d.indptr, d.indices, rows)
+    else:
+        ptr, idx = _take_rows_kernel(d.indptr, d.indices, rows)
     return _csr(idx, ptr, (rows.size, d.shape[1]))
 
 
@@ -187,7 +230,11 @@ def union(terms: Sequence[Deps]) -> Deps | None:
         return terms[0]
     out = terms[0]
     for t in terms[1:]:
-        ptr, idx = _union2_kernel(out.indptr, out.indices, t.indptr, t.indices)
+        if _numpy_path(out.indices.size, t.indices.size, out.shape[0]):
+            ptr, idx = _union2_numpy(out.indptr, out.indices, t.indptr, t.indices,
+                                     out.shape[1])
+        else:
+            ptr, idx = _union2_kernel(out.indptr, out.indices, t.indptr, t.indices)
         out = _csr(idx, ptr, out.shape)
     return out
 

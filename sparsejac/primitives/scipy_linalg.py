@@ -30,13 +30,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numba
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.kernels import kernel
 from sparsejac.primitives import dense_linalg as dl
 from sparsejac.primitives import derive
 from sparsejac.primitives.core import LocalJac, Primitive, bind, floats, register_library
@@ -67,7 +67,7 @@ def _shape(a: Any) -> tuple[int, ...]:
 # -- the structure of A⁻¹ from the factors ------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@kernel()
 def _reach_columns(lp, li, up, ui, n):  # type: ignore[no-untyped-def]  # pragma: no cover
     """CSC structure of ``U⁻¹ L⁻¹``: column j = U-reach of the L-reach of j (unsorted)."""
     cap = 4 * n + 16
@@ -159,7 +159,7 @@ def inverse_structure(lower: sp.csc_array, upper: sp.csc_array, perm_r: np.ndarr
     return out
 
 
-@numba.njit(cache=True)
+@kernel()
 def _greedy_groups(cptr, cidx, rptr, ridx, n):  # type: ignore[no-untyped-def]  # pragma: no cover
     """First-fit groups of columns whose structures share no row (distance-2 colouring)."""
     group = np.full(n, -1, np.int64)
