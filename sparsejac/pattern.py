@@ -86,13 +86,13 @@ class SparsityPattern:
     """
 
     __slots__ = (
+        "_rows",
         "col_indices",
         "col_indptr",
         "csc_to_csr",
         "indices",
         "indptr",
         "nnz",
-        "rows",
         "shape",
     )
 
@@ -102,8 +102,8 @@ class SparsityPattern:
     indices: IndexArray
     col_indptr: IndexArray
     col_indices: IndexArray
-    rows: IndexArray
     csc_to_csr: IndexArray
+    _rows: IndexArray | None
 
     def __init__(self, shape: tuple[int, int], rows: Any, cols: Any) -> None:
         """Build from coordinate arrays; duplicates are merged.
@@ -137,13 +137,24 @@ class SparsityPattern:
         object.__setattr__(self, "nnz", int(key.size))
         object.__setattr__(self, "indptr", _readonly(indptr))
         object.__setattr__(self, "indices", _readonly(c))
-        object.__setattr__(self, "rows", _readonly(r))
+        object.__setattr__(self, "_rows", _readonly(r))
         object.__setattr__(self, "col_indptr", _readonly(col_indptr))
         object.__setattr__(self, "col_indices", _readonly(r[csc_to_csr]))
         object.__setattr__(self, "csc_to_csr", _readonly(csc_to_csr))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("SparsityPattern is immutable")
+
+    @property
+    def rows(self) -> IndexArray:
+        """The row of every nonzero, in CSR order (built on first use from ``indptr``)."""
+        r = self._rows
+        if r is None:
+            r = _readonly(np.repeat(np.arange(self.shape[0], dtype=np.int64),
+                                    np.diff(self.indptr)))
+            object.__setattr__(self, "_rows", r)
+        out: IndexArray = r
+        return out
 
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt from its coordinates (pickle, copy): the constructor re-derives the rest
@@ -216,10 +227,23 @@ def _transpose_positions(m: int, n: int, indptr: np.ndarray, indices: np.ndarray
     scipy's compiled CSR→CSC conversion is a counting sort, linear in ``nnz + n``; carrying
     the CSR positions as the data gives the permutation (rows stay sorted in each column).
     """
-    pos = np.arange(indices.size, dtype=np.float64 if indices.size >= 2**31 else np.int32)
-    csc = sp.csr_array((pos, indices, indptr), shape=(m, n)).tocsc()
-    return (csc.indptr.astype(np.int64), csc.indices.astype(np.int64),
-            csc.data.astype(np.int64))
+    nnz = int(indices.size)
+    try:  # scipy's compiled counting sort, straight into int64 arrays (no copies, no checks)
+        from scipy.sparse import _sparsetools
+
+        col_indptr = np.empty(n + 1, dtype=np.int64)
+        col_indices = np.empty(nnz, dtype=np.int64)
+        positions = np.empty(nnz, dtype=np.int64)
+        _sparsetools.csr_tocsc(m, n, np.asarray(indptr, dtype=np.int64),
+                               np.asarray(indices, dtype=np.int64),
+                               np.arange(nnz, dtype=np.int64), col_indptr, col_indices,
+                               positions)
+        return col_indptr, col_indices, positions
+    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover - scipy API
+        pos = np.arange(nnz, dtype=np.float64 if nnz >= 2**31 else np.int32)
+        csc = sp.csr_array((pos, indices, indptr), shape=(m, n)).tocsc()
+        return (csc.indptr.astype(np.int64), csc.indices.astype(np.int64),
+                csc.data.astype(np.int64))
 
 
 def _from_compressed(a: Any) -> SparsityPattern | None:
@@ -243,9 +267,9 @@ def _from_compressed(a: Any) -> SparsityPattern | None:
         indptr, indices, csr_to_csc = _transpose_positions(n, m, col_indptr, col_indices)
         csc_to_csr = np.empty_like(csr_to_csc)
         csc_to_csr[csr_to_csc] = np.arange(csr_to_csc.size, dtype=np.int64)
-    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
     pattern = object.__new__(SparsityPattern)
-    for name, value in (("indptr", indptr), ("indices", indices), ("rows", rows),
+    object.__setattr__(pattern, "_rows", None)  # built on first use
+    for name, value in (("indptr", indptr), ("indices", indices),
                         ("col_indptr", col_indptr), ("col_indices", col_indices),
                         ("csc_to_csr", csc_to_csr)):
         if np.may_share_memory(value, a.indptr) or np.may_share_memory(value, a.indices):
