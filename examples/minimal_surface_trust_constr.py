@@ -73,9 +73,10 @@ def main() -> None:
     t0 = time.perf_counter()
     res = solve(hess.gradient, hess, cjac, chess, x0)
     t_sj = time.perf_counter() - t0
+    how = ("assembled directly (no products)" if hess.stats()["path"] == "direct" else
+           f"{hess.n_products} Hessian-vector products ({hess.coloring.method} colouring)")
     print(f"minimal surface, {N} x {N} grid: n = {n:,} unknowns, Hessian nnz = "
-          f"{hess.sparsity.nnz:,}, {hess.n_products} Hessian-vector products per Hessian "
-          f"({hess.coloring.method} colouring)")
+          f"{hess.sparsity.nnz:,}, {how}")
     print(f"sparsejac jac/hess: {res.nit} iterations, area {res.fun:.6f}, constraint "
           f"{mean_square(res.x)[0]:.6f} <= {MEAN_SQUARE_MAX}, status {res.status}; "
           f"preparation {prep:.2f} s + solve {t_sj:.2f} s")

@@ -455,7 +455,10 @@ def _print_function(name: str, rep: dict[str, Any], out: TextIO) -> None:
           f"{hess['lower_bound']}", file=out)
     print(f"  colours        star {c['star']}, acyclic {c['acyclic']}, column {c['column']}",
           file=out)
-    print(f"  SparseHessian  {hess['n_products']} Hessian-vector products: {hess['reason']}",
-          file=out)
+    if hess.get("path") == "direct":
+        print(f"  SparseHessian  {hess['reason']}", file=out)
+    else:
+        print(f"  SparseHessian  {hess['n_products']} Hessian-vector products: "
+              f"{hess['reason']}", file=out)
     print(f"  one Hessian {1e3 * hess['seconds']:.3g} ms, preparation "
           f"{hess['preparation_seconds']:.2f} s", file=out)

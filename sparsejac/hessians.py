@@ -32,6 +32,7 @@ from sparsejac.ad.second_order import gradient_call
 from sparsejac.coloring import color
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.detection import program_sparsity
+from sparsejac.engines import PreparedEngine
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, prepare
 from sparsejac.sparse_jacobian import bind_arguments
@@ -173,9 +174,10 @@ class SparseHessian(PlanView):
     """The Hessian of a scalar function, prepared once and evaluated at many points.
 
     Preparation traces ``f``, records its gradient (the reverse sweep) as a program, detects
-    the Hessian's pattern, colours it symmetrically and prepares the forward-over-reverse
-    products; each call then costs one pass with ``p`` seed columns (``p`` = the number of
-    colours) and the recovery. The object is a drop-in ``hess=`` for
+    the Hessian's pattern and prepares the recorded program. Where that program gives the
+    Hessian's entries directly, a call assembles them; otherwise the pattern is coloured
+    symmetrically and a call costs one forward-over-reverse pass with ``p`` seed columns
+    (``p`` = the number of colours) and the recovery. The object is a drop-in ``hess=`` for
     ``scipy.optimize.minimize`` (``trust-constr``, ``trust-exact``, ``Newton-CG``, ...);
     :meth:`gradient` is its ``jac=`` and :meth:`hessp` its ``hessp=``.
 
@@ -207,6 +209,10 @@ class SparseHessian(PlanView):
     verify : bool
         Check, at every call, that the recorded program still computes ``f(x)`` (a changed
         global or closure constant), and prepare again when it does not.
+    path : {"auto", "products"}
+        ``"auto"``: when the recorded gradient program gives the Hessian's entries directly
+        (no dense intermediate), assemble them without any product; otherwise, and always
+        with ``"products"``, Hessian-vector products with the symmetric colouring's seeds.
 
     Raises
     ------
@@ -245,8 +251,12 @@ class SparseHessian(PlanView):
         kwargs: dict[str, Any] | None = None,
         name: str | None = None,
         verify: bool = True,
+        path: str = "auto",
     ) -> None:
         self._f = check_callable(f, x0)
+        if path not in ("auto", "products"):
+            raise ValueError(f"`path` must be 'auto' or 'products'; got {path!r}")
+        self._path = path
         if method not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}; got {method!r}")
         self._method = method
@@ -287,25 +297,35 @@ class SparseHessian(PlanView):
                 raise ValueError("`sparsity` must be symmetric (a Hessian's pattern)")
             check_subset(detected, pattern)
         seconds["detection"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        effort = prepared_effort(pattern.nnz) if self._effort is None else float(self._effort)
-        coloring = color(pattern, partition="symmetric", method=self._method,
-                         order=self._order, effort=effort)
-        seconds["coloring"] = time.perf_counter() - t0
         plan = prepare(grad, self._x0, params=self._params0, name=f"gradient of {self._name}",
-                       sparsity=pattern, mode="forward", order="natural", effort=0.0)
+                       sparsity=pattern, mode="auto" if self._path == "auto" else "forward",
+                       order="natural", effort=0.0)
         seconds["preparation"] = plan.seconds.get("detection", 0.0) + plan.seconds.get(
             "preparation", 0.0)
-        reason = (f"{self._method} colouring of the symmetric pattern: "
-                  f"{coloring.n_colors} Hessian-vector products")
-        column = plan.colorings["forward"]  # a column colouring also recovers H from H @ S
-        if column.n_colors < coloring.n_colors:  # (patterns with holes on the diagonal)
-            reason = (f"column colouring: {column.n_colors} Hessian-vector products, fewer "
-                      f"than the {self._method} colouring's {coloring.n_colors}")
-            coloring = column
+        t0 = time.perf_counter()
+        direct = isinstance(plan.engine, PreparedEngine) and plan.engine.direct is not None
+        if direct:  # the recorded program gives H's entries: no products, no search
+            effort = 0.0
+            coloring = color(pattern, "symmetric", "natural", method=self._method)
+            reason = ("assembled directly from the recorded program: no Hessian-vector "
+                      f"products ({self._method} colouring would take {coloring.n_colors})")
+        else:
+            effort = (prepared_effort(pattern.nnz) if self._effort is None
+                      else float(self._effort))
+            coloring = color(pattern, partition="symmetric", method=self._method,
+                             order=self._order, effort=effort)
+            reason = (f"{self._method} colouring of the symmetric pattern: "
+                      f"{coloring.n_colors} Hessian-vector products")
+            column = color(pattern, "column", "natural")  # also recovers H from H @ S
+            if column.n_colors < coloring.n_colors:  # (patterns with holes on the diagonal)
+                reason = (f"column colouring: {column.n_colors} Hessian-vector products, "
+                          f"fewer than the {self._method} colouring's {coloring.n_colors}")
+                coloring = column
+        seconds["coloring"] = time.perf_counter() - t0
         plan = dataclasses.replace(
-            plan, colorings={"forward": coloring}, costs={"forward": float(coloring.n_colors)},
-            reason=reason, effort=effort, seconds=seconds)
+            plan, colorings={"forward": coloring}, mode="forward",
+            costs={"forward": float(coloring.n_colors)}, reason=reason, effort=effort,
+            seconds=seconds)
         rows = plan.pattern.rows
         lower = np.flatnonzero(rows >= plan.pattern.indices)
         self._state = _State(args, kwargs, call, prog, plan, lower)
@@ -529,6 +549,7 @@ class SparseHessian(PlanView):
                 pat, "symmetric", "natural", method=self._method).lower_bound)),
             "seconds": dict(plan.seconds),
             "engine": plan.engine.stats(),
+            "path": (plan.engine.stats() or {}).get("path"),
             "preparations": self._n_prepared,
         }
 

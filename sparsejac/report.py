@@ -223,8 +223,8 @@ def function_report(
         products), ``auto`` (``mode``, ``reason``, ``n_products``, ``seconds`` per Jacobian),
         ``f_seconds`` and ``preparation_seconds``; for a scalar ``f`` also ``hessian``:
         ``nnz``, ``colors`` (star, acyclic and column colourings of its pattern),
-        ``lower_bound``, ``n_products`` and ``reason`` (what
-        :class:`~sparsejac.SparseHessian` uses), ``seconds`` (one Hessian) and
+        ``lower_bound``, ``n_products``, ``path`` (``"direct"``: assembled without products)
+        and ``reason`` (what :class:`~sparsejac.SparseHessian` uses), ``seconds`` (one Hessian) and
         ``preparation_seconds``, or ``error`` when ``f`` has no second-order rule.
 
     Examples
@@ -287,6 +287,7 @@ def _hessian_report(f: Callable[..., Any], x: Any, order: Any, args: tuple[Any, 
                    "acyclic": int(acyclic.n_colors), "column": st["colors_column"]},
         "lower_bound": st["lower_bound"],
         "n_products": int(hess.n_products),
+        "path": st["path"],
         "reason": hess.reason,
         "seconds": _min_time(lambda: hess(x), repeats),
         "preparation_seconds": prep,

@@ -152,7 +152,7 @@ def check_objective(n: int, m: int, seed: int, kinds: list[str], sparse_ops: boo
     f, grad = objective(n, m, seed, kinds, sparse_ops)
     rng = np.random.default_rng(seed + 1)
     x0, x1 = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
-    hess = sparsejac.SparseHessian(f, x0, method=method)
+    hess = sparsejac.SparseHessian(f, x0, method=method, path="products" if seed % 2 else "auto")
     pattern = sparsejac.hessian_sparsity(f, x0).toarray()
     seen = np.zeros_like(pattern)
     for x in (x0, x1):
@@ -197,6 +197,8 @@ def test_catalogue_hessians(s: Scenario) -> None:
         return
     hess = sparsejac.SparseHessian(phi, x)
     got = hess(x).toarray()
+    np.testing.assert_allclose(sparsejac.SparseHessian(phi, x, path="products")(x).toarray(),
+                               got, rtol=1e-12, atol=1e-12 * (1.0 + np.abs(got).max()))
     if s.name in NOT_ANALYTIC:
         want, tol = fd_hessian(phi, x), 2e-6
     else:
@@ -329,11 +331,13 @@ def chain_hessian(x: np.ndarray) -> np.ndarray:
     return h
 
 
+@pytest.mark.parametrize("path", ["auto", "products"])
 @pytest.mark.parametrize("method", ["star", "acyclic"])
-def test_prepared_hessian_at_many_points(method: str) -> None:
-    """Hand-derived Hessian at several points; 3 products for the tridiagonal pattern."""
-    hess = sparsejac.SparseHessian(chain, np.ones(30), method=method)
+def test_prepared_hessian_at_many_points(method: str, path: str) -> None:
+    """Hand-derived Hessian at several points, assembled directly or from 3 products."""
+    hess = sparsejac.SparseHessian(chain, np.ones(30), method=method, path=path)
     assert hess.n_products <= 3
+    assert hess.stats()["path"] == ("direct" if path == "auto" else "compressed")
     rng = np.random.default_rng(0)
     for _ in range(3):
         x = rng.uniform(-2, 2, 30)
@@ -424,6 +428,8 @@ def test_errors_are_clear() -> None:
         sparsejac.SparseHessian(lambda x: x ** 2, np.ones(3))
     with pytest.raises(ValueError, match="method"):
         sparsejac.SparseHessian(chain, np.ones(3), method="distance2")
+    with pytest.raises(ValueError, match="path"):
+        sparsejac.SparseHessian(chain, np.ones(3), path="direct")
     with pytest.raises(ValueError, match="symmetric"):
         sparsejac.SparseHessian(chain, np.ones(3), sparsity=np.triu(np.ones((3, 3))))
     with pytest.raises(ValueError, match="miss"):

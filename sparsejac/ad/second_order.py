@@ -116,12 +116,34 @@ def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> 
     return g.reshape(shape) if g.shape != shape else g
 
 
+def _needed_values(prog: Program) -> set[int]:
+    """The variables whose values the reverse sweep reads, and what computing them needs.
+
+    A node whose local Jacobian is value-dependent reads its inputs and its output; one with
+    constant local Jacobians (a linear operation) reads nothing. Leaving the rest out keeps
+    ``f``'s own value and other dead forward steps out of the recorded gradient program.
+    """
+    needed: set[int] = set()
+    for node in reversed(prog.nodes):
+        reads = node.out.active and any(
+            s is not None and s.const is None for s, var in
+            zip(local_jacobians(node), node.inputs, strict=True) if var.active)
+        if reads:
+            needed.add(node.out.id)
+        if node.out.id in needed:
+            needed.update(v.id for v in node.inputs)
+    return needed
+
+
 def _traced_gradient(prog: Program, x: Any, params: Sequence[Any]) -> Any:
     """The reverse sweep of ``prog`` replayed on the traced ``x`` and ``params``."""
     vals: dict[int, Any] = {prog.x.id: x}
     for var, val in zip(prog.params, params, strict=True):
         vals[var.id] = val
+    needed = _needed_values(prog)
     for node in prog.nodes:
+        if node.out.id not in needed:  # no rule reads it (f's own value, a linear step)
+            continue
         args = [vals.get(v.id, v.value) for v in node.inputs]
         if any(isinstance(a, Tracer) for a in args):
             vals[node.out.id] = bind(node.prim, args, node.params)  # type: ignore[arg-type]
@@ -129,7 +151,7 @@ def _traced_gradient(prog: Program, x: Any, params: Sequence[Any]) -> Any:
             vals[node.out.id] = node.prim.impl(*args, **node.params)
     def pull(node: Node, ct: Any) -> list[Any]:
         args = [vals.get(v.id, v.value) for v in node.inputs]
-        out = vals[node.out.id]
+        out = vals.get(node.out.id, node.out.value)  # read only by value-dependent rules
         return [None if s is None or not var.active else _pull(node, k, s, args, out, ct)
                 for k, (s, var) in enumerate(zip(local_jacobians(node), node.inputs,
                                                   strict=True))]
