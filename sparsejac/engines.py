@@ -29,10 +29,7 @@ __all__ = ["Engine"]
 
 def _groups(c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
     """Column groups, forward products, row groups, reverse products (-1: not seeded)."""
-    m, n = c.pattern.shape
-    cg = c.column_groups if c.column_groups is not None else np.full(n, -1)
-    rg = c.row_groups if c.row_groups is not None else np.full(m, -1)
-    return cg, c.n_forward, rg, c.n_reverse
+    return c._seed_groups
 
 
 def _decompress(c: ColoringResult, b: np.ndarray | None, cmat: np.ndarray | None,

@@ -258,7 +258,10 @@ def index_dtype(pattern: SparsityPattern) -> type[np.signedinteger[Any]]:
     'int32'
     """
     big = max(pattern.nnz, *pattern.shape)
-    return np.int32 if big < np.iinfo(np.int32).max else np.int64
+    return np.int32 if big < _INT32_MAX else np.int64
+
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name: str,

@@ -411,6 +411,17 @@ class ColoringResult:
     # -- decompression --------------------------------------------------------------------
 
     @cached_property
+    def _seed_groups(self) -> tuple[np.ndarray, int, np.ndarray, int]:
+        """Column groups, forward products, row groups, reverse products (-1: not seeded).
+
+        What the engines pass to the products at every call, built once.
+        """
+        m, n = self.pattern.shape
+        cg = self.column_groups if self.column_groups is not None else np.full(n, -1)
+        rg = self.row_groups if self.row_groups is not None else np.full(m, -1)
+        return cg, self.n_forward, rg, self.n_reverse
+
+    @cached_property
     def _gather_c(self) -> np.ndarray:
         """Flat indices into a C-contiguous compressed matrix, one per nonzero (CSR order)."""
         pat = self.pattern

@@ -52,6 +52,13 @@ def as_float_input(x: Any, name: str = "x") -> np.ndarray:
         ...
     TypeError: `x0` must be an array of real numbers; got an array of complex numbers
     """
+    if type(x) is np.ndarray and x.dtype == np.float64 and x.size:  # the common case
+        arr = x.copy()
+        if not np.isfinite(arr).all():
+            bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
+            raise ValueError(
+                f"`{name}` must be finite; element {bad} (flat index) is {arr.ravel()[bad]}")
+        return arr
     if isinstance(x, Tracer):
         raise TypeError(f"`{name}` is already a traced array; nested tracing is not supported")
     try:
@@ -65,7 +72,7 @@ def as_float_input(x: Any, name: str = "x") -> np.ndarray:
         raise TypeError(f"`{name}` must be an array of real numbers; got an array of {kind}")
     if arr.size == 0:
         raise ValueError(f"`{name}` must have at least one element; got shape {arr.shape}")
-    arr = arr.astype(np.float64)
+    arr = arr.astype(np.float64, copy=False)
     if not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
         raise ValueError(
