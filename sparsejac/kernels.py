@@ -18,11 +18,36 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-__all__ = ["kernel", "loaded", "typed_kernel"]
+__all__ = ["FALLBACK_BUDGET", "kernel", "loaded", "typed_kernel", "use_fallback"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _LOCK = threading.RLock()
+
+
+#: Entries the numpy paths may process in a process before the kernels take over: enough for
+#: the first Jacobians of small functions (numba's import and runtime cost a few tenths of a
+#: second), little enough that a process computing many Jacobians soon uses the kernels.
+FALLBACK_BUDGET = 100_000
+_BUDGET = [FALLBACK_BUDGET]
+
+
+def use_fallback(size: int) -> bool:
+    """Whether an input of ``size`` entries should take a numpy path instead of a kernel.
+
+    True while numba is not loaded and this process's numpy paths have processed fewer than
+    :data:`FALLBACK_BUDGET` entries (the results are the same either way).
+
+    Examples
+    --------
+    >>> from sparsejac.kernels import use_fallback
+    >>> use_fallback(10 ** 9)          # too large: always the kernel
+    False
+    """
+    if "numba" in sys.modules or size > _BUDGET[0]:
+        return False
+    _BUDGET[0] -= size
+    return True
 
 
 def loaded() -> bool:

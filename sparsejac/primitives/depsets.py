@@ -164,14 +164,13 @@ def _union2_kernel(ap, ai, bp, bi):  # type: ignore[no-untyped-def]  # pragma: n
     return out_ptr, out_idx[:o]
 
 
-#: Below this many entries, and while numba is not loaded yet, detection uses numpy paths:
-#: a small first Jacobian in a fresh process then never imports numba (its import and
-#: runtime cost a few tenths of a second); the results are identical.
-NUMPY_BELOW = 100_000
-
-
 def _numpy_path(*sizes: int) -> bool:
-    return not kernels.loaded() and sum(sizes) <= NUMPY_BELOW
+    """Whether these inputs take the numpy paths (:func:`sparsejac.kernels.use_fallback`).
+
+    Small inputs of a process's first Jacobians do (identical results): a small first
+    Jacobian in a fresh process then never imports numba.
+    """
+    return kernels.use_fallback(sum(sizes))
 
 
 def _take_rows_numpy(indptr: np.ndarray, indices: np.ndarray, rows: np.ndarray
