@@ -237,6 +237,7 @@ def function_report(
     """
     t0 = time.perf_counter()
     jac = SparseJacobian(f, x0, order=order, args=args)
+    jac.search()  # a report shows the colourings of the whole search
     prep = time.perf_counter() - t0
     st = jac.stats()
     x = jac.x0

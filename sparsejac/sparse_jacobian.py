@@ -8,6 +8,7 @@ members; the one-off :func:`sparsejac.jacobian` runs the same pipeline.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,14 @@ import scipy.sparse as sp
 from sparsejac.ad import PreparedProgram
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.engines import PreparedEngine
-from sparsejac.pipeline import Plan, PlanView, fd_evaluations, prepare
+from sparsejac.pipeline import (
+    Plan,
+    PlanView,
+    deferred_search,
+    fd_evaluations,
+    prepare,
+    search_due,
+)
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -263,6 +271,7 @@ class SparseJacobian(PlanView):
         self._y = self._x0 + self._offset  # where verify compares f with the recording
         self._lock = threading.RLock()
         self._n_prepared = 0
+        self._calls = 0  # calls of the current preparation (the deferred search's clock)
         self._prepare(check_args(args), check_kwargs(kwargs))
 
     # -- copy and pickle: a prepared Jacobian is rebuilt from its inputs (prepare is
@@ -278,9 +287,11 @@ class SparseJacobian(PlanView):
 
     def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         call = bind_arguments(self._f, args, kwargs)
-        plan = prepare(call, self._x0, params=self._params0, name=self._name, **self._options)
+        plan = prepare(call, self._x0, params=self._params0, name=self._name, defer=True,
+                       **self._options)
         # one assignment: a concurrent call sees the old state or the new one, never a mix
         self._state = _State(args, kwargs, call, plan)
+        self._calls = 0
         self._n_prepared += 1
 
     @property
@@ -502,7 +513,48 @@ class SparseJacobian(PlanView):
                     "again. f must be a deterministic function of x (and of its arguments); "
                     "random numbers or state that changes at every call cannot be "
                     "differentiated this way (use mode='fd' with `sparsity=`).")
+        if plan.pending:
+            self._after_call(state)
         return data, plan
+
+    def search(self) -> None:
+        """Run the deferred colour search now (it otherwise waits until calls pay for it).
+
+        A prepared Jacobian whose seeds matter starts with one colouring pass per candidate
+        mode; the ``order="best"`` search at the default effort runs between two calls once
+        the calls' nominal work has paid for it (:func:`sparsejac.pipeline.deferred_search`).
+        Call this to have the fewest products from the first call on; it does nothing when
+        no search is pending.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> def f(x):
+        ...     return np.concatenate([x[1:] * x[:-1], [np.sum(np.sin(x)) ** 2]])
+        >>> jac = sparsejac.SparseJacobian(f, np.ones(3000))
+        >>> jac.stats()["deferred_search"] is not None
+        True
+        >>> jac.search()
+        >>> jac.stats()["deferred_search"] is None
+        True
+        """
+        with self._lock:
+            state = self._state
+            if state.plan.pending:
+                better = deferred_search(state.plan, max(self._calls, search_due(state.plan)))
+                if better is not None:
+                    self._state = dataclasses.replace(state, plan=better)
+
+    def _after_call(self, state: _State) -> None:
+        """Count the call; run the deferred colour search when calls have paid for it."""
+        with self._lock:
+            if self._state is not state:
+                return
+            self._calls += 1
+            better = deferred_search(state.plan, self._calls)
+            if better is not None:
+                self._state = dataclasses.replace(state, plan=better)
 
     def _agrees(self, state: _State, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether the recorded program still computes ``f``, to rounding.
@@ -688,7 +740,9 @@ class SparseJacobian(PlanView):
             ``retraced_each_call``, ``colors`` (products per candidate mode), ``products``
             (``[forward, reverse]`` per candidate mode), ``costs`` (the cost rule's value per
             candidate mode), ``lower_bound`` (column and row), ``coloring_budget`` (the
-            search effort), ``coloring_work`` (the work it spent), ``seconds`` (detection,
+            search effort, spent or deferred), ``deferred_search`` (None, or the deferred
+            search's ``effort``, the call it is due after and the calls so far),
+            ``coloring_work`` (the work it spent), ``seconds`` (detection,
             coloring, preparation, and with ``calibrate=True`` calibration per timed mode),
             ``engine`` and ``preparations``.
         """
@@ -709,7 +763,10 @@ class SparseJacobian(PlanView):
             "costs": dict(plan.costs),
             "lower_bound": {"column": int(rows.max()) if rows.size else 0,
                             "row": int(cols.max()) if cols.size else 0},
-            "coloring_budget": plan.effort,
+            "coloring_budget": plan.effort + plan.pending,
+            "deferred_search": (None if not plan.pending else
+                                {"effort": plan.pending, "due_after_calls": search_due(plan),
+                                 "calls": self._calls}),
             "coloring_work": float(sum(c.work for c in plan.colorings.values())),
             "seconds": dict(plan.seconds),
             "engine": plan.engine.stats(),

@@ -197,7 +197,8 @@ def test_stats_keys_and_values(mode):
     json.dumps(st)
     assert set(st) == {"shape", "nnz", "mode", "reason", "n_products", "exact",
                        "retraced_each_call", "colors", "products", "costs", "lower_bound",
-                       "coloring_budget", "coloring_work", "seconds", "engine", "preparations"}
+                       "coloring_budget", "deferred_search", "coloring_work", "seconds", "engine",
+                       "preparations"}
     assert st["shape"] == [s.m, s.n]
     assert st["nnz"] == s.pattern.sum() == jac.sparsity.nnz
     assert st["mode"] == jac.mode

@@ -1,0 +1,76 @@
+"""The colour search of a prepared Jacobian waits until calls have paid for it (item 1 of the
+time-to-the-answer work): deterministic, by nominal work, and exact before and after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+import sparsejac
+from sparsejac.pipeline import prepare, search_due
+
+_RNG = np.random.default_rng(0)
+_N = 20
+_T = sp.diags([np.ones(_N - 1), -2 * np.ones(_N), np.ones(_N - 1)], [-1, 0, 1])
+_L = sp.csr_array(sp.kron(sp.identity(_N), _T) + sp.kron(_T, sp.identity(_N)))
+_P = _RNG.permutation(_N * _N)
+_L = sp.csr_array(_L[_P][:, _P])  # a 2-D Laplacian in a scrambled order
+
+
+def dense_coupled(x: Any) -> Any:
+    """A stencil and a dense row (a total): no direct assembly, the seeds matter."""
+    return np.concatenate([(_L @ x) ** 2, [np.sum(x ** 2)]])
+
+
+X0 = np.linspace(0.2, 1.4, 400)
+
+
+def test_the_search_runs_after_the_calls_that_pay_for_it() -> None:
+    jac = sparsejac.SparseJacobian(dense_coupled, X0)
+    plan = jac.plan
+    due = search_due(plan)
+    assert plan.pending > 0
+    assert due >= 1
+    first = {m: c.n_colors for m, c in plan.colorings.items()}
+    for k in range(1, due):
+        jac(X0 * (1 + 1e-3 * k))
+        assert jac.plan is plan, f"searched at call {k}, before call {due}"
+    jac(X0)
+    assert jac.plan is not plan
+    assert jac.plan.pending == 0.0
+    assert jac.stats()["deferred_search"] is None
+    after = {m: c.n_colors for m, c in jac.plan.colorings.items()}
+    assert all(after[m] <= first[m] for m in first)
+    assert jac.plan.seconds["deferred_search_after_calls"] == due
+
+
+def test_same_colourings_as_the_search_at_once() -> None:
+    """The deferred search finds exactly what preparing with the search would."""
+    at_once = prepare(dense_coupled, X0)
+    jac = sparsejac.SparseJacobian(dense_coupled, X0)
+    jac.search()
+    for m, c in at_once.colorings.items():
+        np.testing.assert_array_equal(jac.plan.colorings[m].groups if m != "mixed" else
+                                      jac.plan.colorings[m].column_groups,
+                                      c.groups if m != "mixed" else c.column_groups)
+    assert jac.mode == at_once.mode
+
+
+def test_same_call_sequence_same_colourings_and_exact_values() -> None:
+    a = sparsejac.SparseJacobian(dense_coupled, X0)
+    b = sparsejac.SparseJacobian(dense_coupled, X0)
+    want = sparsejac.jacobian(dense_coupled, X0).toarray()
+    for _ in range(search_due(a.plan) + 1):
+        ja, jb = a(X0), b(X0)
+        np.testing.assert_allclose(ja.toarray(), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(ja.toarray(), jb.toarray())
+        assert a.coloring.n_colors == b.coloring.n_colors
+        assert a.mode == b.mode
+
+
+def test_explicit_effort_or_order_searches_at_preparation() -> None:
+    for kw in ({"effort": 0.01}, {"order": "natural"}, {"mode": "forward"}):
+        jac = sparsejac.SparseJacobian(dense_coupled, X0, **kw)
+        assert jac.stats()["deferred_search"] is None, kw
