@@ -231,3 +231,34 @@ def test_partition_and_percentile_match_numpy(rng: np.random.Generator) -> None:
               lambda v: np.median(v, axis=0, keepdims=True), lambda v: np.sort(v, axis=None)):
         got = sparsejac.jacobian(f, x)
         np.testing.assert_allclose(got.toarray(), fd_jacobian(f, x), rtol=1e-6, atol=1e-7)
+
+
+def test_argpartition_selects_with_local_detection() -> None:
+    """``np.argpartition`` has a zero derivative; indexing with it follows the local choice."""
+    def f(x):  # type: ignore[no-untyped-def]
+        i = np.argpartition(x, 2)
+        return x[i[:3]] ** 2
+
+    x = np.array([5.0, 1.0, 4.0, 2.0, 3.0])
+    want = np.zeros((3, 5))
+    for r, c in enumerate(np.argpartition(x, 2)[:3]):
+        want[r, c] = 2.0 * x[c]
+    np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), want)
+    with pytest.raises(sparsejac.ConcretizationError):
+        sparsejac.jacobian_sparsity(f, x)
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile_methods(method: str) -> None:
+    """Values equal numpy's; Jacobians equal central differences at a generic point."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.0, 1.0, (4, 6))
+    for q, axis in ((0.3, 1), ([0.1, 0.5, 1.0], 0), (0.5, None)):
+        def f(z, q=q, axis=axis):  # type: ignore[no-untyped-def]
+            return np.atleast_1d(np.quantile(z, q, axis=axis, method=method))
+
+        got = sparsejac.jacobian(f, x).toarray()
+        np.testing.assert_allclose(got, fd_jacobian(f, x), atol=1e-6)
+        jac = sparsejac.SparseJacobian(f, x)
+        y = rng.uniform(0.0, 1.0, (4, 6))
+        np.testing.assert_allclose(jac(y).toarray(), fd_jacobian(f, y), atol=1e-6)

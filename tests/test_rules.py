@@ -803,6 +803,7 @@ ZERO_CASES: list[Case] = [
     Case("numpy.argmax", "axis", lambda x: np.argmax(x, axis=1)),
     Case("numpy.argmin", "keepdims", lambda x: np.argmin(x, axis=0, keepdims=True)),
     Case("numpy.argsort", "axis0", lambda x: np.argsort(x, axis=0)),
+    Case("numpy.argpartition", "kth1", lambda x: np.argpartition(x, 1, axis=0)),
     Case("numpy.count_nonzero", "axis", lambda x: np.count_nonzero(x > 1.0, axis=1)),
     Case("numpy.round", "decimals", lambda x: np.round(x * 10, 1)),
     Case("numpy.around", "around", lambda x: np.around(x * 10)),

@@ -9,9 +9,10 @@ change with ``x``) and the values of the permutation matrix at the current point
 * the *local* pattern is exact (the permutation at ``x``);
 * prepared replays recompute the permutation at every point.
 
-``median``, ``percentile`` and ``quantile`` (``method="linear"``, constant ``q``) are
-composites: a sort followed by the linear interpolation numpy applies to the sorted lane.
-``argsort`` has a zero derivative (its result indexes, as ``argmax`` does).
+``median``, ``percentile`` and ``quantile`` (``method`` linear, lower, higher, nearest or
+midpoint; constant ``q``) are composites: a sort followed by the interpolation numpy applies
+to the sorted lane. ``argsort`` and ``argpartition`` have a zero derivative (their results
+index, as ``argmax`` does).
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ class SortPermute(Primitive):
 
 SORT_PERMUTE = SortPermute()
 ARGSORT = _ZeroReduction("argsort", np.argsort)
+ARGPARTITION = _ZeroReduction("argpartition", np.argpartition)
 
 
 def _shape(a: Any) -> tuple[int, ...]:
@@ -165,14 +167,38 @@ def _argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: 
     return bind(ARGSORT, (a,), {"axis": axis, "kind": "stable"})
 
 
-def _quantile_sorted(s: Any, q: np.ndarray, ax: int, keepdims: bool) -> Any:
-    """Numpy's ``method="linear"`` on a lane already sorted along ``ax``."""
+@register_function(np.argpartition, family="sorting", via="argpartition (zero derivative)",
+                   note="indexing with it needs local detection")
+def _argpartition(a: Any, kth: Any, axis: Any = -1, kind: Any = "introselect",
+                  order: Any = None) -> Any:
+    if order is not None or isinstance(kth, Tracer):
+        raise UnsupportedPrimitiveError("numpy.argpartition", "`order=` or a traced `kth`")
+    k = int(kth) if np.ndim(kth) == 0 else tuple(int(v) for v in np.ravel(kth))
+    return bind(ARGPARTITION, (a,), {"kth": k, "axis": axis, "kind": kind})
+
+
+#: Quantile methods with a constant interpolation between two sorted neighbours.
+QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _quantile_sorted(s: Any, q: np.ndarray, ax: int, keepdims: bool,
+                     method: str = "linear") -> Any:
+    """Numpy's quantile ``method`` (:data:`QUANTILE_METHODS`) on a lane sorted along ``ax``."""
     n = _shape(s)[ax]
     virtual = q * (n - 1)
-    lo = np.floor(virtual).astype(np.int64)
-    lo = np.clip(lo, 0, n - 1)
+    lo = np.clip(np.floor(virtual).astype(np.int64), 0, n - 1)
     hi = np.clip(lo + 1, 0, n - 1)
     frac = virtual - lo
+    if method == "lower":
+        hi, frac = lo, np.zeros_like(frac)
+    elif method == "higher":
+        lo = np.clip(np.ceil(virtual).astype(np.int64), 0, n - 1)
+        hi, frac = lo, np.zeros_like(frac)
+    elif method == "nearest":  # numpy rounds half to even
+        lo = np.clip(np.around(virtual).astype(np.int64), 0, n - 1)
+        hi, frac = lo, np.zeros_like(frac)
+    elif method == "midpoint":  # halfway between the neighbours, unless on one
+        frac = np.where(frac == 0, 0.0, 0.5)
     a_lo = np.moveaxis(np.take(s, lo.ravel(), axis=ax), ax, 0)
     a_hi = np.moveaxis(np.take(s, hi.ravel(), axis=ax), ax, 0)
     g = frac.ravel().reshape((-1,) + (1,) * (len(_shape(s)) - 1))
@@ -187,26 +213,28 @@ def _quantile_sorted(s: Any, q: np.ndarray, ax: int, keepdims: bool) -> Any:
 
 def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
               extra: dict[str, Any]) -> Any:
-    if isinstance(q, Tracer) or method != "linear" or extra.get("out") is not None or \
-            extra.get("overwrite_input") or extra.get("weights") is not None:
+    if isinstance(q, Tracer) or method not in QUANTILE_METHODS or \
+            extra.get("out") is not None or extra.get("overwrite_input") or \
+            extra.get("weights") is not None:
         raise UnsupportedPrimitiveError(
-            name, f"this form (allowed: constant `q`, method='linear'; got method={method!r})")
+            name, f"this form (allowed: constant `q`, method in {QUANTILE_METHODS}; got "
+            f"method={method!r})")
     if axis is not None and not isinstance(axis, (int, np.integer)):
         raise UnsupportedPrimitiveError(name, f"`axis`={axis!r} (allowed: None or an int)")
     nd = len(_shape(a))
     if axis is None:
         s = np.sort(np.ravel(a))
-        res = _quantile_sorted(s, np.asarray(q, dtype=np.float64), 0, False)
+        res = _quantile_sorted(s, np.asarray(q, dtype=np.float64), 0, False, method)
         if keepdims:
             res = np.reshape(res, np.shape(res) + (1,) * nd)
         return res
     ax = int(axis) % nd
     return _quantile_sorted(np.sort(a, axis=ax), np.asarray(q, dtype=np.float64), ax,
-                            keepdims)
+                            keepdims, method)
 
 
 @register_function(np.quantile, family="sorting", via="sort_permute + lerp",
-                   note="constant q, method='linear'")
+                   note="constant q; method linear, lower, higher, nearest or midpoint")
 def _np_quantile(a: Any, q: Any, axis: Any = None, out: Any = None,
                  overwrite_input: bool = False, method: str = "linear",
                  keepdims: bool = False, **kw: Any) -> Any:
@@ -215,7 +243,7 @@ def _np_quantile(a: Any, q: Any, axis: Any = None, out: Any = None,
 
 
 @register_function(np.percentile, family="sorting", via="sort_permute + lerp",
-                   note="constant q, method='linear'")
+                   note="constant q; method linear, lower, higher, nearest or midpoint")
 def _np_percentile(a: Any, q: Any, axis: Any = None, out: Any = None,
                    overwrite_input: bool = False, method: str = "linear",
                    keepdims: bool = False, **kw: Any) -> Any:

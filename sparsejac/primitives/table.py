@@ -48,9 +48,10 @@ FAMILIES: dict[str, str] = {
 
 #: (functions, why they are not supported, what to write instead)
 NOT_SUPPORTED: list[tuple[str, str, str]] = [
-    ("`np.argpartition`, `np.unique`, `np.searchsorted`; `np.quantile`/`np.percentile` "
-     "methods other than `linear`; indexing with `np.argsort(x)` other than "
-     "`np.take_along_axis(x, np.argsort(x, axis), axis)` (global mode)",
+    ("`np.unique`, `np.searchsorted`; `np.quantile`/`np.percentile` methods other than "
+     "`linear`, `lower`, `higher`, `nearest`, `midpoint`; indexing with `np.argsort(x)` or "
+     "`np.argpartition(x, k)` other than `np.take_along_axis(x, np.argsort(x, axis), axis)` "
+     "(global mode)",
      "the result is a value-dependent permutation or selection of x",
      "if the order does not depend on x, compute the permutation outside `f` and index with "
      "it; otherwise pass the sparsity yourself and use finite differences"),
