@@ -21,7 +21,6 @@ candidates at ``x0`` instead and keeps the fastest.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import time
@@ -42,7 +41,7 @@ from sparsejac.coloring import (
     partition_cost,
     partition_for_mode,
 )
-from sparsejac.coloring.budget import EFFORT_UNIT, prepared_effort
+from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.graph import bidirectional_lower_bound
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import (
@@ -602,6 +601,7 @@ def prepare(
         if mode == "auto" and isinstance(prepared, PreparedProgram):
             direct = prepared.direct_positions(pattern.rows, pattern.indices)
         runner = PreparedEngine(prepared, direct=direct, nnz=pattern.nnz)
+        program.release_values()  # the engine replays; the trace-point values are dead weight
         if defer_search:
             if direct is None and defer:  # the search waits until calls pay for it
                 pending, effort = effort, 0.0
@@ -632,74 +632,9 @@ def prepare(
 
 
 #: Nominal nanoseconds per element operation and direction of a prepared call (the compiled
-#: tape's order of magnitude), for the deferred search's accounting.
+#: tape's order of magnitude), for the deferred search's accounting
+#: (:mod:`sparsejac.deferred`).
 NS_PER_ELEMENT = 1.0
-#: The deferred colour search runs once the calls' nominal work times this share reaches its
-#: budget: it may cost at most this fraction of the evaluation work done so far.
-SEARCH_SHARE = 0.5
-
-
-def search_due(plan: Plan) -> int:
-    """The call after which the plan's deferred search runs (0: none pending).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsejac.pipeline import prepare, search_due
-    >>> search_due(prepare(lambda x: x ** 2, np.ones(3)))   # prepared at once
-    0
-    >>> plan = prepare(lambda x: np.append(x, np.sum(x) ** 2), np.ones(300), defer=True)
-    >>> search_due(plan) > 1                               # after a number of calls
-    True
-    """
-    if not plan.pending:
-        return 0
-    return max(1, math.ceil(plan.pending * EFFORT_UNIT / (SEARCH_SHARE * max(plan.call_work,
-                                                                              1.0))))
-
-
-def deferred_search(plan: Plan, calls: int) -> Plan | None:
-    """The plan after its deferred colour search, once ``calls`` calls have paid for it.
-
-    A prepared Jacobian that needs seeds starts with the mandatory one-pass colourings (one
-    per candidate mode). Its search (``order="best"`` at the default effort) runs between
-    two calls once :data:`SEARCH_SHARE` of the calls' nominal work (``calls`` times
-    ``plan.call_work``, in the colouring budget's nominal nanoseconds) reaches the search's
-    budget; then the colourings and the mode are chosen again. Everything is counted in
-    nominal work, never timed, so the same call sequence gives the same colourings.
-
-    Returns
-    -------
-    Plan or None
-        The new plan, or None when the search is not due (or none is pending).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsejac.pipeline import deferred_search, prepare
-    >>> def f(x):                     # a dense intermediate: the Jacobian needs seeds
-    ...     return np.concatenate([x[1:] * x[:-1], [np.sum(np.sin(x)) ** 2]])
-    >>> plan = prepare(f, np.ones(3000), defer=True)
-    >>> plan.pending > 0, deferred_search(plan, 1) is None
-    (True, True)
-    >>> later = deferred_search(plan, 10 ** 9)
-    >>> later.pending, later.coloring.n_colors <= plan.coloring.n_colors
-    (0.0, True)
-    """
-    if not plan.pending or calls < search_due(plan):
-        return None
-    modes, order, reverse_cost = plan.search_args
-    t0 = time.perf_counter()
-    colorings = _colour(plan.pattern, list(modes), order, plan.pending, None, reverse_cost)
-    costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}
-    chosen, reason, _ = _choose(list(modes), colorings, costs, reverse_cost, False,
-                                plan.engine, plan.pattern, np.empty(0), ())
-    seconds = {**plan.seconds, "deferred_search": time.perf_counter() - t0,
-               "deferred_search_after_calls": calls}
-    return dataclasses.replace(
-        plan, colorings=colorings, mode=chosen, costs=costs, effort=plan.pending,
-        reason=reason,
-        seconds=seconds, pending=0.0, call_work=0.0, search_args=(), _matrices={})
 
 
 #: The tape is chosen when its work per call, about ``sum(sizes) x (width + 1)`` element

@@ -19,15 +19,9 @@ import scipy.sparse as sp
 
 from sparsejac.ad import PreparedProgram
 from sparsejac.coloring import DEFAULT_REVERSE_COST
+from sparsejac.deferred import deferred_search, search_due
 from sparsejac.engines import PreparedEngine
-from sparsejac.pipeline import (
-    Plan,
-    PlanView,
-    deferred_search,
-    fd_evaluations,
-    prepare,
-    search_due,
-)
+from sparsejac.pipeline import Plan, PlanView, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -522,7 +516,7 @@ class SparseJacobian(PlanView):
 
         A prepared Jacobian whose seeds matter starts with one colouring pass per candidate
         mode; the ``order="best"`` search at the default effort runs between two calls once
-        the calls' nominal work has paid for it (:func:`sparsejac.pipeline.deferred_search`).
+        the calls' nominal work has paid for it (:func:`sparsejac.deferred.deferred_search`).
         Call this to have the fewest products from the first call on; it does nothing when
         no search is pending.
 

@@ -9,7 +9,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import sparsejac
-from sparsejac.pipeline import prepare, search_due
+from sparsejac.deferred import search_due
+from sparsejac.pipeline import prepare
 
 _RNG = np.random.default_rng(0)
 _N = 20

@@ -36,7 +36,8 @@ MODULES = ("sparsejac", "sparsejac.ad", "sparsejac.fd", "sparsejac.coloring", "s
            "sparsejac.validation", "sparsejac.tracing", "sparsejac.primitives",
            "sparsejac.numeric", "sparsejac.errors", "sparsejac.one_off",
            "sparsejac.sparse_jacobian", "sparsejac.adapters", "sparsejac.report",
-           "sparsejac.products", "sparsejac.plans", "sparsejac.engines", "sparsejac.hessians")
+           "sparsejac.products", "sparsejac.plans", "sparsejac.engines", "sparsejac.hessians",
+           "sparsejac.deferred")
 EXAMPLES = re.compile(r"^Examples\n-{8,}\n(.*)", re.M | re.S)
 
 

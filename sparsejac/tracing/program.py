@@ -190,6 +190,17 @@ class Program:
         """Size of the output."""
         return self.out.size
 
+    def release_values(self) -> None:
+        """Drop the trace-point values of the nodes' outputs (keep inputs, params, constants).
+
+        A prepared engine replays the program at every point and never reads them again;
+        they are the size of every intermediate array. Afterwards the program can only be
+        replayed (``Values`` with an ``x``), not read at its trace point.
+        """
+        for node in self.nodes:
+            if node.out.kind == NODE and node.out is not self.out:
+                node.out.value = None
+
     def active_nodes(self) -> list[Node]:
         """The nodes whose output is active, in execution order."""
         return [nd for nd in self.nodes if nd.out.active]
