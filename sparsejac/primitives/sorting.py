@@ -148,14 +148,19 @@ def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any
     return bind(SORT_PERMUTE, (a,), {"axis": ax})
 
 
+def _kth(name: str, kth: Any, order: Any) -> int | tuple[int, ...]:
+    """``kth`` of ``partition``/``argpartition`` as static ints (a traced one is refused)."""
+    if order is not None or isinstance(kth, Tracer):
+        raise UnsupportedPrimitiveError(name, "`order=` or a traced `kth`")
+    return int(kth) if np.ndim(kth) == 0 else tuple(int(v) for v in np.ravel(kth))
+
+
 @register_function(np.partition, family="sorting", via="sort_permute",
                    note="argpartition's order; local pattern exact")
 def _partition(a: Any, kth: Any, axis: Any = -1, kind: Any = "introselect",
                order: Any = None) -> Any:
-    if order is not None or isinstance(kth, Tracer):
-        raise UnsupportedPrimitiveError("numpy.partition", "`order=` or a traced `kth`")
+    k = _kth("numpy.partition", kth, order)
     a, ax = _axis(a, axis, "numpy.partition")
-    k = int(kth) if np.ndim(kth) == 0 else tuple(int(v) for v in np.ravel(kth))
     return bind(SORT_PERMUTE, (a,), {"axis": ax, "how": ("partition", k)})
 
 
@@ -171,9 +176,7 @@ def _argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: 
                    note="indexing with it needs local detection")
 def _argpartition(a: Any, kth: Any, axis: Any = -1, kind: Any = "introselect",
                   order: Any = None) -> Any:
-    if order is not None or isinstance(kth, Tracer):
-        raise UnsupportedPrimitiveError("numpy.argpartition", "`order=` or a traced `kth`")
-    k = int(kth) if np.ndim(kth) == 0 else tuple(int(v) for v in np.ravel(kth))
+    k = _kth("numpy.argpartition", kth, order)
     return bind(ARGPARTITION, (a,), {"kth": k, "axis": axis, "kind": kind})
 
 
