@@ -283,7 +283,8 @@ class SparseHessian(PlanView):
         prog = _scalar_program(call, self._x0, self._params0, self._name)
         grad = gradient_call(prog)
         gprog = trace(grad, self._x0, params=self._params0, name=f"gradient of {self._name}")
-        detected = _symmetric(program_sparsity(gprog))
+        gpattern = program_sparsity(gprog)
+        detected = _symmetric(gpattern)
         if self._user_sparsity is None:
             pattern = as_pattern(detected) if detected.nnz else \
                 SparsityPattern(detected.shape, [], [])
@@ -299,7 +300,7 @@ class SparseHessian(PlanView):
         seconds["detection"] = time.perf_counter() - t0
         plan = prepare(grad, self._x0, params=self._params0, name=f"gradient of {self._name}",
                        sparsity=pattern, mode="auto" if self._path == "auto" else "forward",
-                       order="natural", effort=0.0)
+                       order="natural", effort=0.0, traced=(gprog, gpattern))
         seconds["preparation"] = plan.seconds.get("detection", 0.0) + plan.seconds.get(
             "preparation", 0.0)
         t0 = time.perf_counter()

@@ -465,6 +465,7 @@ def prepare(
     engine: str = "auto",
     workers: Any = None,
     defer: bool = False,
+    traced: tuple[Program, sp.csr_array] | None = None,
 ) -> Plan:
     """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
 
@@ -500,6 +501,9 @@ def prepare(
         Leave the colour search of a prepared Jacobian (default ``effort`` and ``order``,
         ``mode="auto"``) for later, when calls have paid for it (:func:`deferred_search`):
         the plan starts with the mandatory one-pass colourings.
+    traced : (Program, csr_array), optional
+        ``call`` already traced (globally) at ``x0``, with its detected pattern: neither is
+        computed again (:class:`sparsejac.SparseHessian` traces its gradient program first).
 
     Returns
     -------
@@ -528,6 +532,11 @@ def prepare(
     if sparsity is not None and mode == "fd":
         pattern = as_pattern(sparsity, name="sparsity")
         _check_fd_shape(pattern, call, x0, params)
+    elif traced is not None:
+        program, local = traced[0], False
+        pattern = as_pattern(traced[1]) if sparsity is None else as_pattern(sparsity)
+        if sparsity is not None:
+            check_subset(traced[1], pattern)
     else:
         try:
             program, local = _trace(call, x0, params, name, mode, sparsity, one_shot)
@@ -603,7 +612,7 @@ def prepare(
         runner = PreparedEngine(prepared, direct=direct, nnz=pattern.nnz)
         program.release_values()  # the engine replays; the trace-point values are dead weight
         if defer_search:
-            if direct is None and defer:  # the search waits until calls pay for it
+            if direct is None and defer and not calibrate:  # the search waits for calls
                 pending, effort = effort, 0.0
                 t1 = time.perf_counter()  # the mandatory passes, one per candidate mode
                 colorings = _colour(pattern, modes, order, 0.0, time_budget, reverse_cost)

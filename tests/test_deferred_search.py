@@ -72,6 +72,7 @@ def test_same_call_sequence_same_colourings_and_exact_values() -> None:
 
 
 def test_explicit_effort_or_order_searches_at_preparation() -> None:
-    for kw in ({"effort": 0.01}, {"order": "natural"}, {"mode": "forward"}):
+    for kw in ({"effort": 0.01}, {"order": "natural"}, {"mode": "forward"},
+               {"calibrate": True}):
         jac = sparsejac.SparseJacobian(dense_coupled, X0, **kw)
         assert jac.stats()["deferred_search"] is None, kw

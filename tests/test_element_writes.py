@@ -103,6 +103,22 @@ def test_loop_pattern_is_tridiagonal_and_records_one_write() -> None:
     assert len(gathers_of_size_n) == 1  # the 50 writes are one operation
 
 
+def test_reading_the_shape_in_the_loop_merges_nothing() -> None:
+    """``out.shape``/``len(out)`` read inside the loop keep the writes pending (one merge)."""
+    def f(x: Any) -> Any:
+        out = np.zeros_like(x)
+        for i in range(len(out)):
+            out[i] = x[i] ** 2 if i < out.shape[0] - 1 else x[i] * x[0] * out.size
+        return out
+
+    prog = trace(f, np.ones(40))
+    assert len([nd for nd in prog.nodes if nd.prim.name == "gather"
+                and nd.out.size == 40]) == 1
+    x = np.linspace(0.5, 1.5, 40)
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), complex_step(f, x),
+                               rtol=1e-13)
+
+
 def test_writes_that_take_the_general_path() -> None:
     """Other dtypes, casting and non-scalar values keep numpy's semantics."""
     def f(x: Any) -> Any:

@@ -165,27 +165,27 @@ class Tracer:
             flat = flat * n + i
         return flat
 
-    # -- array attributes ----------------------------------------------------------------
+    # -- array attributes (pending element writes change neither: no merge) ----------------
 
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape of the traced array."""
-        return self._var.shape
+        return self._v.shape
 
     @property
     def dtype(self) -> np.dtype[Any]:
         """Dtype of the traced array."""
-        return self._var.dtype
+        return self._v.dtype
 
     @property
     def ndim(self) -> int:
         """Number of dimensions."""
-        return len(self._var.shape)
+        return len(self._v.shape)
 
     @property
     def size(self) -> int:
         """Number of elements."""
-        return self._var.size
+        return self._v.size
 
     @property
     def T(self) -> Tracer:
