@@ -137,6 +137,10 @@ class PreparedEngine:
                 data[:] = 0.0
             data[self.direct] = values
             return data, fx
+        if isinstance(self.program, Tape) and mode != "fd":
+            got = self.program.jacobian_data(x, c, params, out)
+            if got is not None:
+                return got
         cg, p, rg, q = _groups(c)
         b = cmat = None
         fx = None

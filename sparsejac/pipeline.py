@@ -158,8 +158,10 @@ class Plan:
     #: what the deferred search needs: (candidate modes, order, reverse_cost)
     search_args: tuple[Any, ...] = ()
     #: attributes of the first matrix built, per class (see :meth:`matrix`)
-    _matrices: dict[Any, dict[str, Any]] = field(default_factory=dict, repr=False,
-                                                 compare=False)
+    _matrices: dict[Any, tuple[dict[str, Any], np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False, compare=False)
+    #: the modes whose compressed sizes were checked (:func:`check_compressed_size`)
+    _sized: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     @property
     def coloring(self) -> ColoringResult:
@@ -206,9 +208,11 @@ class Plan:
     def _evaluate_mode(self, mode: str, x: np.ndarray, params: Sequence[Any],
                        out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         c = self.colorings[mode]
-        if mode != "fd":
-            _, p, _, q = _groups(c)
-            check_compressed_size(mode, self.pattern.shape, p, q)
+        if mode not in self._sized:
+            if mode != "fd":
+                _, p, _, q = _groups(c)
+                check_compressed_size(mode, self.pattern.shape, p, q)
+            self._sized.add(mode)
         return self.engine.evaluate(mode, c, x, params, out)
 
     def matrix(self, data: np.ndarray, format: str = "csr") -> sp.csr_array | sp.csc_array:
@@ -226,30 +230,42 @@ class Plan:
 
 
 _STATE_KEYS = frozenset({"_shape", "maxprint", "indices", "indptr", "data"})
+#: a plan keeps converted index arrays to copy for patterns of at most this many nonzeros
+_KEEP_INDICES = 4096
 
 
 def _new_matrix(cls: Any, pat: SparsityPattern, data: np.ndarray, indices: np.ndarray,
-                indptr: np.ndarray, cache: dict[Any, dict[str, Any]]) -> Any:
+                indptr: np.ndarray, cache: dict[Any, tuple[dict[str, Any], np.ndarray, np.ndarray]]
+                ) -> Any:
     """A canonical ``cls`` matrix with ``data`` and its own copies of the index arrays.
 
     The first matrix of a plan goes through scipy's checks; the next ones copy its other
     attributes (``cache``, per plan and class): scipy validates its arrays at every
     construction, tens of microseconds that would dominate a small Jacobian.
     """
+    hit = cache.get(cls)
+    if hit is not None:
+        state, idx0, ptr0 = hit
+        out = cls.__new__(cls)
+        attrs = out.__dict__
+        attrs.update(state)
+        if idx0.size:  # small: copies of converted arrays kept for the purpose
+            attrs["data"], attrs["indices"], attrs["indptr"] = data, idx0.copy(), ptr0.copy()
+        else:  # large: no second copy of the indices resident, the dtype alone
+            attrs["data"] = data
+            attrs["indices"], attrs["indptr"] = indices.astype(idx0.dtype), indptr.astype(
+                idx0.dtype)
+        return out
     dtype = index_dtype(pat)
     idx, ptr = indices.astype(dtype), indptr.astype(dtype)
-    state = cache.get(cls)
-    if state is not None:
-        out = cls.__new__(cls)
-        out.__dict__.update(state)
-        out.data, out.indices, out.indptr = data, idx, ptr
-        return out
     out = cls((data, idx, ptr), shape=pat.shape, copy=False)
     out.has_sorted_indices = True
     out.has_canonical_format = True
     if set(out.__dict__) >= _STATE_KEYS:
-        cache[cls] = {k: v for k, v in out.__dict__.items()
-                      if k not in ("data", "indices", "indptr")}
+        small = pat.nnz <= _KEEP_INDICES
+        cache[cls] = ({k: v for k, v in out.__dict__.items()
+                       if k not in ("data", "indices", "indptr")},
+                      idx.copy() if small else idx[:0], ptr.copy() if small else ptr[:0])
     return out
 
 

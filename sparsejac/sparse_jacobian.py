@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.ad import PreparedProgram
+from sparsejac.ad.tape import Tape
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.deferred import deferred_search, search_due
 from sparsejac.engines import PreparedEngine
@@ -26,6 +27,7 @@ from sparsejac.validation import (
     Mode,
     check_args,
     check_callable,
+    check_compressed_size,
     check_engine,
     check_fd_method,
     check_fd_workers,
@@ -34,16 +36,13 @@ from sparsejac.validation import (
     check_reverse_cost,
     check_x,
 )
+from sparsejac.verifying import VERIFY_RTOL, Verifier, bind_arguments
 
 if TYPE_CHECKING:
     from sparsejac.operators import JacobianOperator
 
 __all__ = ["VERIFY_RTOL", "SparseJacobian", "bind_arguments"]
 
-#: Relative tolerance of ``verify``: the replayed ``f(x)`` must equal a real call to this,
-#: relative to the largest |f(x)| (the replay runs the same numpy operations, so it agrees to
-#: rounding; a changed constant shows far above it).
-VERIFY_RTOL = 1e-9
 
 
 def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
@@ -54,13 +53,6 @@ def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
                           verify=verify, **options)
 
 
-def _values(v: Any) -> np.ndarray | None:
-    try:
-        return np.asarray(v, dtype=np.float64).ravel()
-    except (TypeError, ValueError):
-        return None
-
-
 @dataclass(frozen=True)
 class _State:
     """What a preparation produced: the arguments, the bound ``f`` and the plan."""
@@ -69,32 +61,22 @@ class _State:
     kwargs: dict[str, Any]
     call: Callable[..., Any]
     plan: Plan
+    #: (tape, colouring) when a call can take the fused path of a compiled tape: no
+    #: parameters, no direct assembly, exact mode (see :meth:`SparseJacobian.__call__`)
+    fast: tuple[Any, ...] | None = dataclasses.field(init=False, default=None)
 
-
-def bind_arguments(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-                   ) -> Callable[..., Any]:
-    """``call(x, *params) = f(x, *params, *args, **kwargs)`` (``f`` itself without them).
-
-    Examples
-    --------
-    >>> from sparsejac.sparse_jacobian import bind_arguments
-    >>> bind_arguments(lambda x, a, b=0: x + a + b, (1,), {"b": 2})(10)
-    13
-    """
-    if not args and not kwargs:
-        return f
-    return _Bound(f, args, kwargs)
-
-
-class _Bound:
-    """``f`` with its trailing arguments (a class, so that it pickles for worker processes)."""
-
-    def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-                 ) -> None:
-        self.f, self.args, self.kwargs = f, args, kwargs
-
-    def __call__(self, x: Any, *params: Any) -> Any:
-        return self.f(x, *params, *self.args, **self.kwargs)
+    def __post_init__(self) -> None:
+        plan, engine = self.plan, self.plan.engine
+        if (isinstance(engine, PreparedEngine) and isinstance(engine.program, Tape)
+                and engine.direct is None and plan.mode != "fd"
+                and not engine.program.prog.params):
+            c = plan.colorings[plan.mode]
+            _, p, _, q = c._seed_groups
+            try:
+                check_compressed_size(plan.mode, plan.pattern.shape, p, q)
+            except MemoryError:  # the call path refuses it, with the message
+                return
+            object.__setattr__(self, "fast", engine.program.fused_call(c))
 
 
 def _count(k: int, what: str) -> str:
@@ -258,11 +240,7 @@ class SparseJacobian(PlanView):
             "workers": check_fd_workers(workers, self._mode)}
         self._params0 = tuple(params)
         self._verify = bool(verify)
-        self._y_cache: tuple[Any, np.ndarray | None] | None = None
-        rng = np.random.default_rng(20261124)  # a fixed, generic offset for verify
-        self._offset = (1e-3 * (1.0 + np.abs(self._x0)) * rng.uniform(0.5, 1.0, self._x0.shape)
-                        * rng.choice([-1.0, 1.0], self._x0.shape))
-        self._y = self._x0 + self._offset  # where verify compares f with the recording
+        self._check = Verifier(self._x0)
         self._lock = threading.RLock()
         self._n_prepared = 0
         self._calls = 0  # calls of the current preparation (the deferred search's clock)
@@ -351,6 +329,20 @@ class SparseJacobian(PlanView):
             Sorted, canonical, with its own index arrays (int32 where they fit): every
             scipy method works on it, in place too, without affecting later calls.
         """
+        if not args and not kwargs and out is None:
+            state = self._state
+            fast = state.fast
+            if (fast is not None and type(x) is np.ndarray and x.dtype == np.float64
+                    and x.shape == self._x0.shape):
+                # a compiled tape: one kernel call (it checks that x and every value are
+                # finite; when not, the general path below says why or takes the chain)
+                kernel, ints, floats, nnz, m = fast
+                data, fx = np.empty(nnz), np.empty(m)
+                if kernel(ints, floats, x.reshape(-1), data, fx) and (
+                        not self._verify or self._check.agrees(state, fx, x, ())):
+                    if state.plan.pending:
+                        self._after_call(state)
+                    return state.plan.matrix(data)
         return self.evaluate(x, args=args or None, kwargs=kwargs or None, out=out)
 
     def evaluate(self, x: Any, *, params: Sequence[Any] | None = None,
@@ -489,7 +481,7 @@ class SparseJacobian(PlanView):
         state = self._state
         plan = state.plan
         data, fx = plan.evaluate_with_value(xa, ps, out)
-        if plan.replays and self._verify and not self._agrees(state, fx, xa, ps):
+        if plan.replays and self._verify and not self._check.agrees(state, fx, xa, ps):
             # f no longer computes what was recorded (a global, a closure variable or a
             # mutable container changed since the preparation): prepare again
             with self._lock:
@@ -500,7 +492,7 @@ class SparseJacobian(PlanView):
             if out is not None and out.shape != (plan.pattern.nnz,):
                 out = None  # the new preparation found another pattern
             data, fx = plan.evaluate_with_value(xa, ps, out)
-            if plan.replays and not self._agrees(state, fx, xa, ps):
+            if plan.replays and not self._check.agrees(state, fx, xa, ps):
                 raise RuntimeError(
                     f"`{self._name}` does not compute the same values from the same x: the "
                     "recorded program disagrees with a real call even right after preparing "
@@ -549,51 +541,6 @@ class SparseJacobian(PlanView):
             better = deferred_search(state.plan, self._calls)
             if better is not None:
                 self._state = dataclasses.replace(state, plan=better)
-
-    def _agrees(self, state: _State, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
-        """Whether the recorded program still computes ``f``, to rounding.
-
-        Checked at ``y = x0 + d``, a fixed generic point near ``x0`` (``d`` is drawn once,
-        relative to ``x0``'s scale), with the call's ``params``: a point where a changed
-        constant shows even if ``x`` is special (``K * x`` at ``x = 0`` has the same value
-        for every ``K``, not the same derivative). The recorded program's value there is
-        replayed once per value of ``params`` and kept, so a call without new parameter
-        values costs one evaluation of ``f``. If ``f`` cannot be evaluated at ``y`` (outside
-        its domain), the check uses ``x`` itself, whose replayed value is a by-product of the
-        Jacobian.
-        """
-        y = self._y
-        try:
-            real = _values(state.call(np.array(y, copy=True), *params))
-            recorded = self._recorded_at_y(state, y, params)
-        except Exception:  # outside f's domain at y: check at x
-            real = _values(state.call(np.array(x, copy=True), *params))
-            recorded = _values(fx)
-        if real is None or recorded is None or real.size != recorded.size:
-            return False
-        if np.array_equal(real, recorded):  # the usual case: the same operations, same bits
-            return True
-        mag = np.abs(real)
-        scale = float(mag.max(initial=0.0))
-        if np.isfinite(scale):  # the usual case, without np.allclose's overhead
-            with np.errstate(invalid="ignore"):
-                close = np.abs(recorded - real) <= VERIFY_RTOL * (scale + mag)
-            if close.all():
-                return True
-        scale = float(np.max(mag[np.isfinite(real)], initial=0.0))
-        return bool(np.allclose(recorded, real, rtol=VERIFY_RTOL, atol=VERIFY_RTOL * scale,
-                                equal_nan=True))
-
-    def _recorded_at_y(self, state: _State, y: np.ndarray, params: Sequence[Any]
-                       ) -> np.ndarray | None:
-        """The recorded program's value at ``y`` for ``params`` (the last one kept)."""
-        key = (id(state), tuple(np.asarray(p).tobytes() for p in params))
-        hit = self._y_cache
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        value = _values(state.plan.replay_value(y, params))
-        self._y_cache = (key, value)
-        return value
 
     def use_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Prepare again unless ``args``/``kwargs`` are the preparation's own objects."""
@@ -698,7 +645,7 @@ class SparseJacobian(PlanView):
             value = self._state.call(np.array(xa, copy=True), *ps)
             return JacobianOperator(plan.shape, matrix=matrix, value=value)
         lin = program.linearize(xa, ps)
-        if self._verify and not self._agrees(state, lin.value, xa, ps):
+        if self._verify and not self._check.agrees(state, lin.value, xa, ps):
             # f no longer computes what was recorded: evaluate prepares again (or says why
             # it cannot), then linearise the new preparation
             self.evaluate(xa, params=ps)

@@ -325,6 +325,89 @@ def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-un
 
 
 @kernel()
+def jacobian(code, idx, ptr, col, val, template, x, meta, cg, rg, gather, data, fx):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """One Jacobian in one call: values, seeded sweeps and the gather of ``J``'s nonzeros.
+
+    ``meta`` is ``[x_slot, out_slot, m, n_saved, p, q]``; ``cg`` (``rg``) the column (row)
+    groups, -1 where unseeded, empty without forward (reverse) colours. ``gather[k] >= 0``
+    reads nonzero ``k`` from the tangent block (flat index), ``~gather[k]`` from the
+    cotangent block. ``fx`` receives the value. Returns False, with ``data`` unfilled, when a
+    value is not finite (the caller then takes the chain engine, as :class:`Tape` does).
+    """
+    x_slot = meta[0]
+    out_slot = meta[1]
+    m = meta[2]
+    n_saved = meta[3]
+    p = meta[4]
+    q = meta[5]
+    buf = template.copy()
+    for i in range(x.size):
+        buf[x_slot + i] = x[i]
+    saved = np.empty(n_saved if q > 0 else 0)
+    tb = np.zeros((buf.size, p))
+    for k in range(cg.size):
+        if cg[k] >= 0:
+            tb[x_slot + k, cg[k]] = 1.0
+    run_forward(code, idx, ptr, col, val, buf, tb, saved)
+    for i in range(buf.size):
+        if not math.isfinite(buf[i]):
+            return False
+    for i in range(m):
+        fx[i] = buf[out_slot + i]
+    cb = np.zeros((buf.size, q))
+    if q > 0:
+        for k in range(rg.size):
+            if rg[k] >= 0:
+                cb[out_slot + k, rg[k]] = 1.0
+        run_reverse(code, idx, ptr, col, val, buf, cb, saved)
+    tf = tb.ravel()
+    cf = cb.ravel()
+    for k in range(gather.size):
+        g = gather[k]
+        data[k] = tf[g] if g >= 0 else cf[~g]
+    return True
+
+
+@kernel()
+def jacobian_packed(ints, floats, x, data, fx):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`jacobian` with its constant arguments packed into two arrays (fewer to pass).
+
+    ``ints`` starts with ``[x_slot, out_slot, m, n_saved, p, q]`` and then the
+    ``(offset, length)`` of ``code`` (flat), ``idx``, ``ptr``, ``col``, ``cg``, ``rg`` and
+    ``gather`` within it; ``floats`` is the template buffer followed by ``val``, split at
+    ``ints[20]``.
+    """
+    h = 6
+    code = ints[ints[h]:ints[h] + ints[h + 1]].reshape((-1, 6))
+    idx = ints[ints[h + 2]:ints[h + 2] + ints[h + 3]]
+    ptr = ints[ints[h + 4]:ints[h + 4] + ints[h + 5]]
+    col = ints[ints[h + 6]:ints[h + 6] + ints[h + 7]]
+    cg = ints[ints[h + 8]:ints[h + 8] + ints[h + 9]]
+    rg = ints[ints[h + 10]:ints[h + 10] + ints[h + 11]]
+    gather = ints[ints[h + 12]:ints[h + 12] + ints[h + 13]]
+    split = ints[h + 14]
+    return jacobian(code, idx, ptr, col, floats[split:], floats[:split], x, ints[:h], cg, rg,
+                    gather, data, fx)
+
+
+def pack(meta: np.ndarray, code: np.ndarray, idx: np.ndarray, ptr: np.ndarray,
+         col: np.ndarray, val: np.ndarray, template: np.ndarray, cg: np.ndarray,
+         rg: np.ndarray, gather: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``ints`` and ``floats`` of :func:`jacobian_packed`."""
+    parts = [code.reshape(-1), idx, ptr, col, cg, rg, gather]
+    head = 6 + 2 * len(parts) + 1
+    offsets = np.cumsum([head] + [a.size for a in parts])
+    header = [int(v) for v in meta[:6]]
+    for o, a in zip(offsets[:-1], parts, strict=True):
+        header += [int(o), a.size]
+    header.append(template.size)
+    ints = np.concatenate([np.array(header, dtype=np.int64)]
+                          + [np.asarray(a, dtype=np.int64) for a in parts])
+    floats = np.concatenate([template, val]).astype(np.float64)
+    return ints, floats
+
+
+@kernel()
 def seed_rows(block, start, groups):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``block[start + k, groups[k]] = 1`` for every seeded ``k`` (group >= 0)."""
     for k in range(groups.size):

@@ -122,6 +122,9 @@ class Tape:
         #: values overwritten by shared-slot gathers, kept for a reverse pass
         self.n_saved = n_saved
         self._fallback: dict[int, PreparedProgram] = {}
+        #: per colouring (by id, the colouring kept): what :meth:`jacobian_data` passes
+        self._fused: dict[int, tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._out_shape = prog.out.shape
         self.template = template
         self.table = table
         self.x_slot = slots[prog.x.id]
@@ -331,6 +334,83 @@ class Tape:
         m = self.prog.n_out
         return (self._out(buf), tb[self.out_slot:self.out_slot + m].copy(),
                 self._reverse(buf, row_groups, q, saved))
+
+    def jacobian_data(self, x: np.ndarray, c: Any, params: Sequence[Any] | None = None,
+                      out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(J's nonzeros in CSR order, f(x))`` for colouring ``c``, in one compiled call.
+
+        The sweeps of :meth:`forward`/:meth:`reverse`/:meth:`mixed` and the colouring's
+        decompression fused (no compressed block leaves the kernel). None where a value is
+        not finite: the caller then takes those methods, which fall back to the chain engine.
+        """
+        fused = self.fused(c)
+        if fused is None:
+            return None
+        _, meta, cg, rg, gather = fused
+        base = self._buffer(x, params) if self.prog.params else self.template
+        xf = x.reshape(-1)
+        if xf.dtype != np.float64:
+            xf = xf.astype(np.float64)
+        data = np.empty(gather.size) if out is None else out
+        fx = np.empty(self._out_shape)
+        code, idx, ptr, col, val = self.table
+        if k.jacobian(code, idx, ptr, col, val, base, xf, meta, cg, rg, gather, data,
+                      fx.reshape(-1)):
+            return data, fx
+        return None
+
+    def fused(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(c, meta, column groups, row groups, gather)``: the fused call's arguments.
+
+        None for a colouring whose decompression is not one gather (symmetric: a Hessian's
+        star or acyclic colouring), which the engine decompresses itself.
+        """
+        if c.partition not in ("column", "row", "bidirectional"):
+            return None
+        hit = self._fused.get(id(c))
+        return hit if hit is not None and hit[0] is c else self._fuse(c)
+
+    def fused_call(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, int, int] | None:
+        """``(kernel, ints, floats, nnz, m)`` for the fewest steps per call.
+
+        ``kernel(ints, floats, x, data, fx)`` is :meth:`jacobian_data` without parameters,
+        for a flat float64 ``x`` (the caller allocates ``data`` and ``fx``; False means
+        "take :meth:`jacobian_data`"). None where :meth:`fused` is.
+        """
+        fused = self.fused(c)
+        if fused is None:
+            return None
+        _, meta, cg, rg, gather = fused
+        code, idx, ptr, col, val = self.table
+        ints, floats = k.pack(meta, code, idx, ptr, col, val, self.template, cg, rg, gather)
+        kernel = getattr(k.jacobian_packed, "compiled", k.jacobian_packed)  # numba's own
+        return kernel, ints, floats, gather.size, self.prog.n_out
+
+    def _fuse(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Seeds and gather indices of colouring ``c`` for :meth:`jacobian_data` (kept)."""
+        pat = c.pattern
+        rows, cols = pat.rows, pat.indices
+        cg, p, rg, q = c._seed_groups
+        none = np.zeros(0, dtype=np.int64)
+        b = (self.out_slot + rows) * p + cg[cols] if p else none
+        r = ~((self.x_slot + cols) * q + rg[rows]) if q else none
+        if c.partition == "column":
+            gather, rg, q = b, none, 0
+        elif c.partition == "row":
+            gather, cg, p = r, none, 0
+        elif p and q:
+            gather = np.where(c._from_b, b, r)
+        else:
+            gather = b if p else r
+        meta = np.array([self.x_slot, self.out_slot, self.prog.n_out, self.n_saved, p, q],
+                        dtype=np.int64)
+        fused = (c, meta, np.ascontiguousarray(cg, dtype=np.int64),
+                 np.ascontiguousarray(rg, dtype=np.int64),
+                 np.ascontiguousarray(gather, dtype=np.int64))
+        if len(self._fused) >= 4:
+            self._fused.clear()
+        self._fused[id(c)] = fused
+        return fused
 
     def stats(self) -> dict[str, Any]:
         """Sizes of the tape."""

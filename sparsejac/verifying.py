@@ -1,0 +1,135 @@
+"""Whether a recorded program still computes ``f``: the check behind ``verify=True``.
+
+A prepared Jacobian replays the program recorded at preparation. If ``f`` reads something
+that has changed since (a global, a closure variable, a mutable container), the replay would
+be silently wrong; :class:`Verifier` compares one real call of ``f`` with the replay at every
+evaluation, and the caller prepares again when they differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["VERIFY_RTOL", "Verifier", "bind_arguments"]
+
+#: Relative tolerance of ``verify``: the replayed ``f(x)`` must equal a real call to this,
+#: relative to the largest |f(x)| (the replay runs the same numpy operations, so it agrees to
+#: rounding; a changed constant shows far above it).
+VERIFY_RTOL = 1e-9
+
+
+def bind_arguments(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                   ) -> Callable[..., Any]:
+    """``call(x, *params) = f(x, *params, *args, **kwargs)`` (``f`` itself without them).
+
+    Examples
+    --------
+    >>> from sparsejac.verifying import bind_arguments
+    >>> bind_arguments(lambda x, a, b=0: x + a + b, (1,), {"b": 2})(10)
+    13
+    """
+    if not args and not kwargs:
+        return f
+    return _Bound(f, args, kwargs)
+
+
+class _Bound:
+    """``f`` with its trailing arguments (a class, so that it pickles for worker processes)."""
+
+    def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> None:
+        self.f, self.args, self.kwargs = f, args, kwargs
+
+    def __call__(self, x: Any, *params: Any) -> Any:
+        return self.f(x, *params, *self.args, **self.kwargs)
+
+
+def _values(v: Any) -> np.ndarray | None:
+    if type(v) is np.ndarray and v.dtype == np.float64:
+        return v if v.ndim == 1 else v.reshape(-1)
+    try:
+        return np.asarray(v, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        return None
+
+
+def _close(real: np.ndarray, recorded: np.ndarray) -> bool:
+    """Whether a replayed value agrees with the real one to :data:`VERIFY_RTOL`."""
+    mag = np.abs(real)
+    scale = float(mag.max(initial=0.0))
+    if np.isfinite(scale):  # the usual case, without np.allclose's overhead
+        with np.errstate(invalid="ignore"):
+            close = np.abs(recorded - real) <= VERIFY_RTOL * (scale + mag)
+        if close.all():
+            return True
+    scale = float(np.max(mag[np.isfinite(real)], initial=0.0))
+    return bool(np.allclose(recorded, real, rtol=VERIFY_RTOL, atol=VERIFY_RTOL * scale,
+                            equal_nan=True))
+
+
+class Verifier:
+    """Compares real calls of ``f`` with the recorded program at a fixed point near ``x0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.verifying import Verifier
+    >>> v = Verifier(np.zeros(3))
+    >>> bool(np.all(v.y != 0))   # a generic point: K * x at x = 0 would hide a changed K
+    True
+    """
+
+    def __init__(self, x0: np.ndarray) -> None:
+        rng = np.random.default_rng(20261124)  # a fixed, generic offset
+        offset = (1e-3 * (1.0 + np.abs(x0)) * rng.uniform(0.5, 1.0, x0.shape)
+                  * rng.choice([-1.0, 1.0], x0.shape))
+        #: where the check compares f with the recording
+        self.y = x0 + offset
+        self._y_cache: tuple[Any, np.ndarray | None] | None = None
+
+    def agrees(self, state: Any, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
+        """Whether the recorded program still computes ``f``, to rounding.
+
+        Checked at ``y = x0 + d``, a fixed generic point near ``x0`` (``d`` is drawn once,
+        relative to ``x0``'s scale), with the call's ``params``: a point where a changed
+        constant shows even if ``x`` is special (``K * x`` at ``x = 0`` has the same value
+        for every ``K``, not the same derivative). The recorded program's value there is
+        replayed once per value of ``params`` and kept, so a call without new parameter
+        values costs one evaluation of ``f``. If ``f`` cannot be evaluated at ``y`` (outside
+        its domain), the check uses ``x`` itself, whose replayed value is a by-product of the
+        Jacobian.
+        """
+        y = self.y
+        try:
+            real = _values(state.call(y.copy(), *params))
+            hit = self._y_cache
+            if hit is not None and not params and hit[0] == (id(state), ()):
+                recorded = hit[1]  # the usual case, without building a key
+            else:
+                recorded = self._recorded_at_y(state, y, params)
+        except Exception:  # outside f's domain at y: check at x
+            real = _values(state.call(np.array(x, copy=True), *params))
+            recorded = _values(fx)
+        if real is None or recorded is None or real.size != recorded.size:
+            return False
+        if real.size <= 4096:  # the usual case: the same operations, the same bits
+            if real.tobytes() == recorded.tobytes():
+                return True
+        elif np.array_equal(real, recorded):
+            return True
+        return _close(real, recorded)
+
+    def _recorded_at_y(self, state: Any, y: np.ndarray, params: Sequence[Any]
+                       ) -> np.ndarray | None:
+        """The recorded program's value at ``y`` for ``params`` (the last one kept)."""
+        key = (id(state), tuple(np.asarray(p).tobytes() for p in params) if params else ())
+        hit = self._y_cache
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = _values(state.plan.replay_value(y, params))
+        self._y_cache = (key, value)
+        return value
+

@@ -1,0 +1,150 @@
+"""The fused call of a compiled tape (sweeps and decompression in one kernel) against the
+unfused products and the colouring's own decompression, bit for bit.
+
+The fused path is what a prepared :class:`~sparsejac.SparseJacobian` of a small program takes
+at every call; these tests hold it to the path it replaces, on every partition, with the
+fallbacks (non-finite values, parameters, symmetric colourings) and verify's check of a
+changed global.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+from sparsejac.ad import Tape
+from sparsejac.engines import _decompress
+from sparsejac.tracing import trace
+
+K = [1.5]
+
+
+def kinetics(x: np.ndarray) -> np.ndarray:
+    """A stiff-kinetics-like right-hand side: element writes, products, a dense row."""
+    f = np.empty_like(x)
+    n = x.size
+    for i in range(n):
+        f[i] = -K[0] * x[i] * x[(i + 1) % n] + 0.5 * x[i - 1] - np.exp(0.1 * x[i])
+    f[0] = f[0] + np.sum(x ** 2)
+    return f
+
+
+def kinetics_jacobian(x: np.ndarray) -> np.ndarray:
+    """Hand-derived Jacobian of :func:`kinetics`."""
+    n = x.size
+    J = np.zeros((n, n))
+    for i in range(n):
+        J[i, i] += -K[0] * x[(i + 1) % n] - 0.1 * np.exp(0.1 * x[i])
+        J[i, (i + 1) % n] += -K[0] * x[i]
+        J[i, i - 1] += 0.5
+    J[0] += 2 * x
+    return J
+
+
+def unfused(tape: Tape, c: Any, x: np.ndarray) -> np.ndarray:
+    """The products of :class:`Tape` and the colouring's decompression, separately."""
+    cg, p, rg, q = c._seed_groups
+    b = cmat = None
+    if c.partition == "column":
+        _, b = tape.forward(x, cg, p)
+    elif c.partition == "row":
+        _, cmat = tape.reverse(x, rg, q)
+    elif p and q:
+        _, b, cmat = tape.mixed(x, cg, p, rg, q)
+    elif p:
+        _, b = tape.forward(x, cg, p)
+    else:
+        _, cmat = tape.reverse(x, rg, q)
+    return _decompress(c, b, cmat, None)
+
+
+@pytest.mark.parametrize("partition", ["column", "row", "bidirectional"])
+@pytest.mark.parametrize("n", [3, 8, 40])
+def test_fused_equals_products_and_decompression(partition: str, n: int,
+                                                 rng: np.random.Generator) -> None:
+    x0 = rng.uniform(0.5, 1.5, n)
+    prog = trace(kinetics, x0)
+    tape = Tape.build(prog)
+    assert tape is not None
+    c = sparsejac.color(sparsejac.jacobian_sparsity(kinetics, x0), partition)
+    for x in (x0, rng.uniform(-2, 2, n)):
+        got = tape.jacobian_data(x, c)
+        assert got is not None
+        data, fx = got
+        np.testing.assert_array_equal(data, unfused(tape, c, x))  # bit for bit
+        np.testing.assert_allclose(fx, kinetics(x), rtol=1e-15, atol=1e-14)  # tape's order
+        J = c.pattern.to_csr_array().astype(float)
+        J.data = data
+        np.testing.assert_allclose(J.toarray(), kinetics_jacobian(x), rtol=1e-13, atol=1e-13)
+
+
+def test_fused_kernel_refuses_non_finite_values_and_the_call_falls_back() -> None:
+    """A non-finite value makes the fused kernel decline; the chain engine then answers."""
+    def f(x: np.ndarray) -> np.ndarray:
+        return np.log(x) * x[::-1]
+
+    x0 = np.array([1.0, 2.0, 3.0])
+    tape = Tape.build(trace(f, x0))
+    assert tape is not None
+    c = sparsejac.color(sparsejac.jacobian_sparsity(f, x0), "column")
+    assert tape.jacobian_data(np.array([0.0, 2.0, 3.0]), c) is None
+    jac = sparsejac.SparseJacobian(f, x0, engine="tape")
+    chain = sparsejac.SparseJacobian(f, x0, engine="chain")
+    assert jac._state.fast is not None
+    with np.errstate(all="ignore"):
+        got = jac(np.array([0.0, 2.0, 3.0])).toarray()
+        want = chain(np.array([0.0, 2.0, 3.0])).toarray()
+    np.testing.assert_array_equal(got, want)
+    assert got[0, 0] == np.inf
+    assert got[0, 2] == -np.inf
+    assert got[2, 2] == 0.0
+
+
+def test_non_finite_x_is_still_refused_by_the_fast_call() -> None:
+    jac = sparsejac.SparseJacobian(kinetics, np.ones(4))
+    assert jac._state.fast is not None
+    with pytest.raises(ValueError, match="`x` must be finite; element 2"):
+        jac(np.array([1.0, 1.0, np.nan, 1.0]))
+
+
+def test_fast_call_sees_a_changed_global(rng: np.random.Generator) -> None:
+    """verify runs on the fast call too: a changed constant prepares again, exactly."""
+    x0 = rng.uniform(0.5, 1.5, 6)
+    jac = sparsejac.SparseJacobian(kinetics, x0)
+    assert jac._state.fast is not None
+    np.testing.assert_allclose(jac(x0).toarray(), kinetics_jacobian(x0), rtol=1e-13)
+    try:
+        K[0] = 3.0
+        np.testing.assert_allclose(jac(x0).toarray(), kinetics_jacobian(x0), rtol=1e-13)
+        assert jac.stats()["preparations"] == 2
+    finally:
+        K[0] = 1.5
+
+
+def test_fast_call_matches_the_general_call(rng: np.random.Generator) -> None:
+    """jac(x) (fused) and jac.evaluate(x) (engine path) agree bit for bit in every mode."""
+    x0 = rng.uniform(0.5, 1.5, 12)
+    for mode in ("forward", "reverse", "mixed"):
+        jac = sparsejac.SparseJacobian(kinetics, x0, mode=mode)
+        assert jac._state.fast is not None
+        x = rng.uniform(-1, 1, 12)
+        a, b = jac(x), jac.evaluate(x)
+        np.testing.assert_array_equal(a.toarray(), b.toarray())
+        assert a.indices is not jac(x).indices  # every matrix owns its index arrays
+
+
+def test_no_fast_call_with_parameters_or_a_hessian() -> None:
+    jac = sparsejac.SparseJacobian(lambda x, t: t * x ** 2, np.ones(3), params=(2.0,))
+    assert jac._state.fast is None
+    np.testing.assert_allclose(jac(np.ones(3)).toarray(), 4 * np.eye(3))
+    hess = sparsejac.SparseHessian(lambda x: np.sum(x[1:] * x[:-1] ** 2), np.ones(4))
+    x = np.arange(1.0, 5.0)
+    want = np.zeros((4, 4))
+    for i in range(3):
+        want[i, i] += 2 * x[i + 1]
+        want[i, i + 1] += 2 * x[i]
+        want[i + 1, i] += 2 * x[i]
+    np.testing.assert_allclose(hess(x).toarray(), want, rtol=1e-14)
