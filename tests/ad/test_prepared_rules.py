@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import sparsejac
 from sparsejac.ad import PreparedProgram, Tape, jvp
 from sparsejac.errors import ConcretizationError
 from sparsejac.tracing import trace
@@ -56,6 +57,13 @@ def check_prepared(f: Any, x0: np.ndarray, x1: np.ndarray) -> None:
         _, c = pp.reverse(x1, np.arange(m), m)
         np.testing.assert_allclose(c, jac, rtol=0, atol=1e-12 * scale)
         np.testing.assert_allclose(np.ravel(out1), np.ravel(f(x1)), rtol=1e-14, atol=1e-14)
+        if isinstance(pp, Tape) and m:  # the fused call: sweeps and decompression in one
+            for partition in ("column", "row"):
+                c = sparsejac.color(np.ones((m, n)), partition)  # every entry, row-major
+                got = pp.jacobian_data(x1, c)
+                if got is not None:  # None: a value is not finite (the chain answers)
+                    np.testing.assert_allclose(got[0], jac.ravel(), rtol=0,
+                                               atol=1e-12 * scale)
 
 
 @pytest.mark.parametrize("shape", [pytest.param(s, id=str(s)) for s in UNARY_SHAPES])
