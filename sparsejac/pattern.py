@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.io
 import scipy.sparse as sp
 
 __all__ = ["PatternFileError", "SparsityPattern", "as_pattern", "read_pattern_file"]
@@ -323,6 +322,8 @@ def read_pattern_file(path: str | os.PathLike[str]) -> SparsityPattern:
     suffix = "".join(p.suffixes[-2:]) if p.name.endswith(".mtx.gz") else p.suffix
     try:
         if suffix in (".mtx", ".mtx.gz"):
+            import scipy.io  # only for files: 30 ms that a first Jacobian should not pay
+
             obj: Any = scipy.io.mmread(p)
         elif suffix == ".npz":
             try:
