@@ -21,6 +21,23 @@ def machine() -> str:
             f"{platform.machine()}, {datetime.date.today().isoformat()}")
 
 
+def best_interleaved(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
+    """The minimum wall time of each of ``fns`` over ``repeats`` rounds calling each once.
+
+    One untimed call of each first; rounds alternate the contenders so that a slow phase of
+    the machine (fresh memory pages, another process) hits them alike.
+    """
+    for fn in fns:
+        fn()
+    out = [float("inf")] * len(fns)
+    for _ in range(repeats):
+        for k, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            out[k] = min(out[k], time.perf_counter() - t)
+    return out
+
+
 def best(fn: Callable[[], Any], repeats: int) -> float:
     """The minimum wall time of ``repeats`` calls of ``fn``, after one untimed call."""
     fn()

@@ -4,7 +4,7 @@ For a single Jacobian there is nothing to prepare once and reuse: sparsejac trac
 detects the pattern, colours it and evaluates (exact); scipy's recipe, given the pattern for
 free, is ``group_columns`` then ``approx_derivative`` (2-point, approximate). The function is
 a stencil with a nonlinear diagonal and an anti-diagonal coupling (4 nonzeros per row), at
-n = 10 … 10⁶; times are the minimum of repeats after one untimed call.
+n = 10 … 10⁶; times are the minimum of interleaved repeats after one untimed call each.
 
     .venv/bin/python benchmarks/oneoff.py            # about a minute
     .venv/bin/python benchmarks/oneoff.py --quick    # up to n = 10^5
@@ -16,7 +16,7 @@ import argparse
 from typing import Any
 
 import numpy as np
-from common import best, machine  # benchmarks/common.py
+from common import best_interleaved, machine  # benchmarks/common.py
 from scipy.optimize._numdiff import approx_derivative, group_columns
 
 import sparsejac
@@ -44,10 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         x = np.linspace(0.1, 1.0, n)
         pattern = sparsejac.jacobian_sparsity(f, x)
-        reps = args.repeats if n <= 100_000 else 2
-        ours = best(lambda x=x: sparsejac.jacobian(f, x), reps)
-        fd = best(lambda x=x, p=pattern: approx_derivative(f, x, sparsity=(p, group_columns(p))),
-                  reps)
+        # interleaved, so that both see the same state of the machine (at n = 10^6 a run's
+        # time depends on fresh memory pages and varies up to 2-3x between runs)
+        ours, fd = best_interleaved(
+            [lambda x=x: sparsejac.jacobian(f, x),
+             lambda x=x, p=pattern: approx_derivative(f, x, sparsity=(p, group_columns(p)))],
+            args.repeats)
         plan = sparsejac.pipeline.prepare(f, x, one_shot=True)
         groups = int(group_columns(pattern).max()) + 1
         exact = sparsejac.jacobian(f, x)
