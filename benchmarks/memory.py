@@ -9,10 +9,11 @@ kernels loaded), with ``examples/brusselator_bdf.py``'s right-hand side (n = 2 N
 * ``J``: its first call, then a second one.
 
 Memory is read from the kernel: the peak resident set of each step (``VmHWM``, reset
-before it) over the process's resident set before it, and the resident set (``/proc/self/statm``) after
-preparation with the Jacobian object alive, both per Jacobian nonzero (the Jacobian itself,
-float64 values with int32 indices, is 12 bytes per nonzero plus the row pointers). A goal line
-follows the table: resident at most 60 and peak at most 150 bytes per nonzero.
+before it) over the process's resident set before it, and the resident set
+(``/proc/self/statm``) after preparation with the Jacobian object alive, both per Jacobian
+nonzero (the Jacobian itself, float64 values with int32 indices, is 12 bytes per nonzero plus
+the row pointers). A goal line follows the table: resident at most 60 and peak at most 150
+bytes per nonzero.
 
     .venv/bin/python benchmarks/memory.py                 # N = 128 ... 2,236 (n = 10^7),
                                                           # about 5 minutes, 16 GB at the top
