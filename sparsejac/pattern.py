@@ -85,10 +85,11 @@ class SparsityPattern:
     """
 
     __slots__ = (
+        "_csc_to_csr",
+        "_csr_to_csc",
         "_rows",
         "col_indices",
         "col_indptr",
-        "csc_to_csr",
         "indices",
         "indptr",
         "nnz",
@@ -101,7 +102,8 @@ class SparsityPattern:
     indices: IndexArray
     col_indptr: IndexArray
     col_indices: IndexArray
-    csc_to_csr: IndexArray
+    _csc_to_csr: IndexArray | None
+    _csr_to_csc: IndexArray | None
     _rows: IndexArray | None
 
     def __init__(self, shape: tuple[int, int], rows: Any, cols: Any) -> None:
@@ -139,7 +141,8 @@ class SparsityPattern:
         object.__setattr__(self, "_rows", _readonly(r))
         object.__setattr__(self, "col_indptr", _readonly(col_indptr))
         object.__setattr__(self, "col_indices", _readonly(r[csc_to_csr]))
-        object.__setattr__(self, "csc_to_csr", _readonly(csc_to_csr))
+        object.__setattr__(self, "_csc_to_csr", _readonly(csc_to_csr))
+        object.__setattr__(self, "_csr_to_csc", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("SparsityPattern is immutable")
@@ -153,6 +156,25 @@ class SparsityPattern:
                                     np.diff(self.indptr)))
             object.__setattr__(self, "_rows", r)
         out: IndexArray = r
+        return out
+
+    @property
+    def csc_to_csr(self) -> IndexArray:
+        """The CSR position of every nonzero, in CSC order.
+
+        For a pattern made from CSC arrays it is built on first use, as the inverse of their
+        CSR order (colouring does not need it).
+        """
+        p = self._csc_to_csr
+        if p is None:
+            inverse = self._csr_to_csc
+            assert inverse is not None
+            p = np.empty_like(inverse)
+            p[inverse] = np.arange(inverse.size, dtype=np.int64)
+            p = _readonly(p)
+            object.__setattr__(self, "_csc_to_csr", p)
+            object.__setattr__(self, "_csr_to_csc", None)
+        out: IndexArray = p
         return out
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -253,24 +275,26 @@ def _from_compressed(a: Any) -> SparsityPattern | None:
     fmt = a.format
     if fmt not in ("csr", "csc") or not a.has_canonical_format:
         return None
-    if a.data.size and not np.all(a.data):
+    if np.count_nonzero(a.data) != a.data.size:  # explicit zeros: not structural
         return None
     m, n = (int(a.shape[0]), int(a.shape[1]))
     major = np.asarray(a.indptr, dtype=np.int64)
     minor = np.asarray(a.indices, dtype=np.int64)
+    csc_to_csr = csr_to_csc = None
     if fmt == "csr":
         indptr, indices = major, minor
         col_indptr, col_indices, csc_to_csr = _transpose_positions(m, n, indptr, indices)
-    else:  # the CSC arrays are the transpose's CSR arrays
+    else:  # the CSC arrays are the transpose's CSR arrays; their inverse waits until used
         col_indptr, col_indices = major, minor
         indptr, indices, csr_to_csc = _transpose_positions(n, m, col_indptr, col_indices)
-        csc_to_csr = np.empty_like(csr_to_csc)
-        csc_to_csr[csr_to_csc] = np.arange(csr_to_csc.size, dtype=np.int64)
     pattern = object.__new__(SparsityPattern)
     object.__setattr__(pattern, "_rows", None)  # built on first use
     for name, value in (("indptr", indptr), ("indices", indices),
                         ("col_indptr", col_indptr), ("col_indices", col_indices),
-                        ("csc_to_csr", csc_to_csr)):
+                        ("_csc_to_csr", csc_to_csr), ("_csr_to_csc", csr_to_csc)):
+        if value is None:
+            object.__setattr__(pattern, name, None)
+            continue
         if np.may_share_memory(value, a.indptr) or np.may_share_memory(value, a.indices):
             value = value.copy()  # never freeze (or share) the caller's arrays
         object.__setattr__(pattern, name, _readonly(value))
