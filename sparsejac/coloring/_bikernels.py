@@ -88,9 +88,14 @@ def _slot_grow(key, val):  # type: ignore[no-untyped-def]
     return nk, nv
 
 
+#: star_bicolor's defaults: vertices of at least BIG_MIN neighbours (at most MAX_BIG of them)
+#: keep bit sets (callers pass them: a numba call relying on defaults takes its slow path)
+BIG_MIN, MAX_BIG = 256, 64
+
+
 @_njit
 def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, limit,  # type: ignore[no-untyped-def]
-                 big_min=256, max_big=64):
+                 big_min=BIG_MIN, max_big=MAX_BIG):
     """Greedy star colouring of the augmented graph in ``order``; colours numbered per side.
 
     Follows Gebremedhin, Manne, Tarafdar and Pothen (2007), Algorithm 4.1 (star colouring

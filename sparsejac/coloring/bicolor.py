@@ -263,6 +263,8 @@ def star_bicoloring(
         covering == "implicit",
         shared_colors,
         cap,
+        _bikernels.BIG_MIN,  # every argument given: numba's fast dispatch skips defaults
+        _bikernels.MAX_BIG,
     )
     if int(n_side[0] + n_side[1]) > cap:
         return None
