@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import sparsejac
 from sparsejac.coloring import _kernels
 from sparsejac.coloring.graph import BipartiteGraph
 from sparsejac.coloring.greedy import _greedy_python, kernel_array
@@ -96,3 +98,44 @@ def test_cross_module_kernels_bind_in_a_fresh_process() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert int(out[0]) == 3000
+
+
+def test_no_kernel_call_takes_numba_slow_dispatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After warm-up, the adapters' paths call every kernel through numba's fast dispatch.
+
+    A call numba cannot match by argument types in C (for instance one relying on default
+    arguments) goes through ``Dispatcher._compile_for_args``: tens of microseconds per call,
+    which a small Jacobian's preparation pays several times.
+    """
+    dispatcher = pytest.importorskip("numba.core.dispatcher")
+    if not hasattr(dispatcher.Dispatcher, "_compile_for_args"):
+        pytest.skip("this numba has no _compile_for_args")
+
+    def work() -> None:
+        def kinetics(t: float, y: np.ndarray) -> np.ndarray:
+            f = np.empty_like(y)
+            f[0] = -0.04 * y[0] + 1e4 * y[1] * y[2]
+            f[1] = 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2
+            f[2] = 3e7 * y[1] ** 2
+            return f
+
+        y = np.array([1.0, 0.0, 0.0])
+        sparsejac.ode_jacobian(kinetics, 0.0, y)(0.0, y)
+        x = np.linspace(0.5, 1.5, 300)
+        chain = sparsejac.SparseJacobian(lambda z: z[1:] * z[:-1] + np.sum(z), x, mode="mixed")
+        chain(x)
+        sparsejac.jacobian(lambda z: np.sin(z[1:]) - z[:-1] ** 2, x)
+        sparsejac.SparseHessian(lambda z: np.sum(z[1:] * z[:-1] ** 2), x[:50])(x[:50])
+
+    work()
+    work()
+    slow: list[str] = []
+    original = dispatcher.Dispatcher._compile_for_args
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        slow.append(getattr(self, "__name__", repr(self)))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(dispatcher.Dispatcher, "_compile_for_args", spy)
+    work()
+    assert not slow, f"kernels dispatched through numba's slow path: {sorted(set(slow))}"
