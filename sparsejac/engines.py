@@ -118,16 +118,19 @@ class PreparedEngine:
     program: PreparedProgram | Tape
     kind: str = "prepared"
     #: for direct assembly: each output entry's position among the pattern's nonzeros
-    #: (None: the compressed products and decompression)
+    #: (None: the compressed products and decompression; empty with ``in_order``)
     direct: np.ndarray | None = None
     nnz: int = 0
+    #: direct assembly whose entries are the pattern's nonzeros in CSR order (no positions
+    #: kept: 8 bytes per nonzero less)
+    in_order: bool = False
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """Replay the prepared program: J's entries directly, or with the seeds of ``c``."""
         if self.direct is not None and isinstance(self.program, PreparedProgram):
             fx, values = self.program.direct(x, params)
-            if self.direct.size == self.nnz:  # the entries are the pattern, in its order
+            if self.in_order:  # the entries are the pattern, in its order
                 if out is None:
                     return values, fx
                 out[:] = values

@@ -85,11 +85,11 @@ class SparsityPattern:
     """
 
     __slots__ = (
+        "_col_indices",
+        "_col_indptr",
         "_csc_to_csr",
         "_csr_to_csc",
         "_rows",
-        "col_indices",
-        "col_indptr",
         "indices",
         "indptr",
         "nnz",
@@ -100,8 +100,8 @@ class SparsityPattern:
     nnz: int
     indptr: IndexArray
     indices: IndexArray
-    col_indptr: IndexArray
-    col_indices: IndexArray
+    _col_indptr: IndexArray | None
+    _col_indices: IndexArray | None
     _csc_to_csr: IndexArray | None
     _csr_to_csc: IndexArray | None
     _rows: IndexArray | None
@@ -139,8 +139,8 @@ class SparsityPattern:
         object.__setattr__(self, "indptr", _readonly(indptr))
         object.__setattr__(self, "indices", _readonly(c))
         object.__setattr__(self, "_rows", _readonly(r))
-        object.__setattr__(self, "col_indptr", _readonly(col_indptr))
-        object.__setattr__(self, "col_indices", _readonly(r[csc_to_csr]))
+        object.__setattr__(self, "_col_indptr", _readonly(col_indptr))
+        object.__setattr__(self, "_col_indices", _readonly(r[csc_to_csr]))
         object.__setattr__(self, "_csc_to_csr", _readonly(csc_to_csr))
         object.__setattr__(self, "_csr_to_csc", None)
 
@@ -159,6 +159,50 @@ class SparsityPattern:
         return out
 
     @property
+    def col_indptr(self) -> IndexArray:
+        """CSC column pointer (rebuilt on use after :meth:`release_csc`)."""
+        p = self._col_indptr
+        out: IndexArray = p if p is not None else self._build_csc()[0]
+        return out
+
+    @property
+    def col_indices(self) -> IndexArray:
+        """The row of every nonzero, in CSC order (rebuilt on use after :meth:`release_csc`)."""
+        c = self._col_indices
+        out: IndexArray = c if c is not None else self._build_csc()[1]
+        return out
+
+    def _build_csc(self) -> tuple[IndexArray, IndexArray, IndexArray]:
+        """Build (again) and keep the CSC arrays; returns them (a concurrent release is safe)."""
+        m, n = self.shape
+        arrays = tuple(_readonly(a) for a in _transpose_positions(m, n, self.indptr,
+                                                                 self.indices))
+        object.__setattr__(self, "_col_indptr", arrays[0])
+        object.__setattr__(self, "_col_indices", arrays[1])
+        object.__setattr__(self, "_csc_to_csr", arrays[2])
+        object.__setattr__(self, "_csr_to_csc", None)
+        return arrays  # type: ignore[return-value]
+
+    def release_csc(self) -> None:
+        """Drop the CSC arrays; they are rebuilt when next used.
+
+        The pattern's value does not change (it stays immutable): a prepared Jacobian that
+        assembles its values directly keeps only the CSR arrays resident (16 bytes per
+        nonzero less).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sparsejac.pattern import as_pattern
+        >>> p = as_pattern(np.array([[1, 0], [1, 1]]))
+        >>> p.release_csc()
+        >>> p.col_indices.tolist()
+        [0, 1, 1]
+        """
+        for name in ("_col_indptr", "_col_indices", "_csc_to_csr", "_csr_to_csc"):
+            object.__setattr__(self, name, None)
+
+    @property
     def csc_to_csr(self) -> IndexArray:
         """The CSR position of every nonzero, in CSC order.
 
@@ -166,8 +210,10 @@ class SparsityPattern:
         CSR order (colouring does not need it).
         """
         p = self._csc_to_csr
+        inverse = self._csr_to_csc
+        if p is None and inverse is None:
+            return self._build_csc()[2]
         if p is None:
-            inverse = self._csr_to_csc
             assert inverse is not None
             p = np.empty_like(inverse)
             p[inverse] = np.arange(inverse.size, dtype=np.int64)
@@ -290,7 +336,7 @@ def _from_compressed(a: Any) -> SparsityPattern | None:
     pattern = object.__new__(SparsityPattern)
     object.__setattr__(pattern, "_rows", None)  # built on first use
     for name, value in (("indptr", indptr), ("indices", indices),
-                        ("col_indptr", col_indptr), ("col_indices", col_indices),
+                        ("_col_indptr", col_indptr), ("_col_indices", col_indices),
                         ("_csc_to_csr", csc_to_csr), ("_csr_to_csc", csr_to_csc)):
         if value is None:
             object.__setattr__(pattern, name, None)

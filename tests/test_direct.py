@@ -108,3 +108,28 @@ def test_one_off_jacobian_keeps_natural_colours_when_they_are_good() -> None:
     want[:, 0] += 1.0
     np.testing.assert_allclose(sparsejac.jacobian(arrow, x).toarray(), want, rtol=0,
                                atol=1e-13)
+
+
+def test_in_order_assembly_keeps_only_csr_arrays_and_csc_still_works() -> None:
+    """Entries in the pattern's own order keep no positions, share the pattern's index
+    arrays, and the pattern's CSC arrays are released; CSC output rebuilds them, equal."""
+    rng = np.random.default_rng(5)
+    x0, x1 = rng.uniform(-1, 1, 300), rng.uniform(-1, 1, 300)
+    jac = sparsejac.SparseJacobian(stencil, x0, engine="chain")
+    engine = jac.plan.engine
+    assert engine.in_order
+    assert engine.direct.size == 0
+    pattern = jac.plan.pattern
+    assert pattern._col_indices is None  # released
+    out = engine.program.out_entries
+    assert out.rows is pattern.rows
+    assert out.cols is pattern.indices
+    csr = jac(x1)
+    csc = jac.evaluate(x1, format="csc")
+    np.testing.assert_array_equal(csc.toarray(), csr.toarray())
+    np.testing.assert_allclose(csr.toarray(), stencil_jacobian(x1), rtol=0, atol=1e-14)
+    rows, cols = jac.structure("csc")
+    np.testing.assert_array_equal(jac.values(x1, order="csc"), csr.toarray()[rows, cols])
+    op = jac.linear_operator(x1)  # the seeded sweeps of the same entries
+    v = rng.uniform(-1, 1, 300)
+    np.testing.assert_allclose(op @ v, stencil_jacobian(x1) @ v, rtol=1e-13, atol=1e-13)

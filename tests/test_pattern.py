@@ -170,3 +170,21 @@ def test_non_canonical_and_stored_zeros_take_the_general_path() -> None:
     zeros = sp.csr_array(np.array([[1.0, 0.0], [0.0, 2.0]]))
     zeros.data[0] = 0.0  # an explicit zero in canonical storage
     assert as_pattern(zeros).nnz == 1
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coordinates"])
+def test_released_csc_arrays_are_rebuilt_equal(fmt: str) -> None:
+    rng = np.random.default_rng(11)
+    a = sp.random_array((30, 40), density=0.1, rng=rng, format="csr")
+    p = {"csr": lambda: as_pattern(a), "csc": lambda: as_pattern(a.tocsc()),
+         "coordinates": lambda: _coordinate_pattern(a)}[fmt]()
+    want = {name: np.array(getattr(p, name)) for name in
+            ("col_indptr", "col_indices", "csc_to_csr")}
+    p.release_csc()
+    assert p._col_indptr is None
+    for name in ("csc_to_csr", "col_indices", "col_indptr"):  # any of them first
+        p.release_csc()
+        got = getattr(p, name)
+        np.testing.assert_array_equal(got, want[name])
+        assert not got.flags.writeable
+    assert p == _coordinate_pattern(a)

@@ -356,6 +356,21 @@ class PreparedProgram:
             return None
         return pos
 
+    def share_pattern(self, rows: np.ndarray, cols: np.ndarray) -> None:
+        """Let the output entries use a pattern's index arrays (the same, in CSR order).
+
+        Only when :meth:`direct_positions` found the output entries to be exactly the
+        pattern's nonzeros, in order: their rows and columns are then the pattern's arrays
+        and their single source (``x``) a broadcast zero, 24 bytes per nonzero less.
+        """
+        e = self.out_entries
+        if e is None or e.nnz != rows.size or not (
+                np.array_equal(e.rows, rows) and np.array_equal(e.cols, cols)):
+            raise RuntimeError("share_pattern: the output entries are not the pattern's "
+                               "nonzeros in CSR order")  # pragma: no cover - internal misuse
+        e.rows, e.cols = rows, cols
+        e.srcs = np.broadcast_to(np.int64(0), rows.shape)
+
     def direct(self, x: np.ndarray, params: Sequence[Any] | None = None
                ) -> tuple[Any, np.ndarray]:
         """``(f(x), values)``: the output entries' values (see :meth:`direct_positions`)."""

@@ -77,6 +77,10 @@ class GatherPlan:
         """Number of output elements."""
         return int(self.index.size)
 
+    def release_caches(self) -> None:
+        """Drop the operand plans (rebuilt on next use): a prepared engine is done with them."""
+        self._operands = None
+
     @property
     def operands(self) -> list[_OperandPlan]:
         """Per-operand gather/scatter plans (built on first use: detection never needs them)."""

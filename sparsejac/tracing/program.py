@@ -193,6 +193,8 @@ class Program:
     def release_values(self) -> None:
         """Drop the trace-point values of the nodes' outputs (keep inputs, params, constants).
 
+        Parameters that hold caches for rules (a ``release_caches()`` method) drop them too.
+
         A prepared engine replays the program at every point and never reads them again;
         they are the size of every intermediate array. Afterwards the program can only be
         replayed (``Values`` with an ``x``), not read at its trace point.
@@ -200,6 +202,10 @@ class Program:
         for node in self.nodes:
             if node.out.kind == NODE and node.out is not self.out:
                 node.out.value = None
+            for v in node.params.values():  # caches the rules built while linearising
+                release = getattr(v, "release_caches", None)
+                if release is not None:
+                    release()
 
     def active_nodes(self) -> list[Node]:
         """The nodes whose output is active, in execution order."""
