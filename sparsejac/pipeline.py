@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from sparsejac.errors import (
     UnsupportedPrimitiveError,
     with_hint,
 )
+from sparsejac.memory import TRIM_NNZ, return_freed_memory
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.tracing import Program, no_cyclic_gc, trace
 from sparsejac.validation import check_compressed_size, check_subset
@@ -469,37 +469,6 @@ def _paused_gc(fn: Callable[..., Plan]) -> Callable[..., Plan]:
     return run
 
 
-#: Preparations of at least this many nonzeros return their freed memory to the system.
-TRIM_NNZ = 100_000
-
-
-def return_freed_memory() -> bool:
-    """Ask the C allocator to return freed heap memory to the system (glibc's malloc_trim).
-
-    A preparation frees temporaries of tens of bytes per Jacobian nonzero; glibc keeps
-    freed blocks below 32 MB in the process, so without this the resident set after
-    preparing stays two to three times what the prepared Jacobian holds. Only free memory
-    is released; nothing else changes. Returns False where the call is unavailable
-    (another C library, another system).
-
-    Examples
-    --------
-    >>> from sparsejac.pipeline import return_freed_memory
-    >>> isinstance(return_freed_memory(), bool)
-    True
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim(0)
-    return True
-
-
 @_paused_gc
 def prepare(
     call: Callable[..., Any],
@@ -660,6 +629,9 @@ def prepare(
     else:
         assert program is not None
         width = max(min(c.n_colors for c in colorings.values()), 1)
+        # the engines replay: the trace-point values of intermediates are dead weight already
+        # while they are built (a preparation's peak memory)
+        program.release_values()
         prepared = choose_engine(program, width, engine)
         direct = None
         if mode == "auto" and isinstance(prepared, PreparedProgram):
@@ -672,7 +644,7 @@ def prepare(
             prepared.share_pattern(pattern.rows, pattern.indices)
         runner = PreparedEngine(prepared, direct=np.zeros(0, np.int64) if in_order else direct,
                                 nnz=pattern.nnz, in_order=in_order)
-        program.release_values()  # the engine replays; the trace-point values are dead weight
+        program.release_values()  # and the caches its rules built while linearising
         if defer_search:
             if direct is None and defer and not calibrate:  # the search waits for calls
                 pending, effort = effort, 0.0
