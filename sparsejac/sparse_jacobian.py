@@ -53,6 +53,26 @@ def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
                           verify=verify, **options)
 
 
+_NO_POINT = np.zeros(0)
+
+
+def _param_values(params: Sequence[Any], sizes: tuple[int, ...]) -> np.ndarray | None:
+    """The parameters' values as one float64 vector of the given sizes, or None."""
+    if len(params) != len(sizes):
+        return None
+    if not sizes:
+        return _NO_POINT
+    if sizes == (1,) and type(params[0]) is float:
+        return np.array(params, dtype=np.float64)  # the usual case: a time t
+    try:
+        parts = [np.asarray(p, dtype=np.float64).reshape(-1) for p in params]
+    except (TypeError, ValueError):
+        return None
+    if any(a.size != s for a, s in zip(parts, sizes, strict=True)):
+        return None
+    return np.concatenate(parts) if parts else _NO_POINT
+
+
 @dataclass(frozen=True)
 class _State:
     """What a preparation produced: the arguments, the bound ``f`` and the plan."""
@@ -61,15 +81,14 @@ class _State:
     kwargs: dict[str, Any]
     call: Callable[..., Any]
     plan: Plan
-    #: (tape, colouring) when a call can take the fused path of a compiled tape: no
-    #: parameters, no direct assembly, exact mode (see :meth:`SparseJacobian.__call__`)
+    #: :meth:`Tape.fused_call`'s tuple when a call can take the fused path of a compiled
+    #: tape: no direct assembly, an exact mode (see :meth:`SparseJacobian._fast_data`)
     fast: tuple[Any, ...] | None = dataclasses.field(init=False, default=None)
 
     def __post_init__(self) -> None:
         plan, engine = self.plan, self.plan.engine
         if (isinstance(engine, PreparedEngine) and isinstance(engine.program, Tape)
-                and engine.direct is None and plan.mode != "fd"
-                and not engine.program.prog.params):
+                and engine.direct is None and plan.mode != "fd"):
             c = plan.colorings[plan.mode]
             _, p, _, q = c._seed_groups
             try:
@@ -241,6 +260,8 @@ class SparseJacobian(PlanView):
         self._params0 = tuple(params)
         self._verify = bool(verify)
         self._check = Verifier(self._x0)
+        #: (state, parameter bytes, the program's value at verify's point) of the fast path
+        self._fast_y: tuple[Any, bytes, np.ndarray] | None = None
         self._lock = threading.RLock()
         self._n_prepared = 0
         self._calls = 0  # calls of the current preparation (the deferred search's clock)
@@ -330,20 +351,49 @@ class SparseJacobian(PlanView):
             scipy method works on it, in place too, without affecting later calls.
         """
         if not args and not kwargs and out is None:
-            state = self._state
-            fast = state.fast
-            if (fast is not None and type(x) is np.ndarray and x.dtype == np.float64
-                    and x.shape == self._x0.shape):
-                # a compiled tape: one kernel call (it checks that x and every value are
-                # finite; when not, the general path below says why or takes the chain)
-                kernel, ints, floats, nnz, m = fast
-                data, fx = np.empty(nnz), np.empty(m)
-                if kernel(ints, floats, x.reshape(-1), data, fx) and (
-                        not self._verify or self._check.agrees(state, fx, x, ())):
-                    if state.plan.pending:
-                        self._after_call(state)
-                    return state.plan.matrix(data)
+            got = self._fast_data(x, None)
+            if got is not None:
+                return got[1].matrix(got[0])
         return self.evaluate(x, args=args or None, kwargs=kwargs or None, out=out)
+
+    def _fast_data(self, x: Any, params: Sequence[Any] | None
+                   ) -> tuple[np.ndarray, Plan] | None:
+        """J's values and their plan by one call of the fused tape kernel, or None.
+
+        The kernel checks that ``x`` and every value are finite, writes the parameters into
+        their slots and replays the program at verify's point too; None (the general path
+        then answers, says why, or prepares again) where any of that does not hold.
+        """
+        state = self._state
+        fast = state.fast
+        if (fast is None or type(x) is not np.ndarray or x.dtype != np.float64
+                or x.shape != self._x0.shape):
+            return None
+        kernel, ints, floats, nnz, m, sizes = fast
+        ps = self._params0 if params is None else params
+        pv = _param_values(ps, sizes)
+        if pv is None:
+            return None
+        verify = self._verify
+        data, fx = np.empty(nnz), np.empty(m)
+        fy = y = _NO_POINT
+        if verify:  # the program's value at verify's point: kept while pv stays the same
+            key = pv.tobytes()
+            hit = self._fast_y
+            if hit is not None and hit[0] is state and hit[1] == key:
+                fy = hit[2]
+            else:
+                fy, y = np.empty(m), self._check.y_flat
+        if not kernel(ints, floats, x.reshape(-1), pv, y, data, fx, fy):
+            return None
+        if verify:
+            if y.size:
+                self._fast_y = (state, key, fy)
+            if not self._check.agrees_at_y(state, fy, ps):
+                return None
+        if state.plan.pending:
+            self._after_call(state)
+        return data, state.plan
 
     def evaluate(self, x: Any, *, params: Sequence[Any] | None = None,
                  args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None,
@@ -461,6 +511,12 @@ class SparseJacobian(PlanView):
                              f"{type(out).__name__} {getattr(out, 'shape', '')} "
                              f"{getattr(out, 'dtype', '')}")
         if order == "csr":
+            got = self._fast_data(x, None if params is None else tuple(params))
+            if got is not None:
+                if out is None:
+                    return got[0]
+                out[:] = got[0]
+                return out
             data, _ = self._data(x, params, None, None, out)
             return data
         data, plan = self._data(x, params, None, None, None)

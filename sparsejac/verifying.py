@@ -88,7 +88,26 @@ class Verifier:
                   * rng.choice([-1.0, 1.0], x0.shape))
         #: where the check compares f with the recording
         self.y = x0 + offset
+        #: ``y`` flat (what the fused tape call replays the program at)
+        self.y_flat = self.y.reshape(-1)
         self._y_cache: tuple[Any, np.ndarray | None] | None = None
+
+    def agrees_at_y(self, state: Any, recorded: np.ndarray, params: Sequence[Any]) -> bool:
+        """Whether a real call of ``f`` at ``y`` equals ``recorded``, the program's value there.
+
+        False also when ``f`` cannot be evaluated at ``y``: :meth:`agrees` then decides.
+        """
+        try:
+            got = state.call(self.y.copy(), *params)
+        except Exception:  # outside f's domain at y: the general check handles it
+            return False
+        if type(got) is np.ndarray and got.dtype == np.float64 and got.size <= 4096 and (
+                got.size == recorded.size and got.tobytes() == recorded.tobytes()):
+            return True  # the usual case: the same operations, the same bits
+        real = _values(got)
+        if real is None or real.size != recorded.size:
+            return False
+        return _close(real, recorded)
 
     def agrees(self, state: Any, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether the recorded program still computes ``f``, to rounding.

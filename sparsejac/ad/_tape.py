@@ -334,13 +334,19 @@ def jacobian(code, idx, ptr, col, val, template, x, meta, cg, rg, gather, data, 
     cotangent block. ``fx`` receives the value. Returns False, with ``data`` unfilled, when a
     value is not finite (the caller then takes the chain engine, as :class:`Tape` does).
     """
+    return _jacobian_into(code, idx, ptr, col, val, template.copy(), x, meta, cg, rg, gather,
+                          data, fx)
+
+
+@kernel()
+def _jacobian_into(code, idx, ptr, col, val, buf, x, meta, cg, rg, gather, data, fx):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`jacobian` on ``buf``, a fresh copy of the template (overwritten)."""
     x_slot = meta[0]
     out_slot = meta[1]
     m = meta[2]
     n_saved = meta[3]
     p = meta[4]
     q = meta[5]
-    buf = template.copy()
     for i in range(x.size):
         buf[x_slot + i] = x[i]
     saved = np.empty(n_saved if q > 0 else 0)
@@ -369,13 +375,17 @@ def jacobian(code, idx, ptr, col, val, template, x, meta, cg, rg, gather, data, 
 
 
 @kernel()
-def jacobian_packed(ints, floats, x, data, fx):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`jacobian` with its constant arguments packed into two arrays (fewer to pass).
+def jacobian_packed(ints, floats, x, pv, y, data, fx, fy):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`jacobian` with its constant arguments packed into two arrays.
+
+    Fewer arguments to pass; the parameter values ``pv`` are written into their slots, and
+    (``y`` not empty) the value of the program at a second point ``y`` goes into ``fy`` (what
+    ``verify`` compares with a real call).
 
     ``ints`` starts with ``[x_slot, out_slot, m, n_saved, p, q]`` and then the
-    ``(offset, length)`` of ``code`` (flat), ``idx``, ``ptr``, ``col``, ``cg``, ``rg`` and
-    ``gather`` within it; ``floats`` is the template buffer followed by ``val``, split at
-    ``ints[20]``.
+    ``(offset, length)`` of ``code`` (flat), ``idx``, ``ptr``, ``col``, ``cg``, ``rg``,
+    ``gather`` and the parameters' ``(slot, size)`` pairs within it; ``floats`` is the template
+    buffer followed by ``val``, split at ``ints[22]``.
     """
     h = 6
     code = ints[ints[h]:ints[h] + ints[h + 1]].reshape((-1, 6))
@@ -385,16 +395,35 @@ def jacobian_packed(ints, floats, x, data, fx):  # type: ignore[no-untyped-def] 
     cg = ints[ints[h + 8]:ints[h + 8] + ints[h + 9]]
     rg = ints[ints[h + 10]:ints[h + 10] + ints[h + 11]]
     gather = ints[ints[h + 12]:ints[h + 12] + ints[h + 13]]
-    split = ints[h + 14]
-    return jacobian(code, idx, ptr, col, floats[split:], floats[:split], x, ints[:h], cg, rg,
-                    gather, data, fx)
+    pslots = ints[ints[h + 14]:ints[h + 14] + ints[h + 15]]
+    split = ints[h + 16]
+    val = floats[split:]
+    base = floats[:split].copy()
+    k = 0
+    for i in range(0, pslots.size, 2):
+        if pslots[i] < 0:  # a parameter the program does not read
+            k += pslots[i + 1]
+            continue
+        for r in range(pslots[i + 1]):
+            base[pslots[i] + r] = pv[k]
+            k += 1
+    if y.size:
+        buf = base.copy()
+        for i in range(y.size):
+            buf[ints[0] + i] = y[i]
+        run_forward(code, idx, ptr, col, val, buf, np.zeros((buf.size, 0)), np.empty(0))
+        for i in range(fy.size):
+            fy[i] = buf[ints[1] + i]
+    return _jacobian_into(code, idx, ptr, col, val, base, x, ints[:h], cg, rg, gather, data,
+                          fx)
 
 
 def pack(meta: np.ndarray, code: np.ndarray, idx: np.ndarray, ptr: np.ndarray,
          col: np.ndarray, val: np.ndarray, template: np.ndarray, cg: np.ndarray,
-         rg: np.ndarray, gather: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+         rg: np.ndarray, gather: np.ndarray, pslots: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray]:
     """The ``ints`` and ``floats`` of :func:`jacobian_packed`."""
-    parts = [code.reshape(-1), idx, ptr, col, cg, rg, gather]
+    parts = [code.reshape(-1), idx, ptr, col, cg, rg, gather, pslots]
     head = 6 + 2 * len(parts) + 1
     offsets = np.cumsum([head] + [a.size for a in parts])
     header = [int(v) for v in meta[:6]]

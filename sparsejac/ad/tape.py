@@ -258,7 +258,8 @@ class Tape:
                 if v.size != var.size:
                     raise ValueError(f"a parameter of size {var.size} was given {v.size} "
                                      "values")
-                buf[s:s + var.size] = v
+                if s >= 0:  # a parameter the program reads
+                    buf[s:s + var.size] = v
         return buf
 
     def _run_forward(self, buf: np.ndarray, tb: np.ndarray,
@@ -370,21 +371,28 @@ class Tape:
         hit = self._fused.get(id(c))
         return hit if hit is not None and hit[0] is c else self._fuse(c)
 
-    def fused_call(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, int, int] | None:
-        """``(kernel, ints, floats, nnz, m)`` for the fewest steps per call.
+    def fused_call(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, int, int,
+                                          tuple[int, ...]] | None:
+        """``(kernel, ints, floats, nnz, m, parameter sizes)`` for the fewest steps per call.
 
-        ``kernel(ints, floats, x, data, fx)`` is :meth:`jacobian_data` without parameters,
-        for a flat float64 ``x`` (the caller allocates ``data`` and ``fx``; False means
-        "take :meth:`jacobian_data`"). None where :meth:`fused` is.
+        ``kernel(ints, floats, x, pv, y, data, fx, fy)`` is :meth:`jacobian_data` for a flat
+        float64 ``x`` and the parameters' values concatenated in ``pv`` (float64, the sizes
+        given), and writes the program's value at ``y`` into ``fy`` unless ``y`` is empty
+        (the caller allocates ``data``, ``fx`` and ``fy``; False means "take
+        :meth:`jacobian_data`"). None where :meth:`fused` is.
         """
         fused = self.fused(c)
         if fused is None:
             return None
         _, meta, cg, rg, gather = fused
+        sizes = tuple(int(v.size) for v in self.prog.params)
+        pslots = np.array([v for pair in zip(self.param_slots, sizes, strict=True)
+                           for v in pair], dtype=np.int64)
         code, idx, ptr, col, val = self.table
-        ints, floats = k.pack(meta, code, idx, ptr, col, val, self.template, cg, rg, gather)
+        ints, floats = k.pack(meta, code, idx, ptr, col, val, self.template, cg, rg, gather,
+                              pslots)
         kernel = getattr(k.jacobian_packed, "compiled", k.jacobian_packed)  # numba's own
-        return kernel, ints, floats, gather.size, self.prog.n_out
+        return kernel, ints, floats, gather.size, self.prog.n_out, sizes
 
     def _fuse(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Seeds and gather indices of colouring ``c`` for :meth:`jacobian_data` (kept)."""

@@ -136,10 +136,45 @@ def test_fast_call_matches_the_general_call(rng: np.random.Generator) -> None:
         assert a.indices is not jac(x).indices  # every matrix owns its index arrays
 
 
-def test_no_fast_call_with_parameters_or_a_hessian() -> None:
+def test_fast_call_with_parameters() -> None:
+    """Parameters are written into their slots by the fused kernel, at every new value."""
     jac = sparsejac.SparseJacobian(lambda x, t: t * x ** 2, np.ones(3), params=(2.0,))
-    assert jac._state.fast is None
+    assert jac._state.fast is not None
     np.testing.assert_allclose(jac(np.ones(3)).toarray(), 4 * np.eye(3))
+    np.testing.assert_allclose(jac.values(np.ones(3), params=(3.0,)), [6.0, 6.0, 6.0])
+    np.testing.assert_allclose(jac.values(2 * np.ones(3), params=(np.float64(5.0),)),
+                               [20.0, 20.0, 20.0])
+    np.testing.assert_allclose(jac.values(np.ones(3), params=(np.array([7.0]),)),
+                               [14.0, 14.0, 14.0])
+    unread = sparsejac.SparseJacobian(lambda x, t: x ** 2, np.ones(3), params=(1.0,))
+    np.testing.assert_allclose(unread.values(np.arange(3.0), params=(9.0,)), [0.0, 2.0, 4.0])
+    with pytest.raises(ValueError, match="parameter"):
+        jac.values(np.ones(3), params=(np.ones(2),))
+
+
+def test_ode_jacobian_with_a_time_dependent_rhs(rng: np.random.Generator) -> None:
+    """``t`` is a parameter: the fused call at every new t equals the hand-derived J."""
+    def rhs(t: float, y: np.ndarray) -> np.ndarray:
+        f = np.empty_like(y)
+        f[0] = -np.cos(t) * y[0] * y[1]
+        f[1] = np.sin(t) * y[0] - y[1] ** 2
+        f[2] = t * y[2] + y[0]
+        return f
+
+    def want(t: float, y: np.ndarray) -> np.ndarray:
+        return np.array([[-np.cos(t) * y[1], -np.cos(t) * y[0], 0.0],
+                         [np.sin(t), -2 * y[1], 0.0],
+                         [1.0, 0.0, t]])
+
+    y0 = rng.uniform(0.5, 1.5, 3)
+    jac = sparsejac.ode_jacobian(rhs, 0.0, y0)
+    assert jac.prepared._state.fast is not None
+    for t in (0.0, 0.3, 1.7, 0.3):
+        y = rng.uniform(-1, 1, 3)
+        np.testing.assert_allclose(jac(t, y), want(t, y), rtol=1e-14, atol=1e-14)
+
+
+def test_no_fast_call_for_a_hessian() -> None:
     hess = sparsejac.SparseHessian(lambda x: np.sum(x[1:] * x[:-1] ** 2), np.ones(4))
     x = np.arange(1.0, 5.0)
     want = np.zeros((4, 4))
