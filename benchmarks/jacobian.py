@@ -339,7 +339,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         asdex = "-" if r["asdex"] is None else f"{r['asdex'] * 1e3:.2f}"
         lines.append(
             f"| {r['problem']} | {size} | {r['nnz']:,} | {r['mode']} | {r['prep']:.2f} "
-            f"| {r['f'] * 1e3:.3f} | {r['J'] * 1e3:.2f} | {r['J'] / r['f']:.1f} "
+            f"| {r['f'] * 1e3:.3f} | {r['J'] * 1e3:.3f} | {r['J'] / r['f']:.1f} "
             f"| {r['colors']} | {_ms(r['fd'], r['fd_estimated'])} ({r['fd_groups']}) "
             f"| {r['fd'] / r['J']:.1f}x | {asdex} |")
     return "\n".join(lines)

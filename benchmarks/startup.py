@@ -7,6 +7,8 @@ Each measurement runs in a new interpreter (``subprocess``), best of ``--repeats
 * the first one-off ``sparsejac.jacobian(f, x)`` of a small function in that process
   (n = 100; tracing, detection, colouring, evaluation, plus the modules and compiled kernels
   it loads), and the first prepared ``SparseJacobian`` and its first call after it;
+* the same first Jacobians in a process that imported ``scipy.integrate`` first (as a
+  ``solve_ivp`` user's script does): what sparsejac adds to such a program's start;
 * the same first Jacobian with an **empty kernel cache** (``NUMBA_CACHE_DIR`` pointed at a
   new directory): what the first use after installing costs, numba compiling every kernel
   that Jacobian needs.
@@ -47,8 +49,15 @@ print(json.dumps({"numpy": t1 - t0, "import": t2 - t1, "first_jacobian": t3 - t2
 """
 
 
-def run(env: dict[str, str] | None = None) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+#: The same first Jacobians in a process that has imported scipy's ODE solvers first, as a
+#: ``solve_ivp`` user's script has (scipy.integrate brings scipy.sparse and scipy.special):
+#: what sparsejac itself adds to such a program's start.
+SOLVER_PROBE = PROBE.replace("import numpy as np\n",
+                             "import numpy as np\nimport scipy.integrate\n", 1)
+
+
+def run(env: dict[str, str] | None = None, probe: str = PROBE) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, env=env)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -75,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {label} | {best[key]:.3f} |")
     total = best["import"] + best["first_jacobian"]
     print(f"| import + first Jacobian | {total:.3f} |")
+    solver = [run(probe=SOLVER_PROBE) for _ in range(args.repeats)]
+    sbest = {k: min(r[k] for r in solver) for k in solver[0]}
+    print(f"| after `import scipy.integrate`: import + first `jacobian(f, x)` | "
+          f"{sbest['import'] + sbest['first_jacobian']:.3f} |")
+    print(f"| after `import scipy.integrate`: then `SparseJacobian(f, x0)` + first call | "
+          f"{sbest['prepare'] + sbest['first_call']:.3f} |")
     if not args.no_compile:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache}

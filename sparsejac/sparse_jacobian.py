@@ -369,9 +369,9 @@ class SparseJacobian(PlanView):
         if (fast is None or type(x) is not np.ndarray or x.dtype != np.float64
                 or x.shape != self._x0.shape):
             return None
-        kernel, ints, floats, nnz, m, sizes = fast
+        kernel, kernel0, ints, floats, nnz, m, sizes = fast
         ps = self._params0 if params is None else params
-        pv = _param_values(ps, sizes)
+        pv = _NO_POINT if not sizes and not ps else _param_values(ps, sizes)
         if pv is None:
             return None
         verify = self._verify
@@ -384,7 +384,8 @@ class SparseJacobian(PlanView):
                 fy = hit[2]
             else:
                 fy, y = np.empty(m), self._check.y_flat
-        if not kernel(ints, floats, x.reshape(-1), pv, y, data, fx, fy):
+        if not (kernel0(ints, floats, x.reshape(-1), data, fx) if not (y.size or pv.size)
+                else kernel(ints, floats, x.reshape(-1), pv, y, data, fx, fy)):
             return None
         if verify:
             if y.size:

@@ -371,15 +371,16 @@ class Tape:
         hit = self._fused.get(id(c))
         return hit if hit is not None and hit[0] is c else self._fuse(c)
 
-    def fused_call(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, int, int,
+    def fused_call(self, c: Any) -> tuple[Any, Any, np.ndarray, np.ndarray, int, int,
                                           tuple[int, ...]] | None:
-        """``(kernel, ints, floats, nnz, m, parameter sizes)`` for the fewest steps per call.
+        """``(kernel, kernel0, ints, floats, nnz, m, parameter sizes)``: the fewest steps.
 
         ``kernel(ints, floats, x, pv, y, data, fx, fy)`` is :meth:`jacobian_data` for a flat
         float64 ``x`` and the parameters' values concatenated in ``pv`` (float64, the sizes
         given), and writes the program's value at ``y`` into ``fy`` unless ``y`` is empty
         (the caller allocates ``data``, ``fx`` and ``fy``; False means "take
-        :meth:`jacobian_data`"). None where :meth:`fused` is.
+        :meth:`jacobian_data`"). ``kernel0(ints, floats, x, data, fx)`` is the same without
+        parameters and second point. None where :meth:`fused` is.
         """
         fused = self.fused(c)
         if fused is None:
@@ -392,7 +393,8 @@ class Tape:
         ints, floats = k.pack(meta, code, idx, ptr, col, val, self.template, cg, rg, gather,
                               pslots)
         kernel = getattr(k.jacobian_packed, "compiled", k.jacobian_packed)  # numba's own
-        return kernel, ints, floats, gather.size, self.prog.n_out, sizes
+        kernel0 = getattr(k.jacobian_packed0, "compiled", k.jacobian_packed0)
+        return kernel, kernel0, ints, floats, gather.size, self.prog.n_out, sizes
 
     def _fuse(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Seeds and gather indices of colouring ``c`` for :meth:`jacobian_data` (kept)."""
