@@ -59,6 +59,17 @@ def _rss() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _step(out: dict[str, Any], name: str, fn: Any) -> Any:
+    """Run ``fn`` once: its seconds and peak over the resident set before it into ``out``."""
+    base = _rss()
+    _reset_peak()
+    t = time.perf_counter()
+    result = fn()
+    out[f"{name}_s"] = time.perf_counter() - t
+    out[f"{name}_peak"] = _peak() - base
+    return result
+
+
 def worker(N: int) -> dict[str, Any]:
     """One size in this process: time and memory of each step."""
     import numpy as np
@@ -78,20 +89,11 @@ def worker(N: int) -> dict[str, Any]:
         return rhs(0.0, y)
 
     out: dict[str, Any] = {"N": N, "n": int(y0.size)}
-    base = _rss()
-    _reset_peak()
-    t = time.perf_counter()
-    pattern = sparsejac.jacobian_sparsity(f, y0)
-    out["detect_s"] = time.perf_counter() - t
-    out["detect_peak"] = _peak() - base
+    pattern = _step(out, "detect", lambda: sparsejac.jacobian_sparsity(f, y0))
     nnz = out["nnz"] = int(pattern.nnz)
     del pattern
     base = _rss()
-    _reset_peak()
-    t = time.perf_counter()
-    jac = sparsejac.SparseJacobian(f, y0)
-    out["prepare_s"] = time.perf_counter() - t
-    out["prepare_peak"] = _peak() - base
+    jac = _step(out, "prepare", lambda: sparsejac.SparseJacobian(f, y0))
     out["resident"] = _rss() - base
     out["path"] = jac.stats()["engine"].get("path")
     y1 = y0 + 1e-3 * np.cos(np.arange(y0.size))
