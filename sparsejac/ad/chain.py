@@ -147,12 +147,17 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
         if lj is None:
             continue
         jk = ent[node.inputs[k].id]
-        owner, pos = expand_ranges(jk.ptr, lj.cols)
         r_slot = None
         if lj.dyn is not None:
             r_slot = slots.new(lj.nnz)
             local_slots.append((r_slot, lj))
-        key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
+        pos: np.ndarray | None
+        if _diagonal(lj, jk.size, size):  # elementwise: every entry of J_k stays in its row
+            owner, pos = jk.rows, None
+            key = codec.encode(jk.rows, jk.srcs, jk.cols)
+        else:
+            owner, pos = expand_ranges(jk.ptr, lj.cols)
+            key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
         parts.append((lj, jk, owner, pos, key, r_slot))
     if not parts:
         z = np.zeros(0, np.int64)
@@ -164,7 +169,7 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions, scale)
     terms: list[tuple[Any, ...]] = []
     for (lj, jk, owner, pos, _, r_slot), out_pos in zip(parts, inverses, strict=True):
-        jconst = jk.const[pos]
+        jconst = jk.const if pos is None else jk.const[pos]
         r_c = None if r_slot is not None else (
             lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
         if r_slot is None:  # constant local Jacobian: fold its product with const J
@@ -180,7 +185,7 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
                 terms.append((None, r_slot, owner[nzj], jconst[nzj], None, None,
                               out_pos[nzj], 1.0))
         if jk.slot is not None:  # anything times the dynamic part of J
-            didx = jk.dyn_index()[pos]
+            didx = jk.dyn_index() if pos is None else jk.dyn_index()[pos]
             sel = np.flatnonzero(didx >= 0)
             if sel.size:
                 # read through virtual slots: a gather or a scaling of another slot
@@ -224,6 +229,12 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     else:
         step = ValueStep(node, local_slots, slot, int(dyn_pos.size), contributions)
     return Entries(size, rows, srcs, cols, base, slot, dyn_pos), step
+
+
+def _diagonal(lj: Any, n_in: int, n_out: int) -> bool:
+    """Whether a local Jacobian is the diagonal (entry ``i`` at ``(i, i)``, every ``i``)."""
+    return (lj.rows is lj.cols and lj.nnz == n_in == n_out
+            and is_arange(lj.rows, n_out))
 
 
 def apply_contributions(step: ValueStep, values: list[Any], out: np.ndarray) -> np.ndarray:

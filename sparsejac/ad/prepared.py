@@ -201,7 +201,9 @@ class PreparedProgram:
         ent: dict[int, Entries] = {prog.x.id: Entries.identity(prog.n_in, x_src.index)}
         for node, dead in zip(prog.nodes, dead_after(prog), strict=True):
             steps: list[Step] = []
-            if node.out.active:
+            if node.out.active and _is_reshape(node):  # the operand's entries, unchanged
+                ent[node.out.id] = ent[node.inputs[0].id]
+            elif node.out.active:
                 ljs = node.prim.linearize(node)
                 if ljs is None:
                     self._opaque(node, ent, steps)
@@ -560,3 +562,11 @@ class Linearization:
         return np.ascontiguousarray(
             self._pp._reverse(self._vals, self._slots, DenseSeed(seed, self._mats),
                               seed.shape[1])[1])
+
+
+def _is_reshape(node: Node) -> bool:
+    """Whether ``node`` only reshapes its one active operand (same elements, same order)."""
+    plan = node.params.get("plan")
+    return (node.prim.name == "gather" and getattr(plan, "identity", False) is True
+            and len(node.inputs) == 1
+            and node.inputs[0].active and node.inputs[0].size == node.out.size)

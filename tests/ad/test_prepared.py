@@ -139,7 +139,9 @@ def test_opaque_primitives(monkeypatch):
     for param in CASES[:6]:
         f, shape = param.values
         pp = _check(f, shape)
-        assert pp.stats()["dense_blocks"] >= 1
+        # a pure reshape keeps its operand's entries without being linearised: the matmul
+        # of two reshapes has nothing opaque left
+        assert pp.stats()["dense_blocks"] >= (0 if param.id == "traced_matmul" else 1)
 
 
 def test_constant_folding_brusselator():
