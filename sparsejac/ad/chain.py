@@ -27,7 +27,6 @@ import numpy as np
 
 from sparsejac.ad.entries import Entries, KeyCodec, is_arange, union_keys
 from sparsejac.ad.kernels import contribute, expand_ranges
-from sparsejac.numeric import mul0
 from sparsejac.tracing import Node
 
 __all__ = ["Contribution", "Slots", "ValueStep", "apply_contributions", "chain"]
@@ -152,9 +151,10 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
             r_slot = slots.new(lj.nnz)
             local_slots.append((r_slot, lj))
         pos: np.ndarray | None
+        owner: np.ndarray | None
         if _diagonal(lj, jk.size, size):  # elementwise: every entry of J_k stays in its row
-            owner, pos = jk.rows, None
-            key = codec.encode(jk.rows, jk.srcs, jk.cols)
+            owner, pos = None, None  # owner: jk.rows, decoded only if needed
+            key = jk.keys(codec)
         else:
             owner, pos = expand_ranges(jk.ptr, lj.cols)
             key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
@@ -163,25 +163,24 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
         z = np.zeros(0, np.int64)
         return Entries(size, z, z, z, np.zeros(0)), None
     uniq, inverses = union_keys([p[4] for p in parts])
-    rows, srcs, cols = codec.decode(uniq)
     n_out = int(uniq.size)
     base = np.zeros(n_out)
     # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions, scale)
     terms: list[tuple[Any, ...]] = []
     for (lj, jk, owner, pos, _, r_slot), out_pos in zip(parts, inverses, strict=True):
         jconst = jk.const if pos is None else jk.const[pos]
+        if owner is None and (r_slot is not None or np.ndim(lj.const) != 0):
+            owner = jk.rows  # the local entry of each J_k entry: its row (diagonal)
         r_c = None if r_slot is not None else (
             lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
         if r_slot is None:  # constant local Jacobian: fold its product with const J
-            if out_pos.size == n_out and is_arange(out_pos, n_out):
-                base += mul0(r_c, jconst)
-            else:
-                base += np.bincount(out_pos, weights=np.broadcast_to(mul0(r_c, jconst),
-                                                                     out_pos.shape),
-                                    minlength=n_out)
+            # base[out_pos] += r_c * jconst in one compiled pass (mul0's zero convention)
+            contribute(base, out_pos, _flat(r_c), _NO_INDEX, _flat(jconst), _NO_INDEX,
+                       out_pos.size, False, 1.0)
         else:  # dynamic local Jacobian times the constant part of J
             nzj = np.flatnonzero(jconst != 0)
             if nzj.size:
+                assert owner is not None
                 terms.append((None, r_slot, owner[nzj], jconst[nzj], None, None,
                               out_pos[nzj], 1.0))
         if jk.slot is not None:  # anything times the dynamic part of J
@@ -193,10 +192,10 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
                 rc = r_c if (r_c is None or np.ndim(r_c) == 0) else r_c[sel]
                 if rc is not None:
                     rc, scale = rc * scale, 1.0
-                terms.append((rc, r_slot, owner[sel] if r_slot is not None else None,
+                terms.append((rc, r_slot, None if owner is None or r_slot is None else owner[sel],
                               None, j_slot, j_idx, out_pos[sel], scale))
     if not terms:
-        return Entries(size, rows, srcs, cols, base), None
+        return Entries.from_keys(size, uniq, codec, base), None
     dyn_pos = np.flatnonzero(np.bincount(np.concatenate([t[6] for t in terms]),
                                          minlength=n_out))
     where = np.full(n_out, -1, dtype=np.int64)
@@ -228,7 +227,7 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
         step = None
     else:
         step = ValueStep(node, local_slots, slot, int(dyn_pos.size), contributions)
-    return Entries(size, rows, srcs, cols, base, slot, dyn_pos), step
+    return Entries.from_keys(size, uniq, codec, base, slot, dyn_pos), step
 
 
 def _diagonal(lj: Any, n_in: int, n_out: int) -> bool:

@@ -60,9 +60,9 @@ class Entries:
     """
 
     size: int  # number of rows (elements of the variable)
-    rows: np.ndarray
-    srcs: np.ndarray
-    cols: np.ndarray
+    _rows: np.ndarray | None
+    _srcs: np.ndarray | None
+    _cols: np.ndarray | None
     const: np.ndarray
     slot: int | None = None
     dyn_pos: np.ndarray | None = None  # sorted entry positions with a dynamic part
@@ -70,6 +70,65 @@ class Entries:
     _spread: SpreadPlan | None = field(default=None, repr=False)
     _groups: list[tuple[int, np.ndarray | None, np.ndarray, np.ndarray]] | None = field(
         default=None, repr=False)
+    #: the entries' keys and their codec, when built from keys (rows, sources and columns are
+    #: decoded on first use: a chain of elementwise operations never needs them)
+    _keys: np.ndarray | None = field(default=None, repr=False)
+    _codec: KeyCodec | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_keys(cls, size: int, keys: np.ndarray, codec: KeyCodec, const: np.ndarray,
+                  slot: int | None = None, dyn_pos: np.ndarray | None = None) -> Entries:
+        """Entries given by their sorted unique ``keys`` (decoded when first needed)."""
+        return cls(size, None, None, None, const, slot, dyn_pos, _keys=keys, _codec=codec)
+
+    def _decoded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._rows is None or self._srcs is None or self._cols is None:
+            assert self._codec is not None
+            assert self._keys is not None
+            self._rows, self._srcs, self._cols = self._codec.decode(self._keys)
+        return self._rows, self._srcs, self._cols
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The row (output element) of every entry."""
+        return self._rows if self._rows is not None else self._decoded()[0]
+
+    @rows.setter
+    def rows(self, value: np.ndarray) -> None:
+        self._decoded()
+        self._rows = value
+
+    @property
+    def srcs(self) -> np.ndarray:
+        """The source of every entry."""
+        return self._srcs if self._srcs is not None else self._decoded()[1]
+
+    @srcs.setter
+    def srcs(self, value: np.ndarray) -> None:
+        self._decoded()
+        self._srcs = value
+
+    @property
+    def cols(self) -> np.ndarray:
+        """The column (element of its source) of every entry."""
+        return self._cols if self._cols is not None else self._decoded()[2]
+
+    @cols.setter
+    def cols(self, value: np.ndarray) -> None:
+        self._decoded()
+        self._cols = value
+
+    def keys(self, codec: KeyCodec) -> np.ndarray:
+        """The entries' keys under ``codec`` (the stored ones where the layouts agree)."""
+        if self._keys is not None and self._codec is not None and (
+                self._codec.layout == codec.layout):
+            return self._keys
+        return codec.encode(self.rows, self.srcs, self.cols)
+
+    def drop_keys(self) -> None:
+        """Keep the decoded arrays only (8 bytes per entry less)."""
+        self._decoded()
+        self._keys = self._codec = None
 
     @property
     def spread(self) -> SpreadPlan:
@@ -81,6 +140,8 @@ class Entries:
     @property
     def nnz(self) -> int:
         """Number of entries."""
+        if self._rows is None and self._keys is not None:
+            return int(self._keys.size)
         return int(self.rows.size)
 
     @property
@@ -162,6 +223,10 @@ class KeyCodec:
         br = (max(n_rows, 1) - 1).bit_length()
         self.bits = br + self.bs + self.bc <= 62
         self.n_sources, self.n_columns = n_sources, max(n_columns, 1)
+        #: keys of two codecs with the same layout are the same numbers (the row count only
+        #: decides whether bit fields fit)
+        self.layout = (True, self.bs, self.bc) if self.bits else (False, n_sources,
+                                                                  self.n_columns)
 
     def encode(self, rows: np.ndarray, srcs: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The keys of the triples ``(rows[i], srcs[i], cols[i])``."""

@@ -223,6 +223,8 @@ class PreparedProgram:
                 ent.pop(vid, None)
         out = prog.out
         self.out_entries: Entries | None = ent.get(out.id) if out.active else None
+        if self.out_entries is not None:
+            self.out_entries.drop_keys()  # resident: the decoded arrays only
 
     def _opaque(self, node: Node, ent: dict[int, Entries], steps: list[Step]) -> None:
         """A node without local Jacobians: materialise its inputs, use its jvp/vjp rules."""
