@@ -634,16 +634,18 @@ def prepare(
         program.release_values()
         prepared = choose_engine(program, width, engine)
         direct = None
+        in_order = False
         if mode == "auto" and isinstance(prepared, PreparedProgram):
-            direct = prepared.direct_positions(pattern.rows, pattern.indices)
-        # entries exactly the pattern's nonzeros are in its CSR order (both sorted by row and
-        # column): no positions to keep
-        in_order = direct is not None and direct.size == pattern.nnz
+            # entries exactly the pattern's nonzeros, in its CSR order: no positions to keep
+            in_order = prepared.in_pattern_order(pattern.rows, pattern.indices)
+            if not in_order:
+                direct = prepared.direct_positions(pattern.rows, pattern.indices)
         if in_order:  # no seeds, no decompression: only the CSR arrays stay resident
             assert isinstance(prepared, PreparedProgram)
             prepared.share_pattern(pattern.rows, pattern.indices)
-        runner = PreparedEngine(prepared, direct=np.zeros(0, np.int64) if in_order else direct,
-                                nnz=pattern.nnz, in_order=in_order)
+        if in_order:
+            direct = np.zeros(0, np.int64)  # the direct path, positions not needed
+        runner = PreparedEngine(prepared, direct=direct, nnz=pattern.nnz, in_order=in_order)
         program.release_values()  # and the caches its rules built while linearising
         if defer_search:
             if direct is None and defer and not calibrate:  # the search waits for calls

@@ -360,6 +360,18 @@ class PreparedProgram:
             return None
         return pos
 
+    def in_pattern_order(self, rows: np.ndarray, cols: np.ndarray) -> bool:
+        """Whether the output entries are exactly a pattern's nonzeros, in CSR order.
+
+        All of them must be derivatives with respect to ``x``: :meth:`direct` then gives J's
+        values in the pattern's order (no positions needed; two comparisons instead of
+        :meth:`direct_positions`' search).
+        """
+        e = self.out_entries
+        return (e is not None and len(self.sources) == 1 and e.nnz == rows.size
+                and (not e.nnz or int(e.srcs.max()) == 0)
+                and bool(np.array_equal(e.rows, rows)) and bool(np.array_equal(e.cols, cols)))
+
     def share_pattern(self, rows: np.ndarray, cols: np.ndarray) -> None:
         """Let the output entries use a pattern's index arrays (the same, in CSR order).
 
