@@ -152,9 +152,10 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
             local_slots.append((r_slot, lj))
         pos: np.ndarray | None
         owner: np.ndarray | None
-        if _diagonal(lj, jk.size, size):  # elementwise: every entry of J_k stays in its row
+        strided = _strided_diagonal(lj, jk.size, size)
+        if strided is not None:  # elementwise, or one operand of a concatenation/interleave
             owner, pos = None, None  # owner: jk.rows, decoded only if needed
-            key = jk.keys(codec)
+            key = codec.map_rows(jk.keys(codec), *strided)
         else:
             owner, pos = expand_ranges(jk.ptr, lj.cols)
             key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
@@ -230,10 +231,24 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     return Entries.from_keys(size, uniq, codec, base, slot, dyn_pos), step
 
 
-def _diagonal(lj: Any, n_in: int, n_out: int) -> bool:
-    """Whether a local Jacobian is the diagonal (entry ``i`` at ``(i, i)``, every ``i``)."""
-    return (lj.rows is lj.cols and lj.nnz == n_in == n_out
-            and is_arange(lj.rows, n_out))
+def _strided_diagonal(lj: Any, n_in: int, n_out: int) -> tuple[int, int] | None:
+    """``(s, t)`` if a local Jacobian's entry ``i`` is ``(s + t i, i)`` for every input ``i``.
+
+    The diagonal of an elementwise operation (``s, t = 0, 1``), or one operand of a
+    concatenation (``t = 1``) or of an interleave (``np.stack(..., axis=-1)``): J_k's
+    entries keep their order and move to rows ``s + t r``. None for any other local Jacobian.
+    """
+    if lj.nnz != n_in or not n_in or not is_arange(lj.cols, n_in):
+        return None
+    if lj.rows is lj.cols:
+        return (0, 1) if n_in <= n_out else None
+    s = int(lj.rows[0])
+    t = int(lj.rows[1]) - s if n_in > 1 else 1
+    if s < 0 or t < 1 or s + t * (n_in - 1) >= n_out:
+        return None
+    if not np.array_equal(lj.rows, s + t * np.arange(n_in, dtype=np.int64)):
+        return None
+    return s, t
 
 
 def apply_contributions(step: ValueStep, values: list[Any], out: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ chain rule). :class:`SpreadPlan` says how an entry list is added into a compress
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +28,12 @@ def _increasing(a: np.ndarray) -> bool:
 def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     """Sorted unique union of key arrays and, per array, the positions of its keys in it."""
     if all(_increasing(k) for k in keys):  # linear merges (elementwise ops, gathers)
+        full = [k for k in keys if k.size]
+        if len(full) > 1 and all(a[-1] < b[0] for a, b in itertools.pairwise(full)):
+            # ordered disjoint blocks (a concatenation): the union is the blocks in a row
+            starts = np.cumsum([0] + [k.size for k in keys])
+            return np.concatenate(keys), [np.arange(starts[i], starts[i + 1], dtype=np.int64)
+                                          for i in range(len(keys))]
         u = keys[0]
         invs = [np.arange(u.size, dtype=np.int64)]
         for k in keys[1:]:
@@ -238,6 +245,23 @@ class KeyCodec:
         else:
             keys = (rows * self.n_sources + srcs) * self.n_columns + cols
         return keys
+
+    def map_rows(self, keys: np.ndarray, shift: int, stride: int) -> np.ndarray:
+        """The keys with every row ``r`` moved to ``shift + stride r`` (order kept)."""
+        if shift == 0 and stride == 1:
+            return keys
+        out: np.ndarray
+        if self.bits:
+            low = self.bs + self.bc
+            if stride == 1:
+                out = keys + (shift << low)
+            else:
+                out = (((keys >> low) * stride + shift) << low) | (keys & ((1 << low) - 1))
+            return out
+        span = self.n_sources * self.n_columns
+        rows = keys // span
+        out = (rows * stride + shift) * span + (keys - rows * span)
+        return out
 
     def decode(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, srcs, cols)`` of ``keys``."""
