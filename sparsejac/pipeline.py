@@ -630,8 +630,10 @@ def prepare(
         assert program is not None
         width = max(min(c.n_colors for c in colorings.values()), 1)
         # the engines replay: the trace-point values of intermediates are dead weight already
-        # while they are built (a preparation's peak memory)
+        # while they are built (a preparation's peak memory); so are the pattern's CSC arrays
+        # once the colourings are made (rebuilt if decompression or CSC output needs them)
         program.release_values()
+        pattern.release_csc()
         prepared = choose_engine(program, width, engine)
         direct = None
         in_order = False
