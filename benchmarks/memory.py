@@ -6,7 +6,7 @@ kernels loaded), with ``examples/brusselator_bdf.py``'s right-hand side (n = 2 N
 
 * ``detect``: ``sparsejac.jacobian_sparsity(f, y0)``;
 * ``prepare``: ``SparseJacobian(f, y0)`` (trace, detection, colouring, recording);
-* ``J``: its first call, then a second one.
+* ``J``: its first call, then the least of three more (in place, ``out=``).
 
 Memory is read from the kernel: the peak resident set of each step (``VmHWM``, reset
 before it) over the process's resident set before it, and the resident set
@@ -101,9 +101,12 @@ def worker(N: int) -> dict[str, Any]:
     t = time.perf_counter()
     J = jac(y1)
     out["J1_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    J = jac(y1, out=J)
-    out["J2_s"] = time.perf_counter() - t
+    times = []
+    for _ in range(3):  # the next calls, in place: the least of three
+        t = time.perf_counter()
+        J = jac(y1, out=J)
+        times.append(time.perf_counter() - t)
+    out["J2_s"] = min(times)
     out["eval_peak"] = _peak() - base
     assert J.nnz == nnz
     out["matrix_bytes"] = int(J.data.nbytes + J.indices.nbytes + J.indptr.nbytes)
