@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparsejac.ad.kernels import merge2
+from sparsejac.ad.kernels import is_range, merge2
 
 __all__ = ["Entries", "KeyCodec", "SpreadPlan", "is_arange", "is_identity_of_source",
            "union_keys"]
@@ -35,8 +35,11 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
             return np.concatenate(keys), [np.arange(starts[i], starts[i + 1], dtype=np.int64)
                                           for i in range(len(keys))]
         u = keys[0]
-        invs = [np.arange(u.size, dtype=np.int64)]
-        for k in keys[1:]:
+        if len(keys) == 1:
+            return u, [np.arange(u.size, dtype=np.int64)]
+        u, iu, ik = merge2(u, keys[1])
+        invs = [iu, ik]  # the first operand's positions are iu itself: no identity to compose
+        for k in keys[2:]:
             u, iu, ik = merge2(u, k)
             invs = [iu[v] for v in invs]
             invs.append(ik)
@@ -54,7 +57,16 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
 
 def is_arange(a: np.ndarray | None, n: int) -> bool:
     """Whether ``a`` is ``0, 1, ..., n-1`` (an index array that can be dropped)."""
-    return a is not None and a.size == n and bool(np.array_equal(a, np.arange(n)))
+    if a is None or a.size != n:
+        return False
+    if n == 0:
+        return True
+    flat = a.reshape(-1)
+    if flat[0] != 0 or flat[n - 1] != n - 1:  # the usual "no", without a pass
+        return False
+    if n <= 64:
+        return bool(np.array_equal(flat, np.arange(n)))
+    return bool(is_range(flat))  # one compiled pass, no arange of n elements
 
 
 @dataclass

@@ -116,3 +116,24 @@ def test_concatenations_and_interleaves_against_hand_derived(join: str,
         jac = sparsejac.SparseJacobian(f, x0, engine=engine)
         for x in (x0, rng.uniform(-1, 1, 10)):
             np.testing.assert_allclose(jac(x).toarray(), want(x), rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 64, 65, 1000])
+def test_is_arange_against_numpy(n: int) -> None:
+    from sparsejac.ad.entries import is_arange
+
+    ar = np.arange(n)
+    assert is_arange(ar, n)
+    assert is_arange(ar.astype(np.int32), n)
+    assert not is_arange(ar, n + 1)
+    assert not is_arange(None, n)
+    if n >= 3:
+        bad = ar.copy()
+        bad[n // 2] = -1  # the ends are right: only a full pass can tell
+        assert not is_arange(bad, n)
+        swapped = ar.copy()
+        swapped[[1, 2]] = swapped[[2, 1]]
+        assert not is_arange(swapped, n)
+    if n == 1000:
+        assert is_arange(ar.reshape(10, 100), n)
+        assert not is_arange(ar[::-1], n)
