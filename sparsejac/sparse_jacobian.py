@@ -56,23 +56,6 @@ def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
 _NO_POINT = np.zeros(0)
 
 
-def _param_values(params: Sequence[Any], sizes: tuple[int, ...]) -> np.ndarray | None:
-    """The parameters' values as one float64 vector of the given sizes, or None."""
-    if len(params) != len(sizes):
-        return None
-    if not sizes:
-        return _NO_POINT
-    if sizes == (1,) and type(params[0]) is float:
-        return np.array(params, dtype=np.float64)  # the usual case: a time t
-    try:
-        parts = [np.asarray(p, dtype=np.float64).reshape(-1) for p in params]
-    except (TypeError, ValueError):
-        return None
-    if any(a.size != s for a, s in zip(parts, sizes, strict=True)):
-        return None
-    return np.concatenate(parts) if parts else _NO_POINT
-
-
 @dataclass(frozen=True)
 class _State:
     """What a preparation produced: the arguments, the bound ``f`` and the plan."""
@@ -81,8 +64,8 @@ class _State:
     kwargs: dict[str, Any]
     call: Callable[..., Any]
     plan: Plan
-    #: :meth:`Tape.fused_call`'s tuple when a call can take the fused path of a compiled
-    #: tape: no direct assembly, an exact mode (see :meth:`SparseJacobian._fast_data`)
+    #: (tape, :meth:`Tape.fused_call`'s tuple) when a call can take the fused path of a
+    #: compiled tape: no direct assembly, an exact mode (see :meth:`SparseJacobian._fast_data`)
     fast: tuple[Any, ...] | None = dataclasses.field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -95,7 +78,9 @@ class _State:
                 check_compressed_size(plan.mode, plan.pattern.shape, p, q)
             except MemoryError:  # the call path refuses it, with the message
                 return
-            object.__setattr__(self, "fast", engine.program.fused_call(c))
+            call = engine.program.fused_call(c)
+            if call is not None:
+                object.__setattr__(self, "fast", (engine.program, call))
 
 
 def _count(k: int, what: str) -> str:
@@ -260,8 +245,6 @@ class SparseJacobian(PlanView):
         self._params0 = tuple(params)
         self._verify = bool(verify)
         self._check = Verifier(self._x0)
-        #: (state, parameter bytes, the program's value at verify's point) of the fast path
-        self._fast_y: tuple[Any, bytes, np.ndarray] | None = None
         self._lock = threading.RLock()
         self._n_prepared = 0
         self._calls = 0  # calls of the current preparation (the deferred search's clock)
@@ -369,27 +352,27 @@ class SparseJacobian(PlanView):
         if (fast is None or type(x) is not np.ndarray or x.dtype != np.float64
                 or x.shape != self._x0.shape):
             return None
-        kernel, kernel0, ints, floats, nnz, m, sizes = fast
+        tape, (kernel, kernel0, ints, floats, nnz, m, _) = fast
         ps = self._params0 if params is None else params
-        pv = _NO_POINT if not sizes and not ps else _param_values(ps, sizes)
+        pv = tape.param_vector(ps)
         if pv is None:
             return None
         verify = self._verify
         data, fx = np.empty(nnz), np.empty(m)
-        fy = y = _NO_POINT
+        fy: np.ndarray | None = _NO_POINT
+        y = _NO_POINT
         if verify:  # the program's value at verify's point: kept while pv stays the same
             key = pv.tobytes()
-            hit = self._fast_y
-            if hit is not None and hit[0] is state and hit[1] == key:
-                fy = hit[2]
-            else:
+            fy = self._check.kept(state, key)
+            if fy is None:
                 fy, y = np.empty(m), self._check.y_flat
+        assert fy is not None
         if not (kernel0(ints, floats, x.reshape(-1), data, fx) if not (y.size or pv.size)
                 else kernel(ints, floats, x.reshape(-1), pv, y, data, fx, fy)):
             return None
         if verify:
             if y.size:
-                self._fast_y = (state, key, fy)
+                self._check.keep(state, key, fy)
             if not self._check.agrees_at_y(state, fy, ps):
                 return None
         if state.plan.pending:

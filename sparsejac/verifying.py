@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["VERIFY_RTOL", "Verifier", "bind_arguments"]
+__all__ = ["VERIFY_RTOL", "Verifier", "bind_arguments", "param_key"]
 
 #: Relative tolerance of ``verify``: the replayed ``f(x)`` must equal a real call to this,
 #: relative to the largest |f(x)| (the replay runs the same numpy operations, so it agrees to
@@ -90,7 +90,17 @@ class Verifier:
         self.y = x0 + offset
         #: ``y`` flat (what the fused tape call replays the program at)
         self.y_flat = self.y.reshape(-1)
-        self._y_cache: tuple[Any, np.ndarray | None] | None = None
+        #: (state, parameter bytes, the recorded program's value at ``y``): the last one kept
+        self._kept: tuple[Any, bytes, np.ndarray] | None = None
+
+    def kept(self, state: Any, key: bytes) -> np.ndarray | None:
+        """The recorded value at ``y`` kept for ``state`` and parameter bytes ``key``."""
+        hit = self._kept
+        return hit[2] if hit is not None and hit[0] is state and hit[1] == key else None
+
+    def keep(self, state: Any, key: bytes, value: np.ndarray) -> None:
+        """Keep the recorded value at ``y`` for ``state`` and ``key`` (replacing the last)."""
+        self._kept = (state, key, value)
 
     def agrees_at_y(self, state: Any, recorded: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether a real call of ``f`` at ``y`` equals ``recorded``, the program's value there.
@@ -124,11 +134,12 @@ class Verifier:
         y = self.y
         try:
             real = _values(state.call(y.copy(), *params))
-            hit = self._y_cache
-            if hit is not None and not params and hit[0] == (id(state), ()):
-                recorded = hit[1]  # the usual case, without building a key
-            else:
-                recorded = self._recorded_at_y(state, y, params)
+            key = param_key(params)
+            recorded = self.kept(state, key)
+            if recorded is None:
+                recorded = _values(state.plan.replay_value(y, params))
+                if recorded is not None:
+                    self.keep(state, key, recorded)
         except Exception:  # outside f's domain at y: check at x
             real = _values(state.call(np.array(x, copy=True), *params))
             recorded = _values(fx)
@@ -141,14 +152,18 @@ class Verifier:
             return True
         return _close(real, recorded)
 
-    def _recorded_at_y(self, state: Any, y: np.ndarray, params: Sequence[Any]
-                       ) -> np.ndarray | None:
-        """The recorded program's value at ``y`` for ``params`` (the last one kept)."""
-        key = (id(state), tuple(np.asarray(p).tobytes() for p in params) if params else ())
-        hit = self._y_cache
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        value = _values(state.plan.replay_value(y, params))
-        self._y_cache = (key, value)
-        return value
 
+def param_key(params: Sequence[Any]) -> bytes:
+    """The bytes of the parameters' values: what the recorded value at ``y`` is kept under.
+
+    Float parameters give the bytes of the vector :meth:`~sparsejac.ad.tape.Tape.param_vector`
+    packs, so the fused call and the general path share what they keep.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.verifying import param_key
+    >>> param_key((0.5, [1.0, 2.0])) == np.array([0.5, 1.0, 2.0]).tobytes()
+    True
+    """
+    return b"".join(np.asarray(p).tobytes() for p in params) if params else b""

@@ -325,22 +325,16 @@ def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-un
 
 
 @kernel()
-def jacobian(code, idx, ptr, col, val, template, x, meta, cg, rg, gather, data, fx):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _jacobian_into(code, idx, ptr, col, val, buf, x, meta, cg, rg, gather, data, fx):  # type: ignore[no-untyped-def]  # pragma: no cover
     """One Jacobian in one call: values, seeded sweeps and the gather of ``J``'s nonzeros.
 
-    ``meta`` is ``[x_slot, out_slot, m, n_saved, p, q]``; ``cg`` (``rg``) the column (row)
-    groups, -1 where unseeded, empty without forward (reverse) colours. ``gather[k] >= 0``
-    reads nonzero ``k`` from the tangent block (flat index), ``~gather[k]`` from the
-    cotangent block. ``fx`` receives the value. Returns False, with ``data`` unfilled, when a
-    value is not finite (the caller then takes the chain engine, as :class:`Tape` does).
+    ``buf`` is a fresh copy of the template (overwritten). ``meta`` is ``[x_slot, out_slot,
+    m, n_saved, p, q]``; ``cg`` (``rg``) the column (row) groups, -1 where unseeded, empty
+    without forward (reverse) colours. ``gather[k] >= 0`` reads nonzero ``k`` from the
+    tangent block (flat index), ``~gather[k]`` from the cotangent block. ``fx`` receives the
+    value. Returns False, with ``data`` unfilled, when a value is not finite (the caller then
+    takes the chain engine, as :class:`~sparsejac.ad.tape.Tape` does).
     """
-    return _jacobian_into(code, idx, ptr, col, val, template.copy(), x, meta, cg, rg, gather,
-                          data, fx)
-
-
-@kernel()
-def _jacobian_into(code, idx, ptr, col, val, buf, x, meta, cg, rg, gather, data, fx):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`jacobian` on ``buf``, a fresh copy of the template (overwritten)."""
     x_slot = meta[0]
     out_slot = meta[1]
     m = meta[2]
@@ -376,7 +370,7 @@ def _jacobian_into(code, idx, ptr, col, val, buf, x, meta, cg, rg, gather, data,
 
 @kernel()
 def jacobian_packed(ints, floats, x, pv, y, data, fx, fy):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`jacobian` with its constant arguments packed into two arrays.
+    """:func:`_jacobian_into` with its constant arguments packed into two arrays.
 
     Fewer arguments to pass; the parameter values ``pv`` are written into their slots, and
     (``y`` not empty) the value of the program at a second point ``y`` goes into ``fy`` (what

@@ -41,6 +41,8 @@ from sparsejac.primitives.movement import Gather, GatherPlan
 from sparsejac.primitives.reductions import CumSum, ReduceSum
 from sparsejac.tracing import Node, Program
 
+_NO_POINT = np.zeros(0)
+
 __all__ = ["LINEAR_PRIMITIVES", "OPS", "Tape"]
 
 #: ufunc -> (opcode, the partials the compiled opcode mirrors)
@@ -122,9 +124,10 @@ class Tape:
         #: values overwritten by shared-slot gathers, kept for a reverse pass
         self.n_saved = n_saved
         self._fallback: dict[int, PreparedProgram] = {}
-        #: per colouring (by id, the colouring kept): what :meth:`jacobian_data` passes
-        self._fused: dict[int, tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        #: per colouring (by id, the colouring kept): :meth:`fused_call`'s tuple
+        self._fused: dict[int, tuple[Any, Any]] = {}
         self._out_shape = prog.out.shape
+        self._param_sizes = tuple(int(v.size) for v in prog.params)
         self.template = template
         self.table = table
         self.x_slot = slots[prog.x.id]
@@ -342,62 +345,70 @@ class Tape:
 
         The sweeps of :meth:`forward`/:meth:`reverse`/:meth:`mixed` and the colouring's
         decompression fused (no compressed block leaves the kernel). None where a value is
-        not finite: the caller then takes those methods, which fall back to the chain engine.
+        not finite, or parameters do not fit: the caller then takes those methods, which fall
+        back to the chain engine or say what is wrong.
         """
-        fused = self.fused(c)
-        if fused is None:
+        call = self.fused_call(c)
+        if call is None:
             return None
-        _, meta, cg, rg, gather = fused
-        base = self._buffer(x, params) if self.prog.params else self.template
-        xf = x.reshape(-1)
-        if xf.dtype != np.float64:
-            xf = xf.astype(np.float64)
-        data = np.empty(gather.size) if out is None else out
+        kernel, _, ints, floats, nnz, _, _ = call
+        pv = self.param_vector(params)
+        if pv is None:
+            return None
+        data = np.empty(nnz) if out is None else out
         fx = np.empty(self._out_shape)
-        code, idx, ptr, col, val = self.table
-        if k.jacobian(code, idx, ptr, col, val, base, xf, meta, cg, rg, gather, data,
-                      fx.reshape(-1)):
+        xf = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
+        if kernel(ints, floats, xf, pv, _NO_POINT, data, fx.reshape(-1), _NO_POINT):
             return data, fx
         return None
 
-    def fused(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """``(c, meta, column groups, row groups, gather)``: the fused call's arguments.
+    def param_vector(self, params: Sequence[Any] | None) -> np.ndarray | None:
+        """The parameters' values as one float64 vector (the program's sizes), or None.
 
-        None for a colouring whose decompression is not one gather (symmetric: a Hessian's
-        star or acyclic colouring), which the engine decompresses itself.
+        None when they do not fit; :meth:`_buffer` then says how.
+        """
+        sizes = self._param_sizes
+        if params is None or not sizes:
+            return _NO_POINT if not params or len(params) == len(sizes) else None
+        if len(params) != len(sizes):
+            return None
+        if sizes == (1,) and type(params[0]) is float:
+            return np.array(params, dtype=np.float64)  # the usual case: a time t
+        try:
+            parts = [np.asarray(p, dtype=np.float64).reshape(-1) for p in params]
+        except (TypeError, ValueError):
+            return None
+        if any(a.size != s for a, s in zip(parts, sizes, strict=True)):
+            return None
+        return np.concatenate(parts)
+
+    def fused_call(self, c: Any) -> tuple[Any, Any, np.ndarray, np.ndarray, int, int,
+                                          tuple[int, ...]] | None:
+        """``(kernel, kernel0, ints, floats, nnz, m, parameter sizes)``, kept per colouring.
+
+        ``kernel(ints, floats, x, pv, y, data, fx, fy)`` computes J's nonzeros into ``data``
+        and ``f(x)`` into ``fx`` for a flat float64 ``x`` and the parameters' values ``pv``
+        (:meth:`param_vector`), and the program's value at ``y`` into ``fy`` unless ``y`` is
+        empty; it returns False where a value is not finite. ``kernel0(ints, floats, x, data,
+        fx)`` is the same without parameters and second point. None for a colouring whose
+        decompression is not one gather (symmetric: a Hessian's star or acyclic colouring),
+        which the engine decompresses itself.
         """
         if c.partition not in ("column", "row", "bidirectional"):
             return None
         hit = self._fused.get(id(c))
-        return hit if hit is not None and hit[0] is c else self._fuse(c)
+        if hit is not None and hit[0] is c:
+            kept: tuple[Any, Any, np.ndarray, np.ndarray, int, int, tuple[int, ...]] = hit[1]
+            return kept
+        call = self._fuse(c)
+        if len(self._fused) >= 4:
+            self._fused.clear()
+        self._fused[id(c)] = (c, call)
+        return call
 
-    def fused_call(self, c: Any) -> tuple[Any, Any, np.ndarray, np.ndarray, int, int,
-                                          tuple[int, ...]] | None:
-        """``(kernel, kernel0, ints, floats, nnz, m, parameter sizes)``: the fewest steps.
-
-        ``kernel(ints, floats, x, pv, y, data, fx, fy)`` is :meth:`jacobian_data` for a flat
-        float64 ``x`` and the parameters' values concatenated in ``pv`` (float64, the sizes
-        given), and writes the program's value at ``y`` into ``fy`` unless ``y`` is empty
-        (the caller allocates ``data``, ``fx`` and ``fy``; False means "take
-        :meth:`jacobian_data`"). ``kernel0(ints, floats, x, data, fx)`` is the same without
-        parameters and second point. None where :meth:`fused` is.
-        """
-        fused = self.fused(c)
-        if fused is None:
-            return None
-        _, meta, cg, rg, gather = fused
-        sizes = tuple(int(v.size) for v in self.prog.params)
-        pslots = np.array([v for pair in zip(self.param_slots, sizes, strict=True)
-                           for v in pair], dtype=np.int64)
-        code, idx, ptr, col, val = self.table
-        ints, floats = k.pack(meta, code, idx, ptr, col, val, self.template, cg, rg, gather,
-                              pslots)
-        kernel = getattr(k.jacobian_packed, "compiled", k.jacobian_packed)  # numba's own
-        kernel0 = getattr(k.jacobian_packed0, "compiled", k.jacobian_packed0)
-        return kernel, kernel0, ints, floats, gather.size, self.prog.n_out, sizes
-
-    def _fuse(self, c: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Seeds and gather indices of colouring ``c`` for :meth:`jacobian_data` (kept)."""
+    def _fuse(self, c: Any) -> tuple[Any, Any, np.ndarray, np.ndarray, int, int,
+                                     tuple[int, ...]]:
+        """Seeds and gather indices of colouring ``c``, packed for the kernels."""
         pat = c.pattern
         rows, cols = pat.rows, pat.indices
         cg, p, rg, q = c._seed_groups
@@ -414,13 +425,15 @@ class Tape:
             gather = b if p else r
         meta = np.array([self.x_slot, self.out_slot, self.prog.n_out, self.n_saved, p, q],
                         dtype=np.int64)
-        fused = (c, meta, np.ascontiguousarray(cg, dtype=np.int64),
-                 np.ascontiguousarray(rg, dtype=np.int64),
-                 np.ascontiguousarray(gather, dtype=np.int64))
-        if len(self._fused) >= 4:
-            self._fused.clear()
-        self._fused[id(c)] = fused
-        return fused
+        sizes = self._param_sizes
+        pslots = np.array([v for pair in zip(self.param_slots, sizes, strict=True)
+                           for v in pair], dtype=np.int64)
+        code, idx, ptr, col, val = self.table
+        ints, floats = k.pack(meta, code, idx, ptr, col, val, self.template, cg, rg, gather,
+                              pslots)
+        kernel = getattr(k.jacobian_packed, "compiled", k.jacobian_packed)  # numba's own
+        kernel0 = getattr(k.jacobian_packed0, "compiled", k.jacobian_packed0)
+        return kernel, kernel0, ints, floats, int(gather.size), self.prog.n_out, sizes
 
     def stats(self) -> dict[str, Any]:
         """Sizes of the tape."""

@@ -146,6 +146,9 @@ def test_fast_call_with_parameters() -> None:
                                [20.0, 20.0, 20.0])
     np.testing.assert_allclose(jac.values(np.ones(3), params=(np.array([7.0]),)),
                                [14.0, 14.0, 14.0])
+    # the engine's path (CSC output) packs the parameters for the same kernel
+    np.testing.assert_allclose(jac.evaluate(np.ones(3), params=(3.0,), format="csc").toarray(),
+                               6 * np.eye(3))
     unread = sparsejac.SparseJacobian(lambda x, t: x ** 2, np.ones(3), params=(1.0,))
     np.testing.assert_allclose(unread.values(np.arange(3.0), params=(9.0,)), [0.0, 2.0, 4.0])
     with pytest.raises(ValueError, match="parameter"):
