@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,19 @@ def is_arange(a: np.ndarray | None, n: int) -> bool:
     return bool(is_range(flat))  # one compiled pass, no arange of n elements
 
 
+class _Decoded:
+    """One of an :class:`Entries`' index arrays, decoded from its keys on first read."""
+
+    def __init__(self, index: int, doc: str) -> None:
+        self.index = index
+        self.__doc__ = doc
+
+    def __get__(self, obj: Entries | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return obj._decoded()[self.index]
+
+
 @dataclass
 class Entries:
     """The Jacobian of one variable with respect to the sources, entry by entry.
@@ -107,35 +121,14 @@ class Entries:
             self._rows, self._srcs, self._cols = self._codec.decode(self._keys)
         return self._rows, self._srcs, self._cols
 
-    @property
-    def rows(self) -> np.ndarray:
-        """The row (output element) of every entry."""
-        return self._rows if self._rows is not None else self._decoded()[0]
+    rows = _Decoded(0, "The row (output element) of every entry.")
+    srcs = _Decoded(1, "The source of every entry.")
+    cols = _Decoded(2, "The column (element of its source) of every entry.")
 
-    @rows.setter
-    def rows(self, value: np.ndarray) -> None:
-        self._decoded()
-        self._rows = value
-
-    @property
-    def srcs(self) -> np.ndarray:
-        """The source of every entry."""
-        return self._srcs if self._srcs is not None else self._decoded()[1]
-
-    @srcs.setter
-    def srcs(self, value: np.ndarray) -> None:
-        self._decoded()
-        self._srcs = value
-
-    @property
-    def cols(self) -> np.ndarray:
-        """The column (element of its source) of every entry."""
-        return self._cols if self._cols is not None else self._decoded()[2]
-
-    @cols.setter
-    def cols(self, value: np.ndarray) -> None:
-        self._decoded()
-        self._cols = value
+    def set_indices(self, rows: np.ndarray, srcs: np.ndarray, cols: np.ndarray) -> None:
+        """Replace the three index arrays by equal ones (shared with a pattern); no keys."""
+        self._rows, self._srcs, self._cols = rows, srcs, cols
+        self._keys = self._codec = None
 
     def keys(self, codec: KeyCodec) -> np.ndarray:
         """The entries' keys under ``codec`` (the stored ones where the layouts agree)."""

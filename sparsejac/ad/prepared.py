@@ -384,8 +384,7 @@ class PreparedProgram:
                 np.array_equal(e.rows, rows) and np.array_equal(e.cols, cols)):
             raise RuntimeError("share_pattern: the output entries are not the pattern's "
                                "nonzeros in CSR order")  # pragma: no cover - internal misuse
-        e.rows, e.cols = rows, cols
-        e.srcs = np.broadcast_to(np.int64(0), rows.shape)
+        e.set_indices(rows, np.broadcast_to(np.int64(0), rows.shape), cols)
 
     def direct(self, x: np.ndarray, params: Sequence[Any] | None = None
                ) -> tuple[Any, np.ndarray]:
