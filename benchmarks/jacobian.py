@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 import scipy
 import scipy.sparse as sp
+from common import best_interleaved  # benchmarks/common.py
 from scipy.optimize._numdiff import approx_derivative, group_columns
 
 import sparsejac
@@ -227,19 +228,6 @@ def with_jax_numpy(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return g
 
 
-def best_times(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
-    """Minimum wall time of each function over ``repeats`` interleaved rounds."""
-    for fn in fns:  # one untimed call each (caches, page faults)
-        fn()
-    best = [np.inf] * len(fns)
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
-
-
 def run(name: str, build: Callable[[], tuple[Callable[[np.ndarray], Any], np.ndarray]],
         repeats: int, use_asdex: bool) -> dict[str, Any]:
     f, x0 = build()
@@ -256,7 +244,7 @@ def run(name: str, build: Callable[[], tuple[Callable[[np.ndarray], Any], np.nda
     def fd() -> Any:
         return sp.csr_array(approx_derivative(f, x, sparsity=(structure, groups)))
 
-    t_f, t_j = best_times([lambda: f(x), lambda: jac(x)], repeats)
+    t_f, t_j = best_interleaved([lambda: f(x), lambda: jac(x)], repeats)
     n_groups = int(groups.max()) + 1
     scipy_groups = group_columns(structure)
     n_scipy = int(scipy_groups.max()) + 1
@@ -264,12 +252,12 @@ def run(name: str, build: Callable[[], tuple[Callable[[np.ndarray], Any], np.nda
     if fd_estimated:
         t_fd, err = (n_groups + 1) * t_f, float("nan")
     else:
-        (t_fd,) = best_times([fd], max(3, repeats // 4))  # each costs (groups + 1) f and more
+        (t_fd,) = best_interleaved([fd], max(3, repeats // 4))  # each costs (groups + 1) f and more
         err = abs(fd() - jac(x)).max() / max(1e-300, abs(jac(x)).max())
     if (n_scipy + 1) * t_f > FD_LIMIT_SECONDS / 10:
         t_fd_scipy, scipy_estimated = (n_scipy + 1) * t_f, True
     else:
-        (t_fd_scipy,) = best_times(
+        (t_fd_scipy,) = best_interleaved(
             [lambda: approx_derivative(f, x, sparsity=(structure, scipy_groups))],
             max(3, repeats // 4))
         scipy_estimated = False
@@ -277,7 +265,7 @@ def run(name: str, build: Callable[[], tuple[Callable[[np.ndarray], Any], np.nda
     for mode in ("forward", "reverse", "mixed"):
         mj = sparsejac.SparseJacobian(f, x0, mode=mode)
         try:
-            (t_mode,) = best_times([lambda mj=mj: mj(x)], max(3, repeats // 2))
+            (t_mode,) = best_interleaved([lambda mj=mj: mj(x)], max(3, repeats // 2))
         except MemoryError:
             t_mode = None
         modes[mode] = (mj.n_products, t_mode)
@@ -295,7 +283,7 @@ def run(name: str, build: Callable[[], tuple[Callable[[np.ndarray], Any], np.nda
             print(f"  asdex skipped for {name}: {str(exc).splitlines()[0]}", file=sys.stderr)
             call = None
         if call is not None:
-            (row["asdex"],) = best_times([lambda: call(x)], repeats)
+            (row["asdex"],) = best_interleaved([lambda: call(x)], repeats)
     return row
 
 
