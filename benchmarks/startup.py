@@ -9,9 +9,11 @@ Each measurement runs in a new interpreter (``subprocess``), best of ``--repeats
   it loads), and the first prepared ``SparseJacobian`` and its first call after it;
 * the same first Jacobians in a process that imported ``scipy.integrate`` first (as a
   ``solve_ivp`` user's script does): what sparsejac adds to such a program's start;
-* the same first Jacobian with an **empty kernel cache** (``NUMBA_CACHE_DIR`` pointed at a
+* the same first Jacobians with an **empty kernel cache** (``NUMBA_CACHE_DIR`` pointed at a
   new directory): what the first use after installing costs, numba compiling every kernel
-  that Jacobian needs.
+  they need (sparsejac says so with a ``KernelCompilationWarning``);
+* ``sparsejac warm-up`` with an empty cache (it compiles the kernels of the common paths
+  ahead), and the first prepared Jacobian after it.
 
     .venv/bin/python benchmarks/startup.py               # about a minute (the cold cache run
                                                          # compiles for tens of seconds)
@@ -28,6 +30,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
 
 PROBE = r"""
 import json, time
@@ -94,8 +97,21 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache}
             cold = run(env)
-        print(f"| first Jacobian with an empty kernel cache (first use after installing) | "
-              f"{cold['import'] + cold['first_jacobian']:.1f} |")
+        print(f"| empty kernel cache (first use after installing): import + first "
+              f"`jacobian(f, x)` | {cold['import'] + cold['first_jacobian']:.1f} |")
+        print(f"| empty kernel cache: then `SparseJacobian(f, x0)` + first call | "
+              f"{cold['prepare'] + cold['first_call']:.1f} |")
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "sparsejac", "warm-up"], env=env,
+                           check=True, capture_output=True)
+            warm_up = time.perf_counter() - t
+            after = run(env)
+        print(f"| `sparsejac warm-up` with an empty kernel cache (once, after installing) | "
+              f"{warm_up:.1f} |")
+        print(f"| after it: `SparseJacobian(f, x0)` + first call | "
+              f"{after['prepare'] + after['first_call']:.3f} |")
     return 0
 
 

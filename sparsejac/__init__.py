@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparsejac.errors import (
     ConcretizationError,
+    KernelCompilationWarning,
     TracedConversionError,
     UnsupportedPrimitiveError,
 )
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from sparsejac.products import ProductJacobian, from_products
     from sparsejac.report import function_report, matrix_report
     from sparsejac.sparse_jacobian import SparseJacobian
+    from sparsejac.warmup import warm_up
 
 __version__ = "0.1.0"
 
@@ -81,6 +83,7 @@ _LAZY: dict[str, str] = {
     "load": "sparsejac.plans",
     "ProductJacobian": "sparsejac.products",
     "from_products": "sparsejac.products",
+    "warm_up": "sparsejac.warmup",
 }
 
 __all__ = [
@@ -89,6 +92,7 @@ __all__ = [
     "ConcretizationError",
     "ConstraintHessian",
     "JacobianOperator",
+    "KernelCompilationWarning",
     "KrylovMethod",
     "LagrangianHessian",
     "OdeJacobian",
@@ -114,6 +118,7 @@ __all__ = [
     "matrix_report",
     "ode_jacobian",
     "root_jacobian",
+    "warm_up",
 ]
 
 

@@ -21,7 +21,13 @@ the other form is an error that names it, never silently ignored):
     ``auto`` picks with its reason and measured cost per Jacobian, and the time of one ``f``.
 
 ``--plot FILE.png`` (either form) draws the pattern coloured by colour class; it needs the
-optional matplotlib. Also reachable as ``python -m sparsejac``.
+optional matplotlib.
+
+``sparsejac warm-up``
+    Compile (or load) the compiled kernels of the common paths now (:func:`sparsejac.warm_up`):
+    run once after installing, so that no later first use waits for numba.
+
+Also reachable as ``python -m sparsejac``.
 """
 
 from __future__ import annotations
@@ -145,6 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     rep.add_argument("args", nargs="*", help=argparse.SUPPRESS)
+    sub.add_parser(
+        "warm-up",
+        help="compile the numba kernels of the common paths now (once after installing)",
+        description="Compile (or load from numba's cache) the kernels sparsejac's common "
+        "paths use, so that no later first use waits for the compiler.",
+    )
     return parser
 
 
@@ -259,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     2
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["warm-up"]:
+        return _warm_up()
     if not argv or argv[0] != "report" or any(a in ("-h", "--help") for a in argv[1:2]):
         try:  # the top-level parser: --help, usage errors, `report --help`
             build_parser().parse_args(argv)
@@ -286,6 +300,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
     return _main_function(args) if kind == "function" else _main_matrix(args)
+
+
+def _warm_up() -> int:
+    from sparsejac.warmup import warm_up
+
+    print(f"{PROG} warm-up: compiling (or loading) the kernels of the common paths ...",
+          flush=True)
+    seconds = warm_up()
+    print(f"{PROG} warm-up: done in {seconds:.1f} s; later processes load them from numba's "
+          "cache")
+    return 0
 
 
 def _main_matrix(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "SUPPORTED_FUNCTIONS_DOC",
     "ConcretizationError",
+    "KernelCompilationWarning",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "with_hint",
@@ -105,3 +106,20 @@ def with_hint(exc: Exception, hint: str) -> Exception:
     new.__dict__.update(exc.__dict__)
     Exception.__init__(new, str(exc) + hint)
     return new
+
+
+class KernelCompilationWarning(UserWarning):
+    """sparsejac is compiling its numba kernels for this machine (once, after installing).
+
+    Issued at most once per process, when a kernel about to be used has no up-to-date copy
+    in numba's on-disk cache: that first use takes seconds longer, later processes load the
+    kernels in a fraction of a second. ``sparsejac warm-up`` (or
+    :func:`sparsejac.warm_up`) compiles the kernels of the common paths ahead of time.
+    Silence it with ``warnings.filterwarnings("ignore", category=KernelCompilationWarning)``.
+
+    Examples
+    --------
+    >>> from sparsejac import KernelCompilationWarning
+    >>> issubclass(KernelCompilationWarning, UserWarning)
+    True
+    """

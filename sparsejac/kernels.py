@@ -8,17 +8,26 @@ namespaces, so kernels calling kernels compile as before. A process that never c
 kernel never imports numba: the first Jacobian of a small function, whose detection and
 colouring have numpy paths for small inputs (:func:`loaded` tells them whether numba is
 already paying its way), starts about twice as fast.
+
+A kernel with no up-to-date copy in numba's on-disk cache is compiled on its first call,
+seconds after installing; the first such compilation in a process issues a
+:class:`~sparsejac.errors.KernelCompilationWarning` (:func:`cache_missing` decides), and
+:func:`sparsejac.warm_up` compiles the common ones ahead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-__all__ = ["FALLBACK_BUDGET", "kernel", "loaded", "typed_kernel", "use_fallback"]
+__all__ = ["FALLBACK_BUDGET", "cache_missing", "kernel", "loaded", "typed_kernel",
+           "use_fallback"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -84,6 +93,7 @@ class LazyKernel:
 
                 with _LOCK:
                     self._compiled = numba.njit(**self.options)(self.fn)
+                    _notice_compilation(self._compiled)
         return self._compiled
 
     def __call__(self, *args: Any) -> Any:
@@ -110,9 +120,76 @@ def _bind(module_name: str) -> None:
             if value.fn.__module__ == module_name:
                 if value._compiled is None:
                     value._compiled = numba.njit(**value.options)(value.fn)
+                    _notice_compilation(value._compiled)
             elif value._compiled is None:
                 _bind(value.fn.__module__)  # a kernel imported from another module
             names[name] = value._compiled
+
+
+_NOTICED = [False]
+
+
+def cache_missing(dispatcher: Any) -> bool:
+    """Whether numba's on-disk cache lacks an up-to-date copy of this kernel.
+
+    True when the cache index is absent or older than the kernel's source file (numba then
+    compiles on the first call); False when it is there, and where the cache cannot be
+    inspected (a kernel without ``cache=True``, another numba).
+
+    Examples
+    --------
+    >>> from sparsejac.kernels import cache_missing
+    >>> cache_missing(len)  # not a numba kernel
+    False
+    """
+    try:
+        index = dispatcher._cache._cache_file._index_path
+        source = dispatcher.py_func.__code__.co_filename
+        return not os.path.exists(index) or os.stat(index).st_mtime < os.stat(source).st_mtime
+    except (AttributeError, OSError):
+        return False
+
+
+def _notice_compilation(dispatcher: Any) -> None:
+    """Watch ``dispatcher``: when it is about to compile, tell the user (once per process).
+
+    numba's dispatcher compiles (or loads from its cache) each new signature through its
+    ``compile`` method; the watch checks the cache first (:func:`cache_missing`).
+    """
+    if _NOTICED[0]:
+        return
+    compile_ = dispatcher.compile
+
+    def compile(sig: Any) -> Any:
+        if not _NOTICED[0] and cache_missing(dispatcher):
+            _NOTICED[0] = True
+            _warn_compiling()
+        return compile_(sig)
+
+    with contextlib.suppress(AttributeError):  # another numba's dispatcher: no notice
+        dispatcher.compile = compile
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` of the innermost caller outside sparsejac and numba (the user's)."""
+    import numba
+
+    inside = (os.path.dirname(__file__), os.path.dirname(numba.__file__))
+    frame: Any = sys._getframe(2)
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _warn_compiling() -> None:
+    from sparsejac.errors import KernelCompilationWarning
+
+    warnings.warn(
+        "sparsejac is compiling its numba kernels for this machine: this first use takes "
+        "several seconds more, once; later runs load them from numba's cache. Run "
+        "`sparsejac warm-up` (or sparsejac.warm_up()) after installing to compile the common "
+        "ones ahead.", KernelCompilationWarning, stacklevel=_outside_level())
 
 
 def kernel(**options: Any) -> Callable[[Callable[..., Any]], Any]:

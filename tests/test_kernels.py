@@ -139,3 +139,129 @@ def test_no_kernel_call_takes_numba_slow_dispatch(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(dispatcher.Dispatcher, "_compile_for_args", spy)
     work()
     assert not slow, f"kernels dispatched through numba's slow path: {sorted(set(slow))}"
+
+
+# ---------------------------------------------------------------------------------------------
+# telling the user when kernels compile (KernelCompilationWarning), and warm-up
+# ---------------------------------------------------------------------------------------------
+
+
+def _fake_dispatcher(tmp_path: Any, index_age: float | None) -> Any:
+    """A stand-in for a numba dispatcher: its source file and (age relative to it) index."""
+    import os
+    from types import SimpleNamespace
+
+    source = tmp_path / "kern.py"
+    source.write_text("def f(): pass\n")
+    index = tmp_path / "kern.f-1.py311.nbi"
+    if index_age is not None:
+        index.write_text("index")
+        stamp = os.stat(source).st_mtime + index_age
+        os.utime(index, (stamp, stamp))
+    calls: list[Any] = []
+    return SimpleNamespace(
+        _cache=SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(index))),
+        py_func=SimpleNamespace(__code__=SimpleNamespace(co_filename=str(source))),
+        compile=lambda sig: calls.append(sig) or sig, calls=calls)
+
+
+@pytest.mark.parametrize(("age", "missing"), [(None, True), (10.0, False), (-10.0, True)])
+def test_cache_missing_reads_the_index_against_the_source(tmp_path: Any, age: float | None,
+                                                         missing: bool) -> None:
+    """No index, or one older than the source (stale after an upgrade): numba compiles."""
+    from sparsejac.kernels import cache_missing
+
+    assert cache_missing(_fake_dispatcher(tmp_path, age)) is missing
+    assert cache_missing(object()) is False  # nothing to inspect: no claim
+
+
+def test_compilation_is_announced_once_at_the_users_line(tmp_path: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first compilation in a process warns once, pointing at the caller's code; a kernel
+    found in the cache never warns."""
+    import warnings
+
+    from sparsejac import kernels as kmod
+    from sparsejac.errors import KernelCompilationWarning
+
+    monkeypatch.setattr(kmod, "_NOTICED", [False])
+    (tmp_path / "cached").mkdir()
+    cached = _fake_dispatcher(tmp_path / "cached", 10.0)
+    fresh = _fake_dispatcher(tmp_path, None)
+    kmod._notice_compilation(cached)
+    kmod._notice_compilation(fresh)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        cached.compile("sig0")
+        assert seen == []
+        assert fresh.compile("sig1") == "sig1"  # the compilation itself still happens
+        fresh.compile("sig2")
+    assert [w.category for w in seen] == [KernelCompilationWarning]
+    assert seen[0].filename == __file__
+    assert "sparsejac warm-up" in str(seen[0].message)
+    assert fresh.calls == ["sig1", "sig2"]
+
+
+def test_warm_up_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+                         ) -> None:
+    """`sparsejac warm-up` runs sparsejac.warm_up and says how long it took."""
+    from sparsejac import warmup
+    from sparsejac.cli import main
+
+    monkeypatch.setattr(warmup, "warm_up", lambda: 1.25)
+    assert main(["warm-up"]) == 0
+    out = capsys.readouterr().out
+    assert "done in 1.2 s" in out or "done in 1.3 s" in out
+
+
+@pytest.mark.slow
+def test_first_use_after_installing_warns_and_warm_up_prevents_it(tmp_path: Any) -> None:
+    """With an empty kernel cache a first prepared Jacobian warns once; after
+    `sparsejac warm-up`, a fresh process running solvers compiles nothing."""
+    import os
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "first")}
+    probe = (
+        "import warnings, numpy as np, sparsejac\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    f = lambda x: x[1:] ** 2 - 2.5 * x[:-1] + np.sin(x[1:])\n"
+        "    x = np.linspace(0, 1, 100)\n"
+        "    J = sparsejac.SparseJacobian(f, x)\n"
+        "    J(x)\n"
+        "print(sum(w.category is sparsejac.KernelCompilationWarning for w in seen))\n")
+    first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                           text=True, check=True)
+    assert first.stdout.strip() == "1"
+    again = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                           text=True, check=True)
+    assert again.stdout.strip() == "0"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "warm")}
+    subprocess.run([sys.executable, "-m", "sparsejac", "warm-up"], env=env, check=True,
+                   capture_output=True)
+    use = (
+        "import warnings, numpy as np, sparsejac\n"
+        "from scipy.integrate import solve_ivp\n"
+        "from scipy.optimize import least_squares\n"
+        "warnings.simplefilter('error', sparsejac.KernelCompilationWarning)\n"
+        "def rhs(t, y):\n"
+        "    f = np.empty_like(y)\n"
+        "    f[0] = -0.04 * y[0] + 1e4 * y[1] * y[2]\n"
+        "    f[1] = 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2\n"
+        "    f[2] = 3e7 * y[1] ** 2\n"
+        "    return f\n"
+        "y0 = np.array([1.0, 0.0, 0.0])\n"
+        "solve_ivp(rhs, (0, 100), y0, method='BDF', jac=sparsejac.ode_jacobian(rhs, 0, y0))\n"
+        "def g(x):\n"
+        "    r = (3 - 2 * x) * x + 1\n"
+        "    r[1:] -= x[:-1]\n"
+        "    r[:-1] -= 2 * x[1:]\n"
+        "    return r\n"
+        "x0 = -np.ones(5000)\n"
+        "least_squares(g, x0, jac=sparsejac.least_squares_jacobian(g, x0))\n"
+        "sparsejac.jacobian(g, x0)\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", use], env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

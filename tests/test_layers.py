@@ -32,7 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "api": ("sparsejac.pipeline", "sparsejac.validation", "sparsejac.sparse_jacobian",
             "sparsejac.one_off", "sparsejac.adapters", "sparsejac.operators", "sparsejac.report",
             "sparsejac.plot", "sparsejac.products", "sparsejac.plans", "sparsejac.engines",
-            "sparsejac.hessians", "sparsejac.deferred", "sparsejac.verifying",
+            "sparsejac.hessians", "sparsejac.deferred", "sparsejac.verifying", "sparsejac.warmup",
             "sparsejac.memory"),
     "cli": ("sparsejac.cli", "sparsejac.__main__"),
     "package": ("sparsejac",),

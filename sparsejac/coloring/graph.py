@@ -269,7 +269,14 @@ def bidirectional_lower_bound(pattern: SparsityPattern) -> int:
 
     0 for an all-zero pattern; 1 when every row or every column has at most one nonzero
     (one forward or one reverse pass then recovers everything); else 2, since one pass of
-    either kind recovers only patterns of that shape.
+    either kind recovers only patterns of that shape. Full rows and columns raise it: ``t``
+    rows without a zero need at least ``min(t, n)`` passes, ``s`` such columns at least
+    ``min(s, m)`` (a dense Jacobian needs ``min(m, n)``). For the rows: unless all ``n``
+    columns have forward colours of their own (``n`` passes), some column ``j`` shares its
+    colour with another column, or has none; every full row holds both, so none of its
+    entries in column ``j`` can be read from a forward product, and each must come from a
+    reverse product in which its row is the only one of column ``j``'s nonzeros: the ``t``
+    full rows all lie in column ``j``, so they need ``t`` different reverse colours.
 
     Examples
     --------
@@ -280,9 +287,15 @@ def bidirectional_lower_bound(pattern: SparsityPattern) -> int:
     1
     >>> bidirectional_lower_bound(as_pattern(np.ones((2, 2))))
     2
+    >>> bidirectional_lower_bound(as_pattern(np.ones((5, 7))))
+    5
     """
     if pattern.nnz == 0:
         return 0
+    m, n = pattern.shape
     most_in_row = int(pattern.row_counts.max())
     most_in_col = int(pattern.col_counts.max())
-    return 1 if min(most_in_row, most_in_col) <= 1 else 2
+    bound = 1 if min(most_in_row, most_in_col) <= 1 else 2
+    full_rows = int(np.count_nonzero(pattern.row_counts == n))
+    full_cols = int(np.count_nonzero(pattern.col_counts == m))
+    return max(bound, min(full_rows, n), min(full_cols, m))

@@ -98,3 +98,79 @@ def test_bidirectional_graph_is_augmented(name):
 def test_bidirectional_lower_bound(a, bound):
     """0 passes for no nonzero, 1 when rows or columns hold one nonzero each, else 2."""
     assert bidirectional_lower_bound(as_pattern(a)) == bound
+
+
+def _growth_strings(k: int):
+    """Every colouring of k items up to renaming colours, -1 (neutral) allowed."""
+    def rec(prefix: list[int], top: int):
+        if len(prefix) == k:
+            yield list(prefix)
+            return
+        for c in range(-1, top + 2):
+            yield from rec([*prefix, c], max(top, c))
+    yield from rec([], -1)
+
+
+def _fewest_passes(a: np.ndarray) -> int:
+    """The fewest forward + reverse passes of any direct bidirectional colouring (exhaustive)."""
+    rows, cols = np.nonzero(a)
+
+    def readable(cg: list[int], rg: list[int]) -> bool:
+        for i, j in zip(rows, cols, strict=True):
+            if cg[j] >= 0 and sum(cg[o] == cg[j] for o in np.flatnonzero(a[i])) == 1:
+                continue
+            if rg[i] >= 0 and sum(rg[o] == rg[i] for o in np.flatnonzero(a[:, j])) == 1:
+                continue
+            return False
+        return True
+
+    best = a.shape[0] + a.shape[1]
+    for cg in _growth_strings(a.shape[1]):
+        p = max(cg) + 1
+        if p >= best:
+            continue
+        for rg in _growth_strings(a.shape[0]):
+            q = max(rg) + 1
+            if p + q < best and readable(cg, rg):
+                best = p + q
+    return best
+
+
+@pytest.mark.parametrize(
+    ("a", "bound", "fewest"),
+    [
+        pytest.param(np.ones((3, 3)), 3, 3, id="dense_3x3"),
+        pytest.param(np.ones((3, 4)), 3, 3, id="dense_3x4"),
+        pytest.param(np.ones((4, 2)), 2, 2, id="dense_4x2"),
+        pytest.param(np.vstack([np.ones((3, 4)), np.eye(1, 4)]), 3, 4, id="three_full_rows"),
+        pytest.param(np.hstack([np.ones((4, 3)), np.eye(4, 1)]), 3, 4, id="three_full_columns"),
+    ],
+)
+def test_full_rows_and_columns_raise_the_bidirectional_bound(a, bound, fewest):
+    """t full rows (s full columns) need min(t, n) (min(s, m)) passes: never more than the
+    exhaustive minimum over every direct bicolouring, equal to it for a dense pattern."""
+    assert bidirectional_lower_bound(as_pattern(a)) == bound
+    assert _fewest_passes(a) == fewest
+
+
+def test_bidirectional_bound_never_exceeds_the_exhaustive_minimum():
+    """Random small patterns, many with full rows or columns: bound <= the true minimum."""
+    rng = np.random.default_rng(3)
+    for _ in range(25):
+        m, n = rng.integers(2, 5, size=2)
+        a = (rng.random((m, n)) < 0.5).astype(float)
+        a[rng.random(m) < 0.4] = 1.0
+        a[:, rng.random(n) < 0.3] = 1.0
+        if not a.any():
+            continue
+        assert bidirectional_lower_bound(as_pattern(a)) <= _fewest_passes(a), a
+
+
+def test_dense_jacobian_skips_the_bicolouring_search():
+    """A dense Jacobian: the bound is min(m, n), so the one-sided colouring ends the search
+    (a star bicolouring of a dense pattern costs O(n * nnz))."""
+    from sparsejac.coloring import color_partitions
+
+    found = color_partitions(np.ones((60, 50)), ("bidirectional",))["bidirectional"]
+    assert (found.n_colors, found.lower_bound) == (50, 50)
+    assert found.order == "best:column"
