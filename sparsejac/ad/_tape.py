@@ -324,7 +324,7 @@ def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-un
                             cb[sb, j] += g * db
 
 
-@kernel()
+@kernel(inline="always")
 def _jacobian_into(code, idx, ptr, col, val, buf, x, meta, cg, rg, gather, data, fx):  # type: ignore[no-untyped-def]  # pragma: no cover
     """One Jacobian in one call: values, seeded sweeps and the gather of ``J``'s nonzeros.
 
