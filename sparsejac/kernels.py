@@ -171,13 +171,28 @@ def _notice_compilation(dispatcher: Any) -> None:
 
 
 def _outside_level() -> int:
-    """The ``stacklevel`` of the innermost caller outside sparsejac and numba (the user's)."""
+    """The ``stacklevel`` of the user's line: the innermost caller outside sparsejac.
+
+    Frames of numba and of the standard library are skipped too (a ``cached_property``
+    between the user and a kernel); an installed library that called sparsejac counts as the
+    user's.
+    """
+    import sysconfig
+
     import numba
 
-    inside = (os.path.dirname(__file__), os.path.dirname(numba.__file__))
+    paths = sysconfig.get_paths()
+    ours = (os.path.dirname(__file__), os.path.dirname(numba.__file__))
+    stdlib = (paths["stdlib"], paths["platstdlib"])
+    installed = (paths["purelib"], paths["platlib"])
+
+    def inside(name: str) -> bool:
+        return name.startswith(ours) or (name.startswith(stdlib)
+                                         and not name.startswith(installed))
+
     frame: Any = sys._getframe(2)
     level = 2
-    while frame is not None and frame.f_code.co_filename.startswith(inside):
+    while frame is not None and inside(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -202,6 +202,29 @@ def test_compilation_is_announced_once_at_the_users_line(tmp_path: Any,
     assert fresh.calls == ["sig1", "sig2"]
 
 
+def test_compilation_notice_skips_standard_library_frames(tmp_path: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reached through a standard-library frame (a cached_property), the warning still names
+    the caller's line, not functools'."""
+    import functools
+    import warnings
+
+    from sparsejac import kernels as kmod
+
+    monkeypatch.setattr(kmod, "_NOTICED", [False])
+    fresh = _fake_dispatcher(tmp_path, None)
+    kmod._notice_compilation(fresh)
+
+    class Lazy:
+        value = functools.cached_property(fresh.compile)  # functools calls the kernel
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        lazy = Lazy()
+        assert lazy.value is lazy
+    assert [w.filename for w in seen] == [__file__]
+
+
 def test_warm_up_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
                          ) -> None:
     """`sparsejac warm-up` runs sparsejac.warm_up and says how long it took."""
