@@ -132,9 +132,10 @@ _NOTICED = [False]
 def cache_missing(dispatcher: Any) -> bool:
     """Whether numba's on-disk cache lacks an up-to-date copy of this kernel.
 
-    True when the cache index is absent or older than the kernel's source file (numba then
-    compiles on the first call); False when it is there, and where the cache cannot be
-    inspected (a kernel without ``cache=True``, another numba).
+    True when the cache index is absent, or older than the kernel's source file and stale by
+    numba's own test (its stamp of the source, content or time depending on the numba
+    version, differs: numba then compiles on the first call); False when it is there, and
+    where the cache cannot be inspected (a kernel without ``cache=True``, another numba).
 
     Examples
     --------
@@ -143,10 +144,15 @@ def cache_missing(dispatcher: Any) -> bool:
     False
     """
     try:
-        index = dispatcher._cache._cache_file._index_path
+        cache_file = dispatcher._cache._cache_file
+        index = cache_file._index_path
         source = dispatcher.py_func.__code__.co_filename
-        return not os.path.exists(index) or os.stat(index).st_mtime < os.stat(source).st_mtime
-    except (AttributeError, OSError):
+        if not os.path.exists(index):
+            return True
+        if os.stat(index).st_mtime >= os.stat(source).st_mtime:
+            return False
+        return not cache_file._load_index()  # numba's own freshness test: {} when stale
+    except Exception:  # an inspection of numba's internals: no claim
         return False
 
 

@@ -146,8 +146,9 @@ def test_no_kernel_call_takes_numba_slow_dispatch(monkeypatch: pytest.MonkeyPatc
 # ---------------------------------------------------------------------------------------------
 
 
-def _fake_dispatcher(tmp_path: Any, index_age: float | None) -> Any:
-    """A stand-in for a numba dispatcher: its source file and (age relative to it) index."""
+def _fake_dispatcher(tmp_path: Any, index_age: float | None, stale: bool = True) -> Any:
+    """A stand-in for a numba dispatcher: its source file and (age relative to it) index,
+    which numba's own test finds ``stale`` (the source's stamp changed) or not."""
     import os
     from types import SimpleNamespace
 
@@ -160,18 +161,24 @@ def _fake_dispatcher(tmp_path: Any, index_age: float | None) -> Any:
         os.utime(index, (stamp, stamp))
     calls: list[Any] = []
     return SimpleNamespace(
-        _cache=SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(index))),
+        _cache=SimpleNamespace(_cache_file=SimpleNamespace(
+            _index_path=str(index), _load_index=lambda: {} if stale else {"overload": 1})),
         py_func=SimpleNamespace(__code__=SimpleNamespace(co_filename=str(source))),
         compile=lambda sig: calls.append(sig) or sig, calls=calls)
 
 
-@pytest.mark.parametrize(("age", "missing"), [(None, True), (10.0, False), (-10.0, True)])
+@pytest.mark.parametrize(("age", "stale", "missing"), [
+    (None, True, True),      # no index: compiled
+    (10.0, True, False),     # an index newer than the source: loaded
+    (-10.0, True, True),     # older, and numba finds it stale (an upgrade): compiled
+    (-10.0, False, False),   # older, but the source was only touched (a reinstall): loaded
+])
 def test_cache_missing_reads_the_index_against_the_source(tmp_path: Any, age: float | None,
-                                                         missing: bool) -> None:
-    """No index, or one older than the source (stale after an upgrade): numba compiles."""
+                                                         stale: bool, missing: bool) -> None:
+    """Whether numba will compile: no index, or an older one that numba's test finds stale."""
     from sparsejac.kernels import cache_missing
 
-    assert cache_missing(_fake_dispatcher(tmp_path, age)) is missing
+    assert cache_missing(_fake_dispatcher(tmp_path, age, stale)) is missing
     assert cache_missing(object()) is False  # nothing to inspect: no claim
 
 
