@@ -65,14 +65,19 @@ def warm_up(*, sizes: tuple[int, ...] = (40, 3000)) -> float:
     Parameters
     ----------
     sizes : tuple of int
-        Problem sizes to run (small ones take the scalar paths, larger ones the vector
-        ones).
+        Problem sizes to run, each at least 4 (small ones take the scalar paths, larger ones
+        the vector ones).
 
     Returns
     -------
     float
         Seconds spent (tens of seconds when it compiles, about a second when every kernel
         is already cached).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``sizes`` is not a sequence of integers of at least 4.
 
     Examples
     --------
@@ -81,7 +86,14 @@ def warm_up(*, sizes: tuple[int, ...] = (40, 3000)) -> float:
     >>> seconds > 0
     True
     """
+    if (not isinstance(sizes, (tuple, list)) or not sizes
+            or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+                       for n in sizes)):
+        raise TypeError(f"`sizes` must be a non-empty tuple of integers; got {sizes!r}")
+    if min(sizes) < 4:
+        raise ValueError(f"`sizes` must be at least 4 each; got {tuple(sizes)!r}")
     import numba  # noqa: F401  (loaded: every path below takes its kernels, none the numpy paths)
+    import scipy.sparse as sp
 
     from sparsejac.adapters import ode_jacobian
     from sparsejac.coloring import color_partitions
@@ -106,8 +118,8 @@ def warm_up(*, sizes: tuple[int, ...] = (40, 3000)) -> float:
             SparseJacobian(_stencil, x, mode="fd")(x)
             hess = SparseHessian(_objective, x)
             hess(x + 0.1)
-            pattern = (rng.random((n, n)) < 3.0 / n) | np.eye(n, dtype=bool)
-            color_partitions(pattern)
+            color_partitions(sp.random_array((n, n), density=min(3.0 / n, 1.0), rng=rng)
+                             + sp.eye_array(n))
         y = np.linspace(0.1, 0.5, 5)
         for mode in MODES:
             ode = ode_jacobian(_kinetics, 0.0, y, mode=mode)

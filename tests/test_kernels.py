@@ -244,6 +244,16 @@ def test_warm_up_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
     assert "done in 1.2 s" in out or "done in 1.3 s" in out
 
 
+@pytest.mark.parametrize(("sizes", "error"), [
+    ((), TypeError), ((10.0,), TypeError), ((True,), TypeError), ("12", TypeError),
+    ((12, 2), ValueError),
+])
+def test_warm_up_refuses_bad_sizes(sizes: Any, error: type) -> None:
+    """Bad `sizes`: a clear error naming the argument, before any work."""
+    with pytest.raises(error, match="`sizes`"):
+        sparsejac.warm_up(sizes=sizes)
+
+
 @pytest.mark.slow
 def test_first_use_after_installing_warns_and_warm_up_prevents_it(tmp_path: Any) -> None:
     """With an empty kernel cache a first prepared Jacobian warns once; after
