@@ -53,8 +53,10 @@ have their own budget of the same size each, unless the caller passes their resu
 the first star order of step 2 and, where some row or column has more than
 :data:`~sparsejac.coloring.orders.DENSE_FACTOR` times the mean count, the two dense-first
 orders: these always run, so that even ``effort=0`` colours an arrowhead in 3 passes rather
-than n. With the opt-in wall-clock limit a step must also be predicted to end in time. The
-search stops at the lower bound.
+than n, except on a nearly dense pattern, where the best one-sided colouring is near the
+lower bound and a star pass costs ``O(n * nnz)`` (:func:`~.budget.skip_mandatory`).
+With the opt-in wall-clock limit a step must also be predicted to end in time. The search
+stops at the lower bound.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.coloring import _bikernels
-from sparsejac.coloring.budget import Budget, PassCosts, dynamic_cost, star_cost
+from sparsejac.coloring.budget import Budget, PassCosts, dynamic_cost, skip_mandatory, star_cost
 from sparsejac.coloring.graph import (
     DEFAULT_REVERSE_COST,
     BipartiteGraph,
@@ -736,6 +738,9 @@ def best_bicoloring(
             break
         if not (mandatory or s.fits("star-step")):
             continue  # a later, mandatory step may still run
+        if skip_mandatory(s.costs["star-step"], s.fits("star-step"), s.n_passes, s.target):
+            s.candidates.append(Candidate(f"{name}(skipped)", -1, 0.0))
+            continue
         order = BIDIRECTIONAL_ORDERS[name](graph, "bidirectional", rng)  # type: ignore[arg-type]
         for covering in ("implicit", "full"):
             if s.done:

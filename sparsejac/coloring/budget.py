@@ -41,6 +41,9 @@ from typing import Any
 __all__ = [
     "DEFAULT_EFFORT",
     "EFFORT_UNIT",
+    "MANDATORY_WORK",
+    "NEAR_BOUND_PASSES",
+    "NEAR_BOUND_SHARE",
     "PREPARED_EFFORT",
     "PREPARED_WORK_PER_NONZERO",
     "Budget",
@@ -49,7 +52,9 @@ __all__ = [
     "check_time_budget",
     "dynamic_cost",
     "greedy_cost",
+    "near_bound",
     "prepared_effort",
+    "skip_mandatory",
     "star_cost",
     "tabu_cost",
 ]
@@ -118,6 +123,46 @@ class PassCosts:
         """
         g = dynamic_cost(work, n) if dense else greedy_cost(work, nnz, n)
         return PassCosts(g, g + _GREEDY[0] * 2 * work, dynamic_cost(work, n))
+
+
+#: Nominal work (about a second) beyond which a pass that runs whatever the budget (the
+#: one-sided search's DSATUR, the bidirectional search's first star orders) is skipped when
+#: the best colouring so far is already near the lower bound (:func:`near_bound`): on a
+#: nearly dense pattern such a pass costs ``O(n * nnz)`` and can gain only those few colours.
+MANDATORY_WORK = EFFORT_UNIT
+#: "Near the lower bound": at most this many colours (passes) above it ...
+NEAR_BOUND_PASSES = 2
+#: ... or this share of it, whichever is larger.
+NEAR_BOUND_SHARE = 0.05
+
+
+def near_bound(n_colors: int, lower_bound: int) -> bool:
+    """Whether ``n_colors`` is near ``lower_bound`` (see :data:`NEAR_BOUND_PASSES`).
+
+    Examples
+    --------
+    >>> from sparsejac.coloring.budget import near_bound
+    >>> near_bound(1000, 999), near_bound(12, 8), near_bound(1040, 1000)
+    (True, False, True)
+    """
+    return n_colors <= lower_bound + max(NEAR_BOUND_PASSES,
+                                         math.ceil(NEAR_BOUND_SHARE * lower_bound))
+
+
+def skip_mandatory(cost: float, fits: bool, n_colors: int, lower_bound: int) -> bool:
+    """Whether a pass that runs whatever the budget is skipped this time.
+
+    Only when it does not fit in the budget, its predicted ``cost`` exceeds
+    :data:`MANDATORY_WORK`, and the best colouring so far is already near the lower bound
+    (:func:`near_bound`): a nearly dense pattern, where the pass costs ``O(n * nnz)``.
+
+    Examples
+    --------
+    >>> from sparsejac.coloring.budget import skip_mandatory
+    >>> skip_mandatory(5e9, False, 1000, 999), skip_mandatory(5e9, False, 1000, 2)
+    (True, False)
+    """
+    return not fits and cost > MANDATORY_WORK and near_bound(n_colors, lower_bound)
 
 
 def prepared_effort(nnz: int) -> float:

@@ -269,14 +269,18 @@ def bidirectional_lower_bound(pattern: SparsityPattern) -> int:
 
     0 for an all-zero pattern; 1 when every row or every column has at most one nonzero
     (one forward or one reverse pass then recovers everything); else 2, since one pass of
-    either kind recovers only patterns of that shape. Full rows and columns raise it: ``t``
-    rows without a zero need at least ``min(t, n)`` passes, ``s`` such columns at least
-    ``min(s, m)`` (a dense Jacobian needs ``min(m, n)``). For the rows: unless all ``n``
-    columns have forward colours of their own (``n`` passes), some column ``j`` shares its
-    colour with another column, or has none; every full row holds both, so none of its
-    entries in column ``j`` can be read from a forward product, and each must come from a
-    reverse product in which its row is the only one of column ``j``'s nonzeros: the ``t``
-    full rows all lie in column ``j``, so they need ``t`` different reverse colours.
+    either kind recovers only patterns of that shape.
+
+    Rows with many nonzeros raise it: if ``k`` rows each have at least ``c`` of the ``n``
+    columns, any two of them share at least ``2c - n`` columns, and at least
+    ``min(k, 2c - n)`` passes are needed (a dense Jacobian needs ``min(m, n)``, a dense one
+    without its diagonal ``n - 2``); the same holds for columns. Proof: unless the ``k`` rows
+    have ``k`` different reverse colours (``k`` passes), two of them share a colour, or one
+    has none. Take two rows sharing a colour: in each column ``j`` they share, the reverse
+    product holds both entries, so the first row's entry ``(i, j)`` must be read from a
+    forward product, alone among row ``i``'s nonzeros in its colour; these ``2c - n`` or
+    more columns then need different forward colours. A row without a reverse colour has
+    all its ``c >= 2c - n`` entries read that way.
 
     Examples
     --------
@@ -289,6 +293,8 @@ def bidirectional_lower_bound(pattern: SparsityPattern) -> int:
     2
     >>> bidirectional_lower_bound(as_pattern(np.ones((5, 7))))
     5
+    >>> bidirectional_lower_bound(as_pattern(np.ones((9, 9)) - np.eye(9)))
+    7
     """
     if pattern.nnz == 0:
         return 0
@@ -296,6 +302,12 @@ def bidirectional_lower_bound(pattern: SparsityPattern) -> int:
     most_in_row = int(pattern.row_counts.max())
     most_in_col = int(pattern.col_counts.max())
     bound = 1 if min(most_in_row, most_in_col) <= 1 else 2
-    full_rows = int(np.count_nonzero(pattern.row_counts == n))
-    full_cols = int(np.count_nonzero(pattern.col_counts == m))
-    return max(bound, min(full_rows, n), min(full_cols, m))
+    return max(bound, _overlap_bound(pattern.row_counts, n),
+               _overlap_bound(pattern.col_counts, m))
+
+
+def _overlap_bound(counts: np.ndarray, width: int) -> int:
+    """``max over k of min(k, 2 c_k - width)``, ``c_k`` the k-th largest count."""
+    c = np.sort(np.asarray(counts, dtype=np.int64))[::-1]
+    k = np.arange(1, c.size + 1, dtype=np.int64)
+    return int(max(np.minimum(k, 2 * c - width).max(initial=0), 0))

@@ -8,7 +8,9 @@ steps, in this sequence:
 1. ``natural`` then ``dsatur``. These two always run, whatever the budget: a greedy pass
    costs ``O(W)`` edge visits (``W``, :attr:`~.graph.BipartiteGraph.work`: the sum of
    squared net sizes, the dense nets excepted) and DSATUR ``O(W log n)``, so ``best`` never
-   costs less than these two passes.
+   costs less than these two passes. The one exception: on a nearly dense pattern, where
+   ``natural`` is already near the lower bound and ``W`` is ``O(n * nnz)``, a DSATUR pass
+   beyond the budget is skipped (:func:`~sparsejac.coloring.budget.skip_mandatory`).
 2. ``incidence_degree``, ``smallest_last``, ``largest_first``, ``dynamic_largest_first``
    and :data:`N_RANDOM` seeded ``random`` orders.
 3. Up to :data:`MAX_RESTARTS` restarts of ``incidence_degree``, ``dsatur`` and
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.coloring.budget import Budget, PassCosts
+from sparsejac.coloring.budget import Budget, PassCosts, skip_mandatory
 from sparsejac.coloring.graph import BipartiteGraph
 from sparsejac.coloring.greedy import dsatur_color, greedy_color, restart
 from sparsejac.coloring.orders import ORDERS
@@ -152,7 +154,10 @@ def best_groups(graph: BipartiteGraph, rng: np.random.Generator, budget: Budget)
     s.run("natural", "natural", lambda: greedy_color(graph))
     if s.done:
         return s
-    s.run("dsatur", "dsatur", lambda: dsatur_color(graph)[0])
+    if skip_mandatory(s.cost("dsatur"), s.fits("dsatur"), s.n_colors, s.target):
+        s.candidates.append(Candidate("dsatur(skipped)", -1, 0.0))
+    else:
+        s.run("dsatur", "dsatur", lambda: dsatur_color(graph)[0])
     plan = [(name, name) for name in BEST_ORDERS] + [
         (f"random#{i}", "random") for i in range(N_RANDOM)
     ]

@@ -359,3 +359,26 @@ def test_zero_budget_still_bicolours_dense_rows_and_columns(n):
     A[:, 0] = 1
     arrow = sparsejac.color(A, "bidirectional", time_budget=0.0, check=check)
     assert arrow.n_colors == 3
+
+
+def test_mandatory_star_steps_are_skipped_only_near_the_bound(monkeypatch):
+    """With every pass counted as costly: a dense pattern without its diagonal (one-sided n,
+    bound n - 2) skips the star steps; an arrowhead (one-sided n, bound 2) still runs the
+    first one and gets 3 passes (the later mandatory ones are then near the bound: skipped)."""
+    from sparsejac.coloring import budget
+
+    monkeypatch.setattr(budget, "MANDATORY_WORK", 0.0)
+    n = 30
+    almost = as_pattern(np.ones((n, n)) - np.eye(n))
+    s = best_bicoloring(almost, np.random.default_rng(0), 0.0)
+    assert any(c.name.endswith("(skipped)") for c in s.candidates)
+    assert not any(c.name.startswith(("largest_first", "dense_")) and c.n_colors >= 0
+                   for c in s.candidates)
+    assert (s.n_passes, s.target) == (n, n - 2)
+    check_bicoloring(almost, s.column_groups, s.row_groups)
+    arrow = np.eye(n)
+    arrow[0, :] = arrow[:, 0] = 1
+    s = best_bicoloring(as_pattern(arrow), np.random.default_rng(0), 0.0)
+    assert s.n_passes == 3
+    assert ("largest_first", 3) in [(c.name, c.n_colors) for c in s.candidates]
+    check_bicoloring(arrow, s.column_groups, s.row_groups)
