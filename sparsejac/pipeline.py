@@ -608,9 +608,11 @@ def prepare(
         if natural is not None:
             natural["mixed"] = _column_as_bidirectional(natural["forward"])
             colorings = natural
+    mandatory = False  # whether `colorings` are the mandatory passes (effort 0) already
     if colorings is None:
         colorings = _colour(pattern, modes, order, 0.0 if defer_search else effort,
                             time_budget, reverse_cost)
+        mandatory = defer_search
     seconds["coloring"] = time.perf_counter() - t0
 
     if check and mode == "fd" and sparsity is not None:
@@ -652,9 +654,10 @@ def prepare(
         if defer_search:
             if direct is None and defer and not calibrate:  # the search waits for calls
                 pending, effort = effort, 0.0
-                t1 = time.perf_counter()  # the mandatory passes, one per candidate mode
-                colorings = _colour(pattern, modes, order, 0.0, time_budget, reverse_cost)
-                seconds["coloring"] += time.perf_counter() - t1
+                if not mandatory:  # the mandatory passes, one per candidate mode
+                    t1 = time.perf_counter()
+                    colorings = _colour(pattern, modes, order, 0.0, time_budget, reverse_cost)
+                    seconds["coloring"] += time.perf_counter() - t1
                 elements = sum(nd.out.size for nd in program.nodes) + program.n_in
                 call_work = NS_PER_ELEMENT * elements * (width + 1)
             elif direct is None:  # the colours matter: the mandatory passes and the search

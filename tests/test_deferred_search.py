@@ -76,3 +76,33 @@ def test_explicit_effort_or_order_searches_at_preparation() -> None:
                {"calibrate": True}):
         jac = sparsejac.SparseJacobian(dense_coupled, X0, **kw)
         assert jac.stats()["deferred_search"] is None, kw
+
+
+def test_mandatory_passes_run_once_at_preparation(monkeypatch: Any) -> None:
+    """A pattern whose natural colourings are poor (an arrowhead) gets the mandatory passes
+    once: the deferred plan reuses them instead of colouring again after recording."""
+    import sparsejac.pipeline as pipeline
+
+    calls: list[tuple[Any, float]] = []
+    colour = pipeline._colour
+
+    def counted(*args: Any) -> Any:
+        calls.append((args[2], args[3]))  # the order and the effort
+        return colour(*args)
+
+    monkeypatch.setattr(pipeline, "_colour", counted)
+
+    def arrow(x: Any) -> Any:
+        r = x ** 2 + np.cos(x[0])
+        r[0] = np.sum(np.sin(x))
+        return r
+
+    x = np.linspace(0.1, 1.0, 300)
+    jac = sparsejac.SparseJacobian(arrow, x)
+    assert jac.stats()["deferred_search"] is not None  # the search still waits for calls
+    assert calls.count(("best", 0.0)) == 1  # besides the natural-order pass
+    assert (jac.mode, jac.n_products) == ("mixed", 3)
+    exact = np.diag(2 * x)
+    exact[:, 0] -= np.sin(x[0])
+    exact[0] = np.cos(x)
+    assert np.allclose(jac(x).toarray(), exact, rtol=1e-14, atol=1e-14)
