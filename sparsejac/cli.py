@@ -92,7 +92,7 @@ def _matrix_parser() -> argparse.ArgumentParser:
         "--effort", type=float, default=DEFAULT_EFFORT, metavar="E",
         help=f"how much order 'best' may search, in work units of about a second on a "
         f"reference machine, the same on every machine (default {DEFAULT_EFFORT:g}); its "
-        "natural and DSATUR passes always run")
+        "natural and DSATUR passes run whatever the budget (but on nearly dense patterns)")
     p.add_argument(
         "--time-budget", type=float, default=None, metavar="SECONDS",
         help="an opt-in wall-clock limit on top of --effort (the result then depends on the "
