@@ -34,7 +34,7 @@ from sparsejac.coloring.budget import prepared_effort
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import PreparedEngine
 from sparsejac.pattern import SparsityPattern, as_pattern
-from sparsejac.pipeline import Plan, PlanView, prepare
+from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
 from sparsejac.sparse_jacobian import bind_arguments
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_args, check_callable, check_kwargs, check_subset, check_x
@@ -298,8 +298,13 @@ class SparseHessian(PlanView):
                 raise ValueError("`sparsity` must be symmetric (a Hessian's pattern)")
             check_subset(detected, pattern)
         seconds["detection"] = time.perf_counter() - t0
+        # the engine needs a width, not the gradient Jacobian's colourings (the Hessian's own
+        # replace them): the natural column colouring, given as a saved plan, is all it colours
+        column = color(pattern, "column", "natural")  # also recovers H from H @ S
+        saved = SavedPlan(pattern, {"forward": column}, "forward", "",
+                          {"forward": float(column.n_colors)}, 0.0)
         plan = prepare(grad, self._x0, params=self._params0, name=f"gradient of {self._name}",
-                       sparsity=pattern, mode="auto" if self._path == "auto" else "forward",
+                       sparsity=saved, mode="auto" if self._path == "auto" else "forward",
                        order="natural", effort=0.0, traced=(gprog, gpattern))
         seconds["preparation"] = plan.seconds.get("detection", 0.0) + plan.seconds.get(
             "preparation", 0.0)
@@ -317,7 +322,6 @@ class SparseHessian(PlanView):
                              order=self._order, effort=effort)
             reason = (f"{self._method} colouring of the symmetric pattern: "
                       f"{coloring.n_colors} Hessian-vector products")
-            column = color(pattern, "column", "natural")  # also recovers H from H @ S
             if column.n_colors < coloring.n_colors:  # (patterns with holes on the diagonal)
                 reason = (f"column colouring: {column.n_colors} Hessian-vector products, "
                           f"fewer than the {self._method} colouring's {coloring.n_colors}")

@@ -477,3 +477,28 @@ def test_scipy_trust_constr_tutorial() -> None:
                       constraints=[linear, nonlinear], bounds=Bounds([0, -0.5], [1.0, 2.0]),
                       options={"sparse_jacobian": True})  # scipy: one kind for all constraints
     np.testing.assert_allclose(res.x, [0.41494531, 0.17010937], rtol=1e-6)
+
+
+@pytest.mark.parametrize("path", ["auto", "products"])
+def test_hessian_preparation_colours_only_what_it_uses(monkeypatch, path):
+    """The gradient Jacobian's colourings are replaced by the Hessian's own: preparing a
+    SparseHessian runs none of them (a mixed-mode bicolouring of a dense Hessian cost
+    seconds), and the Hessian is still exact, assembled directly or from products."""
+    import sparsejac.pipeline as pipeline
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the gradient Jacobian was coloured")
+
+    monkeypatch.setattr(pipeline, "_colour", refuse)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((30, 30))
+    a = a + a.T
+
+    def f(x):
+        return 0.5 * x @ (a @ x) + np.sum(np.log1p(x ** 2))
+
+    x = rng.standard_normal(30)
+    hess = sparsejac.SparseHessian(f, x, path=path)
+    exact = a + np.diag((2 - 2 * x ** 2) / (1 + x ** 2) ** 2)
+    np.testing.assert_allclose(hess(x).toarray(), exact, rtol=1e-13, atol=1e-12)
+    assert hess.n_products == 30  # a dense Hessian: one product per column

@@ -406,3 +406,26 @@ def test_natural_order_matches_colpack_on_shared():
         r = sparsejac.color(SHARED_MATRICES / f"{name}.mtx", "symmetric", "natural",
                             method=method)
         assert r.n_colors == count, (name, method)
+
+
+@pytest.mark.parametrize("method", ["star", "acyclic"])
+def test_complete_graph_shortcut_equals_the_kernel(method):
+    """A dense Hessian's graph is complete: the colouring is what the kernel's first-fit pass
+    gives (every vertex the next colour in the order), without the O(n^3) pass; a graph
+    one edge short of complete still takes the kernel."""
+    from sparsejac.coloring import _symmetric
+    from sparsejac.coloring.greedy import kernel_array
+    from sparsejac.coloring.symmetric import symmetric_groups
+
+    kern = _symmetric.star_color if method == "star" else _symmetric.acyclic_color
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 7, 25):
+        dense = np.ones((n, n))
+        holed = dense.copy()
+        holed[0, 1] = holed[1, 0] = 0
+        for a in (dense, holed, dense - np.eye(n)):
+            g = AdjacencyGraph(as_pattern(a))
+            for _ in range(4):
+                order = rng.permutation(n)
+                expected = kern(g.ptr, g.adj, g.eid, g.n_edges, kernel_array(order))
+                assert np.array_equal(symmetric_groups(g, method, order), expected)
