@@ -302,12 +302,22 @@ def bidirectional_lower_bound(pattern: SparsityPattern) -> int:
     most_in_row = int(pattern.row_counts.max())
     most_in_col = int(pattern.col_counts.max())
     bound = 1 if min(most_in_row, most_in_col) <= 1 else 2
-    return max(bound, _overlap_bound(pattern.row_counts, n),
-               _overlap_bound(pattern.col_counts, m))
+    if 2 * most_in_row - n >= 3:  # else no row can raise it (the usual sparse pattern)
+        bound = max(bound, _overlap_bound(pattern.row_counts, n))
+    if 2 * most_in_col - m >= 3:
+        bound = max(bound, _overlap_bound(pattern.col_counts, m))
+    return bound
 
 
 def _overlap_bound(counts: np.ndarray, width: int) -> int:
-    """``max over k of min(k, 2 c_k - width)``, ``c_k`` the k-th largest count."""
-    c = np.sort(np.asarray(counts, dtype=np.int64))[::-1]
+    """``max over k of min(k, 2 c_k - width)``, ``c_k`` the k-th largest count.
+
+    Only counts with ``2 c - width >= 3`` can raise the bound past the 2 that any pattern
+    with such rows already has, so only those are sorted (usually none: one pass).
+    """
+    big = counts[2 * np.asarray(counts, dtype=np.int64) - width >= 3]
+    if not big.size:
+        return 0
+    c = np.sort(big.astype(np.int64))[::-1]
     k = np.arange(1, c.size + 1, dtype=np.int64)
-    return int(max(np.minimum(k, 2 * c - width).max(initial=0), 0))
+    return int(np.minimum(k, 2 * c - width).max())
