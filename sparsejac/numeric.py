@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["mul0"]
+from sparsejac.kernels import kernel, use_fallback
+
+__all__ = ["is_arange", "mul0"]
 
 
 def mul0(a: Any, b: Any) -> Any:
@@ -44,3 +46,38 @@ def mul0(a: Any, b: Any) -> Any:
     if np.any(zero):
         out = np.where(np.broadcast_to(zero, out.shape) & ~np.isfinite(out), 0.0, out)
     return out
+
+
+@kernel()
+def _is_range(a):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Whether ``a[i] == i`` for every ``i`` (one pass, no temporary)."""
+    for i in range(a.size):  # noqa: SIM110 - a compiled loop (numba has no generator all())
+        if a[i] != i:
+            return False
+    return True
+
+
+def is_arange(a: np.ndarray | None, n: int) -> bool:
+    """Whether ``a`` is ``0, 1, ..., n-1`` (an index array that can be dropped).
+
+    The ends answer most "no"s without a pass; a "yes" takes one compiled pass and no
+    ``arange`` of ``n`` elements (a numpy comparison for small inputs, or while numba is not
+    loaded: :func:`sparsejac.kernels.use_fallback`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.numeric import is_arange
+    >>> is_arange(np.arange(5), 5), is_arange(np.array([0, 2, 1, 3]), 4), is_arange(None, 0)
+    (True, False, False)
+    """
+    if a is None or a.size != n:
+        return False
+    if n == 0:
+        return True
+    flat = a.reshape(-1)
+    if flat[0] != 0 or flat[n - 1] != n - 1:  # the usual "no", without a pass
+        return False
+    if n <= 64 or use_fallback(n):
+        return bool(np.array_equal(flat, np.arange(n)))
+    return bool(_is_range(flat))

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.ad.kernels import is_range, merge2
+from sparsejac.ad.kernels import merge2
+from sparsejac.numeric import is_arange
 
 __all__ = ["Entries", "KeyCodec", "SpreadPlan", "is_arange", "is_identity_of_source",
            "union_keys"]
@@ -54,20 +55,6 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     inverse[order] = np.cumsum(first) - 1
     bounds = np.cumsum([0] + [k.size for k in keys])
     return sk[first], [inverse[bounds[i]:bounds[i + 1]] for i in range(len(keys))]
-
-
-def is_arange(a: np.ndarray | None, n: int) -> bool:
-    """Whether ``a`` is ``0, 1, ..., n-1`` (an index array that can be dropped)."""
-    if a is None or a.size != n:
-        return False
-    if n == 0:
-        return True
-    flat = a.reshape(-1)
-    if flat[0] != 0 or flat[n - 1] != n - 1:  # the usual "no", without a pass
-        return False
-    if n <= 64:
-        return bool(np.array_equal(flat, np.arange(n)))
-    return bool(is_range(flat))  # one compiled pass, no arange of n elements
 
 
 class _Decoded:

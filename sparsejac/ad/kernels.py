@@ -95,15 +95,6 @@ def expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cove
 
 
 @kernel()
-def is_range(a):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Whether ``a[i] == i`` for every ``i`` (one pass, no temporary)."""
-    for i in range(a.size):  # noqa: SIM110 - a compiled loop (numba has no generator all())
-        if a[i] != i:
-            return False
-    return True
-
-
-@kernel()
 def merge2(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Union of two strictly increasing key arrays, with each input's positions in it."""
     u = np.empty(a.size + b.size, np.int64)

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from sparsejac.ad.interpret import program_jvp, program_vjp
 from sparsejac.errors import ConcretizationError, TracedConversionError, UnsupportedPrimitiveError
+from sparsejac.numeric import is_arange
 from sparsejac.primitives.core import LocalJac, Primitive, bind
 from sparsejac.primitives.derive import local_jacobians
 from sparsejac.primitives.linear import apply_sparse_map
@@ -68,10 +69,6 @@ class LocalValues(Primitive):
 LOCAL_VALUES = LocalValues()
 
 
-def _is_range(a: np.ndarray, n: int) -> bool:
-    return a.size == n and bool(np.array_equal(a, np.arange(n)))
-
-
 def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> Any:
     """``R_k^T ct`` for input ``k`` of ``node``, on traced values."""
     m, n = s.shape
@@ -106,9 +103,9 @@ def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> 
             d = np.broadcast_to(d, (nnz,)) if d.ndim == 0 else d.reshape(-1)
     elif np.ndim(d):
         d = np.asarray(d, dtype=np.float64).reshape(-1)
-    gathered = flat if _is_range(rows, m) else flat[rows]
+    gathered = flat if is_arange(rows, m) else flat[rows]
     prod = gathered * d
-    if _is_range(cols, n):
+    if is_arange(cols, n):
         g = prod
     else:
         scatter = sp.csr_array((np.ones(nnz), (cols, np.arange(nnz))), shape=(n, nnz))

@@ -42,7 +42,7 @@ class _Structure:
 
     indptr: np.ndarray
     indices: np.ndarray
-    perm: np.ndarray  # CSR position i holds LocalJac entry perm[i]
+    perm: np.ndarray | None  # CSR position i holds LocalJac entry perm[i] (None: entry i)
     shape: tuple[int, int]
     const: np.ndarray | None  # values in CSR order when constant (zeros dropped)
     lj: Any
@@ -60,17 +60,33 @@ def _structure(lj: Any, shape: tuple[int, int]) -> _Structure:
             keep = np.flatnonzero(nz)
             rows, cols, c = rows[keep], cols[keep], c[keep]
         const = c
-    order = np.lexsort((cols, rows))
-    rows_s, cols_s = rows[order], cols[order]
-    if rows_s.size > 1:
-        dup = (rows_s[1:] == rows_s[:-1]) & (cols_s[1:] == cols_s[:-1])
-        if dup.any():
-            raise AssertionError(f"a local Jacobian has {int(dup.sum())} repeated entries")
+    if _in_csr_order(rows, cols):  # elementwise and most gathers: no sort, no duplicates
+        order = None
+        rows_s, cols_s = rows, cols
+    else:
+        order = np.lexsort((cols, rows))
+        rows_s, cols_s = rows[order], cols[order]
+        if rows_s.size > 1:
+            dup = (rows_s[1:] == rows_s[:-1]) & (cols_s[1:] == cols_s[:-1])
+            if dup.any():
+                raise AssertionError(f"a local Jacobian has {int(dup.sum())} repeated entries")
     indptr = np.zeros(shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows_s, minlength=shape[0]), out=indptr[1:])
-    perm = order if keep is None else keep[order]
-    return _Structure(indptr, cols_s, perm, shape,
-                      None if const is None else np.ascontiguousarray(const[order]), lj)
+    perm = keep if order is None else (order if keep is None else keep[order])
+    if const is not None:
+        const = np.ascontiguousarray(const if order is None else const[order])
+    return _Structure(indptr, cols_s, perm, shape, const, lj)
+
+
+def _in_csr_order(rows: np.ndarray, cols: np.ndarray) -> bool:
+    """Whether the entries are strictly increasing in (row, column): CSR order, no repeats."""
+    if rows.size < 2:
+        return True
+    step = np.diff(rows)
+    if (step < 0).any():
+        return False
+    same = step == 0
+    return not same.any() or bool((np.diff(cols)[same] > 0).all())
 
 
 def local_jacobians(node: Node) -> list[_Structure | None]:
@@ -102,7 +118,7 @@ def _matrix(s: _Structure, vals: Sequence[Any] | None, out: Any) -> sp.csr_array
     else:
         assert vals is not None
         v = np.broadcast_to(np.asarray(s.lj.dyn(vals, out), dtype=np.float64), (s.lj.nnz,))
-        data = v[s.perm]
+        data = np.array(v) if s.perm is None else v[s.perm]
         if data.all():
             m = sp.csr_array((data, s.indices, s.indptr), shape=s.shape)
         else:  # a zero derivative contributes nothing, even against inf or nan

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.numeric import is_arange
 from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
     Deps,
@@ -238,10 +239,7 @@ def gather_from_positions(trace: Trace, in_vars: Sequence[Var], positions: Any, 
     fill = index < 0
     has_fill = bool(fill.any())
     sizes = tuple(v.size for v in in_vars)
-    identity = (
-        len(in_vars) == 1 and not has_fill and index.size == sizes[0]
-        and bool(np.array_equal(index, np.arange(index.size)))
-    )
+    identity = len(in_vars) == 1 and not has_fill and is_arange(index, sizes[0])
     plan = GatherPlan(
         index=index,
         shape=value.shape,
