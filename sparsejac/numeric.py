@@ -7,13 +7,15 @@ local derivative contributes nothing, even when the quantity it multiplies is no
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
 
 from sparsejac.kernels import kernel, use_fallback
 
-__all__ = ["is_arange", "mul0"]
+__all__ = ["is_arange", "mul0", "shared_arange"]
 
 
 def mul0(a: Any, b: Any) -> Any:
@@ -81,3 +83,35 @@ def is_arange(a: np.ndarray | None, n: int) -> bool:
     if n <= 64 or use_fallback(n):
         return bool(np.array_equal(flat, np.arange(n)))
     return bool(_is_range(flat))
+
+
+_ARANGES: dict[int, weakref.ref[np.ndarray]] = {}
+_ARANGES_LOCK = threading.Lock()
+
+
+def shared_arange(n: int) -> np.ndarray:
+    """``np.arange(n)`` as int64, read-only, one array shared by every caller while alive.
+
+    The diagonal local Jacobians of a program's elementwise nodes all index ``0..n-1``;
+    sharing one read-only array instead of allocating one per node spares a detection or a
+    preparation an nnz-sized allocation (and its fresh pages) per node. The cache holds the
+    arrays weakly: an array lives as long as something uses it.
+
+    Examples
+    --------
+    >>> from sparsejac.numeric import shared_arange
+    >>> a = shared_arange(4)
+    >>> a.tolist(), a.flags.writeable, shared_arange(4) is a
+    ([0, 1, 2, 3], False, True)
+    """
+    with _ARANGES_LOCK:
+        ref = _ARANGES.get(n)
+        a = ref() if ref is not None else None
+        if a is None:
+            a = np.arange(n, dtype=np.int64)
+            a.setflags(write=False)
+            if len(_ARANGES) >= 64:  # drop the entries whose arrays are gone
+                for k in [k for k, r in _ARANGES.items() if r() is None]:
+                    del _ARANGES[k]
+            _ARANGES[n] = weakref.ref(a)
+        return a

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.special as sc
 
 from sparsejac.errors import UnsupportedPrimitiveError
-from sparsejac.numeric import mul0
+from sparsejac.numeric import mul0, shared_arange
 from sparsejac.primitives import depsets
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.core import (
@@ -223,7 +223,7 @@ class Elementwise(Primitive):
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
         """Diagonal (broadcast) local Jacobians valued by the partials."""
         out_shape = node.out.shape
-        rows = np.arange(node.out.size, dtype=np.int64)
+        rows = shared_arange(node.out.size)  # one read-only array for every such node
         res: list[LocalJac | None] = []
         for k, var in enumerate(node.inputs):
             part = self.partials[k]
