@@ -27,12 +27,14 @@ import numpy as np
 
 from sparsejac.ad.entries import Entries, KeyCodec, is_arange, union_keys
 from sparsejac.ad.kernels import contribute, expand_ranges
+from sparsejac.numeric import shared_arange
 from sparsejac.tracing import Node
 
 __all__ = ["Contribution", "Slots", "ValueStep", "apply_contributions", "chain"]
 
 _INDEX_DTYPE = np.dtype(np.int32)
 _NO_INDEX = np.empty(0, dtype=_INDEX_DTYPE)
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 def _compact(idx: np.ndarray | None) -> np.ndarray:
@@ -169,41 +171,52 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions, scale)
     terms: list[tuple[Any, ...]] = []
     for (lj, jk, owner, pos, _, r_slot), out_pos in zip(parts, inverses, strict=True):
-        jconst = jk.const if pos is None else jk.const[pos]
         if owner is None and (r_slot is not None or np.ndim(lj.const) != 0):
             owner = jk.rows  # the local entry of each J_k entry: its row (diagonal)
         r_c = None if r_slot is not None else (
             lj.const if np.ndim(lj.const) == 0 else np.asarray(lj.const)[owner])
-        if r_slot is None:  # constant local Jacobian: fold its product with const J
-            # base[out_pos] += r_c * jconst in one compiled pass (mul0's zero convention)
-            contribute(base, out_pos, _flat(r_c), _NO_INDEX, _flat(jconst), _NO_INDEX,
-                       out_pos.size, False, 1.0)
-        else:  # dynamic local Jacobian times the constant part of J
-            nzj = np.flatnonzero(jconst != 0)
-            if nzj.size:
-                assert owner is not None
-                terms.append((None, r_slot, owner[nzj], jconst[nzj], None, None,
-                              out_pos[nzj], 1.0))
+        if jk.const_any:  # (a J_k with only dynamic values has nothing to fold)
+            jconst = jk.const if pos is None else jk.const[pos]
+            if r_slot is None:  # constant local Jacobian: fold its product with const J
+                # base[out_pos] += r_c * jconst in one compiled pass (mul0's zero convention)
+                contribute(base, out_pos, _flat(r_c), _NO_INDEX, _flat(jconst), _NO_INDEX,
+                           out_pos.size, False, 1.0)
+            else:  # dynamic local Jacobian times the constant part of J
+                nzj = np.flatnonzero(jconst != 0)
+                if nzj.size:
+                    assert owner is not None
+                    terms.append((None, r_slot, owner[nzj], jconst[nzj], None, None,
+                                  out_pos[nzj], 1.0))
         if jk.slot is not None:  # anything times the dynamic part of J
-            didx = jk.dyn_index() if pos is None else jk.dyn_index()[pos]
-            sel = np.flatnonzero(didx >= 0)
-            if sel.size:
-                # read through virtual slots: a gather or a scaling of another slot
-                j_slot, j_idx, scale = slots.resolve(jk.slot, didx[sel])
-                rc = r_c if (r_c is None or np.ndim(r_c) == 0) else r_c[sel]
-                if rc is not None:
-                    rc, scale = rc * scale, 1.0
-                terms.append((rc, r_slot, None if owner is None or r_slot is None else owner[sel],
-                              None, j_slot, j_idx, out_pos[sel], scale))
+            if jk.all_dynamic:  # every entry: the dynamic index is the entry's own
+                if not out_pos.size:
+                    continue
+                sel, didx = None, (None if pos is None else pos)
+            elif pos is None:  # J_k's entries in order: its dynamic ones are dyn_pos
+                sel, didx = jk.dyn_pos, None
+                if sel is None or not sel.size:
+                    continue
+            else:
+                didx = jk.dyn_index()[pos]
+                sel = np.flatnonzero(didx >= 0)
+                if not sel.size:
+                    continue
+                didx = didx[sel]
+            # read through virtual slots: a gather or a scaling of another slot
+            j_slot, j_idx, scale = slots.resolve(jk.slot, didx)
+            rc = r_c if (r_c is None or np.ndim(r_c) == 0 or sel is None) else r_c[sel]
+            if rc is not None:
+                rc, scale = rc * scale, 1.0
+            r_idx = None if owner is None or r_slot is None else (
+                owner if sel is None else owner[sel])
+            terms.append((rc, r_slot, r_idx, None, j_slot, j_idx,
+                          out_pos if sel is None else out_pos[sel], scale))
     if not terms:
         return Entries.from_keys(size, uniq, codec, base), None
-    dyn_pos = np.flatnonzero(np.bincount(np.concatenate([t[6] for t in terms]),
-                                         minlength=n_out))
-    where = np.full(n_out, -1, dtype=np.int64)
-    where[dyn_pos] = np.arange(dyn_pos.size, dtype=np.int64)
+    dyn_pos, rank = _dynamic_positions([t[6] for t in terms], n_out)
     contributions = []
     for r_const, r_slot, r_idx, j_const, j_slot, j_idx, out_pos, scale in terms:
-        target = where[out_pos]
+        target = out_pos if rank is None else rank[out_pos] - 1
         in_order = is_arange(target, dyn_pos.size)
         r_size = None if r_slot is None else slots.sizes.get(r_slot)
         j_size = None if j_slot is None else slots.sizes.get(j_slot)
@@ -229,6 +242,26 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     else:
         step = ValueStep(node, local_slots, slot, int(dyn_pos.size), contributions)
     return Entries.from_keys(size, uniq, codec, base, slot, dyn_pos), step
+
+
+def _dynamic_positions(targets: list[np.ndarray], n_out: int
+                       ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The sorted positions some target reaches, and each position's rank among them.
+
+    The rank map (``rank[p] - 1`` for a reached ``p``) is None when every position is
+    reached (the rank is the position; the positions are then one shared read-only
+    ``arange``). One byte per position marks them: no concatenation of the targets and no
+    counts.
+    """
+    mark = np.zeros(n_out, dtype=bool)
+    for t in targets:
+        mark[t] = True
+    if np.count_nonzero(mark) == n_out:
+        return shared_arange(n_out), None
+    dyn_pos = np.flatnonzero(mark)
+    # rank + 1 of every reached position: 4 bytes each (the targets are int32 anyway)
+    rank = np.cumsum(mark, dtype=np.int32 if dyn_pos.size < _INT32_MAX else np.int64)
+    return dyn_pos, rank
 
 
 def _strided_diagonal(lj: Any, n_in: int, n_out: int) -> tuple[int, int] | None:

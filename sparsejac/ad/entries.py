@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.ad.kernels import merge2
-from sparsejac.numeric import is_arange
+from sparsejac.numeric import is_arange, shared_arange
 
 __all__ = ["Entries", "KeyCodec", "SpreadPlan", "is_arange", "is_identity_of_source",
            "union_keys"]
@@ -67,6 +67,8 @@ class _Decoded:
     def __get__(self, obj: Entries | None, owner: type | None = None) -> Any:
         if obj is None:
             return self
+        if self.index == 0:  # the rows alone (a diagonal local Jacobian's owners)
+            return obj._decoded_rows()
         return obj._decoded()[self.index]
 
 
@@ -94,6 +96,7 @@ class Entries:
     #: decoded on first use: a chain of elementwise operations never needs them)
     _keys: np.ndarray | None = field(default=None, repr=False)
     _codec: KeyCodec | None = field(default=None, repr=False)
+    _const_any: bool | None = field(default=None, repr=False)
 
     @classmethod
     def from_keys(cls, size: int, keys: np.ndarray, codec: KeyCodec, const: np.ndarray,
@@ -102,11 +105,22 @@ class Entries:
         return cls(size, None, None, None, const, slot, dyn_pos, _keys=keys, _codec=codec)
 
     def _decoded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._rows is None or self._srcs is None or self._cols is None:
+        if self._srcs is None or self._cols is None:
             assert self._codec is not None
             assert self._keys is not None
-            self._rows, self._srcs, self._cols = self._codec.decode(self._keys)
+            rows, self._srcs, self._cols = self._codec.decode(self._keys,
+                                                              rows=self._rows is None)
+            if self._rows is None:
+                self._rows = rows
+        assert self._rows is not None
         return self._rows, self._srcs, self._cols
+
+    def _decoded_rows(self) -> np.ndarray:
+        if self._rows is None:
+            assert self._codec is not None
+            assert self._keys is not None
+            self._rows = self._codec.decode_rows(self._keys)
+        return self._rows
 
     rows = _Decoded(0, "The row (output element) of every entry.")
     srcs = _Decoded(1, "The source of every entry.")
@@ -168,8 +182,25 @@ class Entries:
                     self._groups.append((int(s), sel, self.rows[sel], self.cols[sel]))
         return self._groups
 
+    @property
+    def all_dynamic(self) -> bool:
+        """Whether every entry has a dynamic part (``dyn_pos`` is ``0 .. nnz-1``)."""
+        return self.dyn_pos is not None and self.dyn_pos.size == self.nnz
+
+    @property
+    def const_any(self) -> bool:
+        """Whether any constant part is nonzero (else products with it fold to nothing)."""
+        if self._const_any is None:
+            self._const_any = bool(np.any(self.const))
+        return self._const_any
+
     def dyn_index(self) -> np.ndarray:
-        """For every entry, its index in the dynamic part (-1: constant entry)."""
+        """For every entry, its index in the dynamic part (-1: constant entry).
+
+        Read-only when every entry is dynamic (one shared ``arange``, no allocation).
+        """
+        if self.all_dynamic:
+            return shared_arange(self.nnz)
         idx = np.full(self.nnz, -1, dtype=np.int64)
         if self.dyn_pos is not None:
             idx[self.dyn_pos] = np.arange(self.dyn_pos.size, dtype=np.int64)
@@ -255,17 +286,25 @@ class KeyCodec:
         out = (rows * stride + shift) * span + (keys - rows * span)
         return out
 
-    def decode(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(rows, srcs, cols)`` of ``keys``."""
+    def decode(self, keys: np.ndarray, rows: bool = True
+               ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """``(rows, srcs, cols)`` of ``keys`` (rows None when ``rows`` is false)."""
         if self.bits:
-            return (np.right_shift(keys, self.bs + self.bc),
+            return (self.decode_rows(keys) if rows else None,
                     np.right_shift(keys, self.bc) & ((1 << self.bs) - 1),
                     keys & ((1 << self.bc) - 1))
         span = self.n_sources * self.n_columns
-        rows = keys // span
-        rem = keys - rows * span
+        r = keys // span
+        rem = keys - r * span
         srcs = rem // self.n_columns
-        return rows, srcs, rem - srcs * self.n_columns
+        return (r if rows else None), srcs, rem - srcs * self.n_columns
+
+    def decode_rows(self, keys: np.ndarray) -> np.ndarray:
+        """The rows of ``keys``."""
+        if self.bits:
+            out: np.ndarray = np.right_shift(keys, self.bs + self.bc)
+            return out
+        return keys // (self.n_sources * self.n_columns)
 
 
 def is_identity_of_source(e: Entries) -> bool:
