@@ -403,23 +403,37 @@ def _positions(offset: int, size: int) -> np.ndarray:
 
 def _link_views(func: Callable[..., Any], leaves: list[Any], val_leaves: list[Any],
                 rebuild: Callable[[list[Any]], Any], value: Any, result: Any) -> None:
-    """Where numpy returned a view of the single array operand, record the aliasing.
+    """Where numpy returned a view of an array operand, record the aliasing.
 
-    Writes through the view then reach the operand and vice versa (:mod:`.views`).
+    Writes through the view then reach the operand and vice versa (:mod:`.views`). Every
+    result is checked against every traced operand (``np.broadcast_arrays(a, b)`` returns a
+    view of each); a result sharing memory with several traced operands takes no writes.
     """
     arrays = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tracer)]
-    if len(arrays) != 1:
+    if not arrays:
         return
     from sparsejac.primitives import views
 
-    k = arrays[0]
     multi = isinstance(value, (list, tuple))
     for item, (v, r) in enumerate(zip(value if multi else (value,),
                                       result if multi else (result,), strict=True)):
-        if views.is_view_of(v, val_leaves[k]):
-            index = functools.partial(_view_index, func, rebuild, val_leaves, k,
-                                      item if multi else None)
-            views.link_view(leaves[k], r, index, bool(v.flags.writeable))
+        owners = [k for k in arrays if views.is_view_of(v, val_leaves[k])]
+        if not owners:
+            continue
+        k = owners[0]
+        single = all(leaves[j] is leaves[k] for j in owners)
+        index = functools.partial(_view_index, func, rebuild, val_leaves, k,
+                                  item if multi else None)
+        views.link_view(leaves[k], r, index, single and _writeable(v))
+
+
+def _writeable(v: np.ndarray) -> bool:
+    """Whether numpy lets ``v`` be written, read without numpy's FutureWarning.
+
+    ``np.broadcast_arrays`` returns views that warn on write (read-only in future numpy);
+    reading ``flags.writeable`` of one warns too. The array interface reports them read-only.
+    """
+    return not v.__array_interface__["data"][1]
 
 
 def _view_index(func: Callable[..., Any], rebuild: Callable[[list[Any]], Any],

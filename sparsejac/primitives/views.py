@@ -62,7 +62,10 @@ def link_view(base: Tracer, view: Tracer, index: Callable[[], np.ndarray],
 def check_writeable(t: Tracer) -> None:
     """Refuse an in-place update of a read-only view, as numpy does."""
     if t._base is not None and not t._base[2]:
-        raise ValueError("assignment destination is read-only")
+        raise ValueError(
+            "assignment destination is read-only (a view numpy marks read-only or deprecates "
+            "writing to, such as a result of np.broadcast_arrays or np.broadcast_to, or a "
+            "view of several traced arrays at once): write to a copy (`.copy()`) instead")
 
 
 def sync(t: Tracer) -> None:

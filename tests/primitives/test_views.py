@@ -4,6 +4,7 @@ numpy's on every case)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -117,6 +118,15 @@ def _flatten_copy_ravel_view(x: Any) -> Any:
     return m
 
 
+def _views_of_several_operands(x: Any) -> Any:
+    u = x[:3] * 1.0
+    w = x[3:] * 2.0
+    a, b = np.atleast_1d(u, w)  # each result is its operand itself (a view)
+    b[0] = 3.0  # reaches w
+    a[1] = a[2] * w[1]  # reaches u
+    return np.concatenate([u + w, a * b])
+
+
 VIEWS = [
     pytest.param(_ode_slices, id="ode_slices_of_empty_like"),
     pytest.param(_ode_split, id="ode_np_split"),
@@ -132,6 +142,7 @@ VIEWS = [
     pytest.param(_scalar_is_a_copy, id="scalar_is_a_copy"),
     pytest.param(_fancy_is_a_copy, id="fancy_is_a_copy"),
     pytest.param(_flatten_copy_ravel_view, id="flatten_copy_ravel_view"),
+    pytest.param(_views_of_several_operands, id="views_of_several_operands"),
 ]
 
 
@@ -173,6 +184,34 @@ def test_read_only_views_refuse_writes(make: Callable[[Any], Any]) -> None:
         f(np.ones(6))
     with pytest.raises(ValueError, match="read-only"):
         sparsejac.jacobian_sparsity(f, np.ones(6))
+
+
+def test_broadcast_arrays_views_take_no_writes() -> None:
+    """``np.broadcast_arrays`` returns views that numpy deprecates writing to (a FutureWarning,
+    read-only in future numpy): traced, tracing them warns nothing, reading them is exact,
+    and a write through one is refused with a message saying what to do (a write that would
+    not reach the operand would make the Jacobian silently wrong)."""
+    def read(x: Any) -> Any:
+        a, b = np.broadcast_arrays(x[:3], x.reshape(2, 3))
+        return (a * b).ravel()
+
+    def write(x: Any) -> Any:
+        a, b = np.broadcast_arrays(x[:3], x.reshape(2, 3))
+        b[0, 0] = 1.0
+        return (a * b).ravel()
+
+    x = rand((6,), 95)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jac = sparsejac.jacobian(read, x).toarray()
+    expected = np.zeros((6, 6))
+    for i in range(2):
+        for j in range(3):
+            expected[3 * i + j, j] += x[3 * i + j]
+            expected[3 * i + j, 3 * i + j] += x[j]
+    np.testing.assert_allclose(jac, expected, rtol=1e-15)
+    with pytest.raises(ValueError, match=r"read-only.*np.broadcast_arrays.*copy"):
+        sparsejac.jacobian(write, x)
 
 
 def test_callers_x_is_not_changed_through_views() -> None:
