@@ -16,7 +16,8 @@ import numpy as np
 
 from sparsejac.coloring import partition_cost
 from sparsejac.coloring.budget import EFFORT_UNIT
-from sparsejac.pipeline import Plan, _choose, _colour
+from sparsejac.coloring.by_mode import colour_modes
+from sparsejac.pipeline import Plan, _choose
 
 __all__ = ["SEARCH_SHARE", "deferred_search", "search_due"]
 
@@ -78,7 +79,7 @@ def deferred_search(plan: Plan, calls: int) -> Plan | None:
         return None
     modes, order, reverse_cost = plan.search_args
     t0 = time.perf_counter()
-    colorings = _colour(plan.pattern, list(modes), order, plan.pending, None, reverse_cost)
+    colorings = colour_modes(plan.pattern, list(modes), order, plan.pending, None, reverse_cost)
     costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}
     chosen, reason, _ = _choose(list(modes), colorings, costs, reverse_cost, False,
                                 plan.engine, plan.pattern, np.empty(0), ())

@@ -37,12 +37,20 @@ from sparsejac.ad.tape import Tape
 from sparsejac.coloring import (
     DEFAULT_REVERSE_COST,
     ColoringResult,
-    color_partitions,
     partition_cost,
-    partition_for_mode,
 )
 from sparsejac.coloring.budget import prepared_effort
-from sparsejac.coloring.graph import bidirectional_lower_bound
+from sparsejac.coloring.by_mode import (
+    ONE_SHOT_FEW,
+    ONE_SHOT_IDENTITY,
+    ONE_SHOT_IDENTITY_ROWS,
+    ONE_SHOT_MANY,
+    ONE_SHOT_SLACK,
+    colour_modes,
+    column_as_bidirectional,
+    identity_colouring,
+    one_shot_colour,
+)
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import (
     EagerEngine,
@@ -69,6 +77,8 @@ __all__ = [
     "CALIBRATION_WINDOW",
     "CANDIDATE_MODES",
     "ONE_SHOT_FEW",
+    "ONE_SHOT_IDENTITY",
+    "ONE_SHOT_IDENTITY_ROWS",
     "ONE_SHOT_MANY",
     "ONE_SHOT_SLACK",
     "TAPE_WORK_PER_NODE",
@@ -330,53 +340,6 @@ def _check_trusted(call: Callable[..., Any], x0: np.ndarray, params: Sequence[An
             "would attribute them to other entries.")
 
 
-def _colour(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: float,
-            time_budget: float | None, reverse_cost: float) -> dict[str, ColoringResult]:
-    """The colouring of every mode (the one place the pipeline colours)."""
-    partitions = {m: partition_for_mode(m) for m in modes}
-    found = color_partitions(pattern, sorted(set(partitions.values())), order=order,
-                             effort=effort, time_budget=time_budget,
-                             reverse_cost=reverse_cost)
-    return {m: found[p] for m, p in partitions.items()}
-
-
-#: A one-off Jacobian keeps the natural-order colourings (one pass each, as scipy's
-#: ``group_columns``) when the better one-sided one has at most :data:`ONE_SHOT_FEW` colours,
-#: or at most this many more than its lower bound while staying below
-#: :data:`ONE_SHOT_MANY`; otherwise it runs the mandatory passes of every partition (DSATUR,
-#: bidirectional: a dense row and column make every one-sided colouring need n colours).
-ONE_SHOT_SLACK = 4
-ONE_SHOT_FEW = 12
-ONE_SHOT_MANY = 64
-
-
-def _column_as_bidirectional(c: ColoringResult) -> ColoringResult:
-    """A column colouring as the bidirectional colouring that seeds no row (one-sided).
-
-    Where natural-order one-sided colourings are good, a bidirectional pass (a star
-    bicolouring, seconds on millions of nonzeros) cannot beat them by much; the mode choice
-    then sees mixed mode as the forward mode it is.
-    """
-    m = c.pattern.shape[0]
-    return ColoringResult(
-        pattern=c.pattern, partition="bidirectional", order=f"column:{c.order}",
-        n_colors=c.n_colors, column_groups=c.column_groups,
-        row_groups=np.full(m, -1, dtype=np.int64),
-        lower_bound=bidirectional_lower_bound(c.pattern), seconds=0.0, candidates=(),
-        work=0.0)
-
-
-def _one_shot_colour(pattern: SparsityPattern, reverse_cost: float
-                     ) -> tuple[dict[str, ColoringResult] | None, list[str]]:
-    """Natural-order column and row colourings for a one-off Jacobian, if they are good."""
-    found = _colour(pattern, ["forward", "reverse"], "natural", 0.0, None, reverse_cost)
-    best = min(found.values(), key=lambda c: c.n_colors)
-    p = best.n_colors
-    if p <= ONE_SHOT_FEW or (p <= best.lower_bound + ONE_SHOT_SLACK and p <= ONE_SHOT_MANY):
-        return found, ["forward", "reverse"]
-    return None, list(CANDIDATE_MODES)
-
-
 class PlanView:
     """What an object evaluating a :class:`Plan` shows of it (its current ``_plan``).
 
@@ -597,20 +560,25 @@ def prepare(
             saved.effort, False
     if colorings is None and (one_shot and effort is None and mode == "auto" and time_budget is None
             and isinstance(order, str) and order == "best"):
-        colorings, modes = _one_shot_colour(pattern, reverse_cost)
+        m, n = pattern.shape
+        if n <= ONE_SHOT_IDENTITY and m <= ONE_SHOT_IDENTITY_ROWS:
+            colorings, modes = {"forward": identity_colouring(pattern)}, ["forward"]
+        else:
+            colorings = one_shot_colour(pattern, reverse_cost)
+            modes = ["forward", "reverse"] if colorings is not None else list(CANDIDATE_MODES)
     if effort is None:
         effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
     if colorings is None and defer_search:
         # a program that may be assembled directly first gets natural-order colourings, one
         # pass per partition, when they are good (as for a one-off Jacobian): they size its
         # engine, and suffice if J then needs no seeds
-        natural, _ = _one_shot_colour(pattern, reverse_cost)
+        natural = one_shot_colour(pattern, reverse_cost)
         if natural is not None:
-            natural["mixed"] = _column_as_bidirectional(natural["forward"])
+            natural["mixed"] = column_as_bidirectional(natural["forward"])
             colorings = natural
     mandatory = False  # whether `colorings` are the mandatory passes (effort 0) already
     if colorings is None:
-        colorings = _colour(pattern, modes, order, 0.0 if defer_search else effort,
+        colorings = colour_modes(pattern, modes, order, 0.0 if defer_search else effort,
                             time_budget, reverse_cost)
         mandatory = defer_search
     seconds["coloring"] = time.perf_counter() - t0
@@ -656,13 +624,13 @@ def prepare(
                 pending, effort = effort, 0.0
                 if not mandatory:  # the mandatory passes, one per candidate mode
                     t1 = time.perf_counter()
-                    colorings = _colour(pattern, modes, order, 0.0, time_budget, reverse_cost)
+                    colorings = colour_modes(pattern, modes, order, 0.0, time_budget, reverse_cost)
                     seconds["coloring"] += time.perf_counter() - t1
                 elements = sum(nd.out.size for nd in program.nodes) + program.n_in
                 call_work = NS_PER_ELEMENT * elements * (width + 1)
             elif direct is None:  # the colours matter: the mandatory passes and the search
                 t1 = time.perf_counter()
-                colorings = _colour(pattern, modes, order, effort, time_budget, reverse_cost)
+                colorings = colour_modes(pattern, modes, order, effort, time_budget, reverse_cost)
                 seconds["coloring"] += time.perf_counter() - t1
             else:
                 effort = 0.0  # direct assembly uses no seeds: a search could not pay off

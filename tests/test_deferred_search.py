@@ -81,16 +81,18 @@ def test_explicit_effort_or_order_searches_at_preparation() -> None:
 def test_mandatory_passes_run_once_at_preparation(monkeypatch: Any) -> None:
     """A pattern whose natural colourings are poor (an arrowhead) gets the mandatory passes
     once: the deferred plan reuses them instead of colouring again after recording."""
+    import sparsejac.coloring.by_mode as by_mode
     import sparsejac.pipeline as pipeline
 
     calls: list[tuple[Any, float]] = []
-    colour = pipeline._colour
+    colour = by_mode.colour_modes
 
     def counted(*args: Any) -> Any:
         calls.append((args[2], args[3]))  # the order and the effort
         return colour(*args)
 
-    monkeypatch.setattr(pipeline, "_colour", counted)
+    monkeypatch.setattr(pipeline, "colour_modes", counted)
+    monkeypatch.setattr(by_mode, "colour_modes", counted)  # the natural-order pass
 
     def arrow(x: Any) -> Any:
         r = x ** 2 + np.cos(x[0])

@@ -484,12 +484,14 @@ def test_hessian_preparation_colours_only_what_it_uses(monkeypatch, path):
     """The gradient Jacobian's colourings are replaced by the Hessian's own: preparing a
     SparseHessian runs none of them (a mixed-mode bicolouring of a dense Hessian cost
     seconds), and the Hessian is still exact, assembled directly or from products."""
+    import sparsejac.coloring.by_mode as by_mode
     import sparsejac.pipeline as pipeline
 
     def refuse(*args, **kwargs):
         raise AssertionError("the gradient Jacobian was coloured")
 
-    monkeypatch.setattr(pipeline, "_colour", refuse)
+    monkeypatch.setattr(pipeline, "colour_modes", refuse)
+    monkeypatch.setattr(by_mode, "colour_modes", refuse)
     rng = np.random.default_rng(4)
     a = rng.standard_normal((30, 30))
     a = a + a.T

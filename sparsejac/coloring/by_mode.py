@@ -1,0 +1,86 @@
+"""Colourings by mode: the pipeline's one entry into colouring, and the one-off policy.
+
+A mode needs the colouring of its partition (:func:`colour_modes`). A one-off Jacobian does
+not repay a search: it is uncoloured when tiny (:data:`ONE_SHOT_IDENTITY`), else it keeps
+natural-order colourings when they are good (:func:`one_shot_colour`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sparsejac.coloring.graph import bidirectional_lower_bound
+from sparsejac.coloring.interface import color_partitions, partition_for_mode
+from sparsejac.coloring.result import ColoringResult
+from sparsejac.pattern import SparsityPattern
+
+__all__ = ["ONE_SHOT_FEW", "ONE_SHOT_IDENTITY", "ONE_SHOT_IDENTITY_ROWS", "ONE_SHOT_MANY",
+           "ONE_SHOT_SLACK", "colour_modes", "column_as_bidirectional", "identity_colouring",
+           "one_shot_colour"]
+
+
+def colour_modes(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: float,
+            time_budget: float | None, reverse_cost: float) -> dict[str, ColoringResult]:
+    """The colouring of every mode (the one place the pipeline colours)."""
+    partitions = {m: partition_for_mode(m) for m in modes}
+    found = color_partitions(pattern, sorted(set(partitions.values())), order=order,
+                             effort=effort, time_budget=time_budget,
+                             reverse_cost=reverse_cost)
+    return {m: found[p] for m, p in partitions.items()}
+
+
+#: A one-off Jacobian keeps the natural-order colourings (one pass each, as scipy's
+#: ``group_columns``) when the better one-sided one has at most :data:`ONE_SHOT_FEW` colours,
+#: or at most this many more than its lower bound while staying below
+#: :data:`ONE_SHOT_MANY`; otherwise it runs the mandatory passes of every partition (DSATUR,
+#: bidirectional: a dense row and column make every one-sided colouring need n colours).
+ONE_SHOT_SLACK = 4
+ONE_SHOT_FEW = 12
+ONE_SHOT_MANY = 64
+
+
+def column_as_bidirectional(c: ColoringResult) -> ColoringResult:
+    """A column colouring as the bidirectional colouring that seeds no row (one-sided).
+
+    Where natural-order one-sided colourings are good, a bidirectional pass (a star
+    bicolouring, seconds on millions of nonzeros) cannot beat them by much; the mode choice
+    then sees mixed mode as the forward mode it is.
+    """
+    m = c.pattern.shape[0]
+    return ColoringResult(
+        pattern=c.pattern, partition="bidirectional", order=f"column:{c.order}",
+        n_colors=c.n_colors, column_groups=c.column_groups,
+        row_groups=np.full(m, -1, dtype=np.int64),
+        lower_bound=bidirectional_lower_bound(c.pattern), seconds=0.0, candidates=(),
+        work=0.0)
+
+
+#: A one-off Jacobian with at most this many columns and :data:`ONE_SHOT_IDENTITY_ROWS` rows
+#: is evaluated in forward mode with identity seeds, one product per column, uncoloured:
+#: its products cost as little as a colouring's (tangents of at most 16 x 64 values),
+#: and a colouring would cost more than the whole evaluation.
+ONE_SHOT_IDENTITY = 16
+ONE_SHOT_IDENTITY_ROWS = 64
+
+
+def identity_colouring(pattern: SparsityPattern) -> ColoringResult:
+    """Every column its own group: the uncoloured forward seed (one product per column)."""
+    n = pattern.shape[1]
+    return ColoringResult(pattern=pattern, partition="column", order="identity",
+                          n_colors=n, column_groups=np.arange(n, dtype=np.int64),
+                          row_groups=None,
+                          lower_bound=max(int(pattern.row_counts.max(initial=0)), 1))
+
+
+def one_shot_colour(pattern: SparsityPattern, reverse_cost: float
+                    ) -> dict[str, ColoringResult] | None:
+    """Natural-order column and row colourings for a one-off Jacobian, if they are good."""
+    found = colour_modes(pattern, ["forward", "reverse"], "natural", 0.0, None, reverse_cost)
+    best = min(found.values(), key=lambda c: c.n_colors)
+    p = best.n_colors
+    if p <= ONE_SHOT_FEW or (p <= best.lower_bound + ONE_SHOT_SLACK and p <= ONE_SHOT_MANY):
+        return found
+    return None
