@@ -34,13 +34,12 @@ def mul0(a: Any, b: Any) -> Any:
     >>> mul0(np.array([0.0, 2.0, 0.0]), np.array([np.nan, 3.0, np.inf]))
     array([0., 6., 0.])
     """
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # once: the product and its check
         out = np.multiply(a, b)
-    if np.ndim(out) == 0:
-        if np.isfinite(out) or (np.all(np.not_equal(a, 0)) and np.all(np.not_equal(b, 0))):
-            return out
-        return np.zeros_like(out)
-    with np.errstate(invalid="ignore", over="ignore"):
+        if np.ndim(out) == 0:
+            if np.isfinite(out) or (np.all(np.not_equal(a, 0)) and np.all(np.not_equal(b, 0))):
+                return out
+            return np.zeros_like(out)
         finite = np.isfinite(np.sum(out))
     if finite:
         return out

@@ -699,6 +699,10 @@ def _choose(modes: list[str], colorings: dict[str, ColoringResult], costs: dict[
             reverse_cost: float, calibrate: bool, engine: Engine, pattern: SparsityPattern,
             x0: np.ndarray, params: Sequence[Any]) -> tuple[str, str, dict[str, float]]:
     """The mode, the reason, and the calibration timings (empty without calibration)."""
+    if len(modes) == 1 and colorings[modes[0]].order == "identity":
+        return modes[0], (f"one-off Jacobian of at most {ONE_SHOT_IDENTITY} columns and "
+                          f"{ONE_SHOT_IDENTITY_ROWS} rows: forward mode, identity seeds (one "
+                          "product per column, no colouring)"), {}
     if len(modes) == 1:
         return modes[0], f"mode={modes[0]!r} was requested", {}
     note = ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 import sparsejac
@@ -108,6 +109,33 @@ def test_one_off_jacobian_keeps_natural_colours_when_they_are_good() -> None:
     want[:, 0] += 1.0
     np.testing.assert_allclose(sparsejac.jacobian(arrow, x).toarray(), want, rtol=0,
                                atol=1e-13)
+
+
+@pytest.mark.parametrize(("m", "n", "identity"), [(16, 16, True), (64, 10, True), (1, 16, True),
+                                                  (16, 17, False), (65, 10, False)])
+def test_tiny_one_off_jacobian_is_uncoloured(m: int, n: int, identity: bool) -> None:
+    """A one-off Jacobian of at most ONE_SHOT_IDENTITY columns and ONE_SHOT_IDENTITY_ROWS rows
+    takes one forward product per column, with no colouring; a larger one is coloured. Both
+    are exact against the hand-derived Jacobian of ``sin(A @ x)`` (A sparse)."""
+    from sparsejac.pipeline import ONE_SHOT_IDENTITY, ONE_SHOT_IDENTITY_ROWS
+
+    assert identity == (n <= ONE_SHOT_IDENTITY and m <= ONE_SHOT_IDENTITY_ROWS)
+    rng = np.random.default_rng(m * 100 + n)
+    a = rng.standard_normal((m, n)) * (rng.random((m, n)) < 0.3)
+    x = rng.standard_normal(n)
+
+    def f(z: Any) -> Any:
+        return np.sin(a @ z)
+
+    plan = sparsejac.pipeline.prepare(f, x, one_shot=True)
+    assert (plan.colorings[plan.mode].order == "identity") == identity
+    if identity:
+        assert (plan.mode, plan.n_products, set(plan.colorings)) == ("forward", n, {"forward"})
+        assert "identity seeds" in plan.reason
+    want = np.cos(a @ x)[:, None] * a
+    got = sparsejac.jacobian(f, x)
+    np.testing.assert_allclose(got.toarray(), want, rtol=1e-15, atol=1e-15)
+    assert got.nnz == int((a != 0).sum())
 
 
 def test_in_order_assembly_keeps_only_csr_arrays_and_csc_still_works() -> None:

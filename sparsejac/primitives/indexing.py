@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.primitives import views
 from sparsejac.primitives.core import find_trace, register_function, register_ufunc
 from sparsejac.primitives.linear import apply_sparse_map
 from sparsejac.primitives.movement import (
@@ -29,7 +30,10 @@ from sparsejac.primitives.movement import (
     apply_movement,
     first_arg,
     gather_from_positions,
+    is_writeable,
+    position_range,
 )
+from sparsejac.tracing.keys import is_basic_key
 from sparsejac.tracing.program import Trace, Var
 from sparsejac.tracing.tracer import Tracer, concretize
 
@@ -43,7 +47,28 @@ def _index_key(key: Any) -> Any:
 def getitem(x: Tracer, key: Any) -> Any:
     """Traced ``x[key]`` for every numpy indexing form (basic, fancy, boolean mask)."""
     key = _index_key(key)
+    if is_basic_key(key):
+        return _basic_getitem(x, key)
     return apply_movement(operator.getitem, "indexing x[...]", (x, key), {}, first_arg)
+
+
+def _basic_getitem(x: Tracer, key: Any) -> Any:
+    """``x[key]`` for a basic key, built directly: the general path's gather and view link.
+
+    The positions are a slice of a cached ``arange``: no operand specification and no
+    second numpy call on positions through it.
+    """
+    var = x._var
+    if var.is_const:
+        return apply_movement(operator.getitem, "indexing x[...]", (x, key), {}, first_arg)
+    base_value = np.asarray(var.value)
+    value = base_value[key]
+    positions = position_range(1, var.size).reshape(var.shape)[key]
+    result = gather_from_positions(x._trace, [var], positions, value,
+                                   lambda vals: np.asarray(vals[0])[key])
+    if views.is_view_of(value, base_value):
+        views.link_view(x, result, lambda: np.asarray(positions) - 1, is_writeable(value))
+    return result
 
 
 def element(trace: Trace, var: Var, flat: int) -> Tracer:

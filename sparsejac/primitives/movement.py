@@ -41,7 +41,8 @@ from sparsejac.primitives.core import (
 from sparsejac.tracing.program import Node, Trace, Var
 from sparsejac.tracing.tracer import Tracer, concretize
 
-__all__ = ["GATHER", "GatherPlan", "gather_from_positions", "register_movement"]
+__all__ = ["GATHER", "GatherPlan", "gather_from_positions", "is_writeable", "position_range",
+           "register_movement"]
 
 
 @dataclass
@@ -51,11 +52,26 @@ class _OperandPlan:
     sel: np.ndarray  # positions in the (flat) output
     src: np.ndarray  # positions in the (flat) operand
     size: int
-    injective: bool
-    # sort-based scatter-add plan, for operands read more than once (broadcast_to, tile)
+    # sort-based scatter-add plan, for operands read more than once (broadcast_to, tile);
+    # made on first use: only reverse mode needs it
+    _injective: bool | None = None
     order: np.ndarray | None = None
     starts: np.ndarray | None = None
     uniq: np.ndarray | None = None
+
+    @property
+    def injective(self) -> bool:
+        """Whether no operand element is read twice (else ``order``/``starts``/``uniq``)."""
+        if self._injective is None:
+            src, size = self.src, self.size
+            # np.unique sorts; a bincount answers "is any element read twice" in O(n)
+            self._injective = not src.size or int(np.bincount(src, minlength=size).max()) <= 1
+            if not self._injective:
+                order = np.argsort(src, kind="stable")
+                s = src[order]
+                starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]]) if s.size else s
+                self.order, self.starts, self.uniq = order, starts, s[starts]
+        return self._injective
 
 
 @dataclass
@@ -98,16 +114,7 @@ def _operand_plans(index: np.ndarray, sizes: Sequence[int]) -> list[_OperandPlan
             sel = np.flatnonzero(index >= 0) if (index < 0).any() else np.arange(index.size)
         else:
             sel = np.flatnonzero((index >= off) & (index < off + size))
-        src = index[sel] - off
-        # np.unique sorts; a bincount answers "is any element read twice" in O(n)
-        injective = not src.size or int(np.bincount(src, minlength=size).max()) <= 1
-        op = _OperandPlan(sel=sel, src=src, size=size, injective=injective)
-        if not injective:
-            order = np.argsort(src, kind="stable")
-            s = src[order]
-            starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]]) if s.size else s
-            op.order, op.starts, op.uniq = order, starts, s[starts]
-        plans.append(op)
+        plans.append(_OperandPlan(sel=sel, src=index[sel] - off, size=size))
         off += size
     return plans
 
@@ -345,7 +352,7 @@ def apply_movement(
     for leaf in leaves:
         if isinstance(leaf, Tracer) and not leaf._var.is_const:
             var = leaf._var
-            pos_leaves.append(_positions(offset, var.size).reshape(var.shape))
+            pos_leaves.append(position_range(offset, var.size).reshape(var.shape))
             offset += var.size
             val_leaves.append(var.value)
             in_vars.append(var)
@@ -384,7 +391,7 @@ def apply_movement(
 _POSITIONS: dict[tuple[int, int], np.ndarray] = {}
 
 
-def _positions(offset: int, size: int) -> np.ndarray:
+def position_range(offset: int, size: int) -> np.ndarray:
     """``arange(offset, offset + size)``, read-only and kept for the next call.
 
     ``x[i]`` in a loop over a large array would otherwise build the whole position array at
@@ -424,10 +431,10 @@ def _link_views(func: Callable[..., Any], leaves: list[Any], val_leaves: list[An
         single = all(leaves[j] is leaves[k] for j in owners)
         index = functools.partial(_view_index, func, rebuild, val_leaves, k,
                                   item if multi else None)
-        views.link_view(leaves[k], r, index, single and _writeable(v))
+        views.link_view(leaves[k], r, index, single and is_writeable(v))
 
 
-def _writeable(v: np.ndarray) -> bool:
+def is_writeable(v: np.ndarray) -> bool:
     """Whether numpy lets ``v`` be written, read without numpy's FutureWarning.
 
     ``np.broadcast_arrays`` returns views that warn on write (read-only in future numpy);

@@ -16,7 +16,7 @@ re-reads every live view below the root. Read-only views (``np.broadcast_to``,
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 import numpy as np
@@ -71,11 +71,13 @@ def check_writeable(t: Tracer) -> None:
 def sync(t: Tracer) -> None:
     """After ``t`` was updated in place: update its bases, then every view of the root."""
     root = t
+    current = {id(t)}  # t and its bases hold their new values: not re-read
     while root._base is not None:
         base, index, _ = root._base
         base._var = _write_back(base, index(), root)._var
         root = base
-    _refresh(root)
+        current.add(id(root))
+    _refresh(root, current)
 
 
 def _write_back(base: Tracer, index: np.ndarray, view: Tracer) -> Tracer:
@@ -99,8 +101,12 @@ def _write_back(base: Tracer, index: np.ndarray, view: Tracer) -> Tracer:
                                  value)
 
 
-def _refresh(t: Tracer) -> None:
-    """Re-read every live view of ``t`` (and their views) from ``t``'s current value."""
+def _refresh(t: Tracer, current: Container[int] = ()) -> None:
+    """Re-read every live view of ``t`` (and their views) from ``t``'s current value.
+
+    The tracers in ``current`` (by id: the one written and its bases) already hold their new
+    values: only their own views are re-read.
+    """
     if not t._views:
         return
     alive = []
@@ -109,6 +115,9 @@ def _refresh(t: Tracer) -> None:
         if v is None:
             continue
         alive.append(ref)
+        if id(v) in current:
+            _refresh(v, current)
+            continue
         index = v._base[1]()
         var = t._var
         value = np.asarray(var.value).reshape(-1)[index].reshape(v.shape)
@@ -118,5 +127,5 @@ def _refresh(t: Tracer) -> None:
         else:
             v._var = gather_from_positions(t._trace, [var], index.reshape(v.shape) + 1,
                                            value)._var
-        _refresh(v)
+        _refresh(v, current)
     t._views = alive

@@ -17,7 +17,6 @@ Conversions to plain Python values are where tracing meets Python control flow:
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,9 @@ from sparsejac.errors import (
     TracedConversionError,
     UnsupportedPrimitiveError,
 )
+from sparsejac.tracing.callers import library_caller, library_message, user_line
 from sparsejac.tracing.hooks import registry
+from sparsejac.tracing.keys import basic_positions
 from sparsejac.tracing.program import CONST, FROM_PARAMS, Trace, Var
 
 __all__ = ["Tracer", "concretize", "is_tracer"]
@@ -44,60 +45,6 @@ _PARAM_HINT = (
     "np.minimum(t, 1.0) instead of min(t, 1.0), np.where(t > 1.0, a, b) instead of "
     "`if t > 1.0:`, t * y instead of int(t) * y."
 )
-_OWN_PACKAGES = ("numpy", "sparsejac")
-
-
-def _library_caller() -> str | None:
-    """The library function (outside numpy and sparsejac) whose code converts a traced value.
-
-    Walks the Python stack outwards from the conversion: the last frame of an installed
-    package before the user's code is the function the user called (``scipy.special.
-    logsumexp`` for an ``np.asarray`` inside it). None when the user's own code converts.
-    """
-    frame = sys._getframe(2)
-    found = None
-    while frame is not None:
-        module = str(frame.f_globals.get("__name__", ""))
-        top = module.partition(".")[0]
-        if top in _OWN_PACKAGES:
-            frame = frame.f_back  # type: ignore[assignment]
-            continue
-        path = frame.f_code.co_filename
-        if not any(p in path for p in ("site-packages", "dist-packages")) or not top:
-            break  # the user's code
-        public = ".".join(part for part in module.split(".") if not part.startswith("_"))
-        found = f"{public}.{frame.f_code.co_name}"
-        frame = frame.f_back  # type: ignore[assignment]
-    return found
-
-
-def _user_line() -> str:
-    """`` (at FILE:LINE: `source`)`` for the innermost frame of the user's code, or ``""``."""
-    import linecache
-
-    frame = sys._getframe(2)
-    while frame is not None:
-        top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
-        path = frame.f_code.co_filename
-        if top not in _OWN_PACKAGES and not any(
-                p in path for p in ("site-packages", "dist-packages")):
-            line = linecache.getline(path, frame.f_lineno).strip()
-            where = f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno}"
-            return f" (at {where}: `{line}`)" if line else f" (at {where})"
-        frame = frame.f_back  # type: ignore[assignment]
-    return ""
-
-
-def _library_message(site: str) -> str:
-    return (
-        f"{site} received a traced array and converted it to a plain numpy array "
-        "(np.asarray), which would lose its dependence on x: it is not a numpy function the "
-        f"tracer can follow, and sparsejac has no rule for {site}. Write the computation "
-        "with the numpy functions of docs/supported.md, or pass `sparsity=` and use "
-        "mode='fd' (finite differences) for this f."
-    )
-
-
 class Tracer:
     """Array-like stand-in for an intermediate value of the traced function.
 
@@ -229,9 +176,9 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._var.is_const:
             return np.asarray(self._var.value, dtype=dtype)
-        site = _library_caller()
+        site = library_caller()
         if site is not None:
-            raise TracedConversionError(_library_message(site))
+            raise TracedConversionError(library_message(site))
         if self._var.shape == () and dtype is None and copy is not False:
             # np.array([a, b]) of traced scalars: numpy builds an object array holding the
             # Tracers; numpy's object loops keep them traced, and the array is lifted back to
@@ -269,9 +216,9 @@ class Tracer:
             return var.value
         if not self._trace.local:
             if var.sources == FROM_PARAMS:
-                raise ConcretizationError(f"{what} of a traced value{_user_line()}: "
+                raise ConcretizationError(f"{what} of a traced value{user_line()}: "
                                           f"{_PARAM_HINT}")
-            raise ConcretizationError(f"{what} of a traced array{_user_line()}: {_GLOBAL_HINT}")
+            raise ConcretizationError(f"{what} of a traced array{user_line()}: {_GLOBAL_HINT}")
         self._trace.mark_value_dependent(what)
         return var.value
 
@@ -281,11 +228,11 @@ class Tracer:
         if var.is_const:
             return var.value
         if var.active:
-            site = _library_caller()
+            site = library_caller()
             if site is not None:
-                raise TracedConversionError(_library_message(site))
+                raise TracedConversionError(library_message(site))
             raise TracedConversionError(
-                f"{what} of a traced array that depends on x{_user_line()} would drop that "
+                f"{what} of a traced array that depends on x{user_line()} would drop that "
                 "dependence (math.exp, math.sin ... call float(): use np.exp, np.sin); keep "
                 "the computation in numpy (e.g. y[0] instead of float(y[0])). numpy also calls "
                 "float() to store a traced element into a plain array made outside f (out[i] = "
@@ -333,12 +280,27 @@ class Tracer:
         return registry().getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if self._is_own_view_at(key, value):
+            return  # `y[k] = v` with v the view y[k]: the ending of `y[k] += ...`, a no-op
         if self._base is None and not self._views:
             flat = self._flat_position(key)
             if flat is not None and self._write_element(flat, value):
                 return
         value = lift_objects(value)
         self._rebind(registry().setitem(self, key, value))
+
+    def _is_own_view_at(self, key: Any, value: Any) -> bool:
+        """Whether ``value`` is a live view of this array at exactly the positions ``key``.
+
+        Views are re-read whenever their base changes, so writing one back where it sits
+        changes nothing: Python ends ``y[1:] += d`` with ``y[1:] = <the updated view>``.
+        """
+        if not (isinstance(value, Tracer) and value._base is not None
+                and value._base[0] is self and value.shape != ()):
+            return False
+        at = basic_positions(self.shape, key)
+        return at is not None and at.shape == value.shape and bool(
+            np.array_equal(at.reshape(-1), value._base[1]()))
 
     def _write_element(self, flat: int, value: Any) -> bool:
         """Keep ``x[i] = value`` as a pending write; False: the general path records it.

@@ -186,6 +186,48 @@ def test_read_only_views_refuse_writes(make: Callable[[Any], Any]) -> None:
         sparsejac.jacobian_sparsity(f, np.ones(6))
 
 
+def test_augmented_assignment_on_a_slice_records_read_add_write() -> None:
+    """``y[k] += d`` records the read of ``y[k]``, the add and one write-back: Python's closing
+    ``y[k] = <the view>`` is a no-op (a view always equals its base where it sits) and the
+    written view is not read back. Exact against the hand-derived Jacobian."""
+    from sparsejac.tracing import trace
+
+    def f(x: Any) -> Any:
+        r = x ** 3 - 2 * x
+        r[1:] += x[:-1]
+        r[:-1] += x[1:]
+        return r + 0.1 * x[::-1]
+
+    x = rand((10,), 96)
+    names = [nd.prim.name for nd in trace(f, x).nodes]
+    # 3 (r) + 2 x (x[a:b], r[c:d], add, write-back) + 3 (x[::-1], multiply, add)
+    assert len(names) == 14, names
+    want = np.diag(3 * x ** 2 - 2) + np.eye(10, k=-1) + np.eye(10, k=1) + 0.1 * np.eye(10)[::-1]
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("write", [
+    pytest.param(lambda r: r.__setitem__(slice(1, None), r[:-1]), id="shifted_view"),
+    pytest.param(lambda r: r.__setitem__(slice(None, None, 2), r[::2] * 2), id="not_a_view"),
+    pytest.param(lambda r: r.__setitem__(slice(1, 4), r.copy()[1:4] + 1), id="view_of_a_copy"),
+    pytest.param(lambda r: r.__setitem__(Ellipsis, r[...]), id="whole_view_back"),
+    pytest.param(lambda r: r.reshape(2, 3).__setitem__((slice(None), 0), r.reshape(2, 3)[:, 1]),
+                 id="view_of_a_view"),
+])
+def test_writing_a_view_elsewhere_is_a_real_write(write: Callable[[Any], Any]) -> None:
+    """Only a view written back exactly where it sits is skipped: a shifted view, a computed
+    value, a view of a copy and a view through another view are written as numpy writes them
+    (values and derivatives compared with numpy's and finite differences)."""
+    def f(x: Any) -> Any:
+        r = np.sin(x)
+        write(r)
+        return r * x
+
+    check_exact(f, rand((6,), 97))
+    x = rand((6,), 98)
+    np.testing.assert_allclose(jvp(f, x, np.eye(6)), fd_jacobian(f, x), atol=1e-7)
+
+
 def test_broadcast_arrays_views_take_no_writes() -> None:
     """``np.broadcast_arrays`` returns views that numpy deprecates writing to (a FutureWarning,
     read-only in future numpy): traced, tracing them warns nothing, reading them is exact,

@@ -1,0 +1,67 @@
+"""Where a traced value was converted: the user's line, or the library function called.
+
+The messages of :class:`~sparsejac.errors.ConcretizationError` and
+:class:`~sparsejac.errors.TracedConversionError` name the place the user can change: the
+innermost line of their own code, or the installed library function (outside numpy and
+sparsejac) whose code called ``np.asarray`` on a traced array.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["library_caller", "library_message", "user_line"]
+
+_OWN_PACKAGES = ("numpy", "sparsejac")
+
+
+def library_caller() -> str | None:
+    """The library function (outside numpy and sparsejac) whose code converts a traced value.
+
+    Walks the Python stack outwards from the conversion: the last frame of an installed
+    package before the user's code is the function the user called (``scipy.special.
+    logsumexp`` for an ``np.asarray`` inside it). None when the user's own code converts.
+    """
+    frame = sys._getframe(2)
+    found = None
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        top = module.partition(".")[0]
+        if top in _OWN_PACKAGES:
+            frame = frame.f_back  # type: ignore[assignment]
+            continue
+        path = frame.f_code.co_filename
+        if not any(p in path for p in ("site-packages", "dist-packages")) or not top:
+            break  # the user's code
+        public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+        found = f"{public}.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return found
+
+
+def user_line() -> str:
+    """`` (at FILE:LINE: `source`)`` for the innermost frame of the user's code, or ``""``."""
+    import linecache
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+        path = frame.f_code.co_filename
+        if top not in _OWN_PACKAGES and not any(
+                p in path for p in ("site-packages", "dist-packages")):
+            line = linecache.getline(path, frame.f_lineno).strip()
+            where = f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno}"
+            return f" (at {where}: `{line}`)" if line else f" (at {where})"
+        frame = frame.f_back  # type: ignore[assignment]
+    return ""
+
+
+def library_message(site: str) -> str:
+    """The error message for a library function that converted a traced array."""
+    return (
+        f"{site} received a traced array and converted it to a plain numpy array "
+        "(np.asarray), which would lose its dependence on x: it is not a numpy function the "
+        f"tracer can follow, and sparsejac has no rule for {site}. Write the computation "
+        "with the numpy functions of docs/supported.md, or pass `sparsity=` and use "
+        "mode='fd' (finite differences) for this f."
+    )
