@@ -127,6 +127,28 @@ def _views_of_several_operands(x: Any) -> Any:
     return np.concatenate([u + w, a * b])
 
 
+def _interior_update_2d(x: Any) -> Any:
+    u = x.reshape(2, 3) * 1.0
+    u[:, 1:] += u[:, :-1] * x[:2]  # the PDE idiom: y[inner] += stencil(y)
+    u[1:, :] -= u[:-1, :] ** 2
+    return u
+
+
+def _nested_slice_augmented(x: Any) -> Any:
+    y = np.sin(x)
+    y[1:][::2] += x[::2][:3]  # Python writes back y[1:][::2], then y[1:]
+    return y
+
+
+def _stale_looking_view_written_back(x: Any) -> Any:
+    y = x * 2.0
+    v = y[1:4]
+    w = y[:2]
+    w[:] = x[4:] ** 2  # changes v[0] through y
+    y[1:4] = v  # v was re-read: a no-op, as in numpy
+    return y * v.sum()
+
+
 VIEWS = [
     pytest.param(_ode_slices, id="ode_slices_of_empty_like"),
     pytest.param(_ode_split, id="ode_np_split"),
@@ -143,6 +165,9 @@ VIEWS = [
     pytest.param(_fancy_is_a_copy, id="fancy_is_a_copy"),
     pytest.param(_flatten_copy_ravel_view, id="flatten_copy_ravel_view"),
     pytest.param(_views_of_several_operands, id="views_of_several_operands"),
+    pytest.param(_interior_update_2d, id="interior_update_2d"),
+    pytest.param(_nested_slice_augmented, id="nested_slice_augmented"),
+    pytest.param(_stale_looking_view_written_back, id="view_written_back_after_base_changed"),
 ]
 
 
