@@ -615,8 +615,9 @@ def prepare(
         if in_order:  # no seeds, no decompression: only the CSR arrays stay resident
             assert isinstance(prepared, PreparedProgram)
             prepared.share_pattern(pattern.rows, pattern.indices)
-        if in_order:
             direct = np.zeros(0, np.int64)  # the direct path, positions not needed
+        elif isinstance(prepared, PreparedProgram):
+            prepared.decode_output()
         runner = PreparedEngine(prepared, direct=direct, nnz=pattern.nnz, in_order=in_order)
         program.release_values()  # and the caches its rules built while linearising
         if defer_search:

@@ -138,6 +138,24 @@ class Entries:
             return self._keys
         return codec.encode(self.rows, self.srcs, self.cols)
 
+    def is_x_pattern(self, rows: np.ndarray, cols: np.ndarray) -> bool:
+        """Whether the entries are exactly ``(rows[i], source 0, cols[i])``, in that order.
+
+        Compared through the keys, a chunk at a time, when the entries have them: no decoded
+        index arrays (24 bytes per entry) are made for the comparison.
+        """
+        if self.nnz != rows.size:
+            return False
+        if self._keys is None or self._codec is None:
+            return ((not self.nnz or int(self.srcs.max()) == 0)
+                    and bool(np.array_equal(self.rows, rows))
+                    and bool(np.array_equal(self.cols, cols)))
+        keys, codec, step = self._keys, self._codec, 1 << 20
+        zero = np.zeros(1, dtype=np.int64)  # the source of every entry (broadcast)
+        return all(np.array_equal(keys[s:s + step],
+                                  codec.encode(rows[s:s + step], zero, cols[s:s + step]))
+                   for s in range(0, rows.size, step))
+
     def drop_keys(self) -> None:
         """Keep the decoded arrays only (8 bytes per entry less)."""
         self._decoded()

@@ -222,9 +222,9 @@ class PreparedProgram:
             for vid in dead:
                 ent.pop(vid, None)
         out = prog.out
+        # kept as keys (8 bytes per entry): decoded only by a path that needs the indices
+        # (see decode_output); output entries in a pattern's order never are
         self.out_entries: Entries | None = ent.get(out.id) if out.active else None
-        if self.out_entries is not None:
-            self.out_entries.drop_keys()  # resident: the decoded arrays only
 
     def _opaque(self, node: Node, ent: dict[int, Entries], steps: list[Step]) -> None:
         """A node without local Jacobians: materialise its inputs, use its jvp/vjp rules."""
@@ -368,9 +368,15 @@ class PreparedProgram:
         :meth:`direct_positions`' search).
         """
         e = self.out_entries
-        return (e is not None and len(self.sources) == 1 and e.nnz == rows.size
-                and (not e.nnz or int(e.srcs.max()) == 0)
-                and bool(np.array_equal(e.rows, rows)) and bool(np.array_equal(e.cols, cols)))
+        return e is not None and len(self.sources) == 1 and e.is_x_pattern(rows, cols)
+
+    def decode_output(self) -> None:
+        """Keep the output entries as decoded index arrays, their keys dropped.
+
+        The seeded and the direct-positions paths read the indices at every call.
+        """
+        if self.out_entries is not None:
+            self.out_entries.drop_keys()
 
     def share_pattern(self, rows: np.ndarray, cols: np.ndarray) -> None:
         """Let the output entries use a pattern's index arrays (the same, in CSR order).
@@ -380,8 +386,7 @@ class PreparedProgram:
         and their single source (``x``) a broadcast zero, 24 bytes per nonzero less.
         """
         e = self.out_entries
-        if e is None or e.nnz != rows.size or not (
-                np.array_equal(e.rows, rows) and np.array_equal(e.cols, cols)):
+        if e is None or not e.is_x_pattern(rows, cols):
             raise RuntimeError("share_pattern: the output entries are not the pattern's "
                                "nonzeros in CSR order")  # pragma: no cover - internal misuse
         e.set_indices(rows, np.broadcast_to(np.int64(0), rows.shape), cols)

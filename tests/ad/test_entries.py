@@ -137,3 +137,38 @@ def test_is_arange_against_numpy(n: int) -> None:
     if n == 1000:
         assert is_arange(ar.reshape(10, 100), n)
         assert not is_arange(ar[::-1], n)
+
+
+@pytest.mark.parametrize("bits", [True, False])
+def test_is_x_pattern_through_keys_equals_the_decoded_comparison(bits: bool) -> None:
+    """``Entries.is_x_pattern`` compares keys chunk by chunk (no decoded arrays): the same
+    answer as comparing decoded rows, sources and columns, across a chunk boundary, for a
+    match, a changed column in the second chunk, a second source, and another length."""
+    rng = np.random.default_rng(7)
+    n_rows, nnz = 700_000, (1 << 20) + 5000
+    rows = np.sort(rng.integers(0, n_rows, nnz))
+    cols = rng.integers(0, 1000, nnz)
+    order = np.lexsort((cols, rows))
+    rows, cols = rows[order], cols[order]
+    keep = np.r_[True, (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])]
+    rows, cols = rows[keep].astype(np.int32), cols[keep].astype(np.int32)
+    # bit fields fit for these ranges; a huge row count forces the mixed-radix layout
+    codec = KeyCodec(n_rows if bits else 2 ** 61, 2, 1000)
+    assert codec.bits == bits
+    srcs = np.zeros(rows.size, np.int64)
+
+    def entries(s: np.ndarray) -> Entries:
+        keys = codec.encode(rows.astype(np.int64), s, cols.astype(np.int64))
+        return Entries.from_keys(n_rows, keys, codec, np.ones(rows.size))
+
+    assert entries(srcs).is_x_pattern(rows, cols)
+    other = cols.copy()
+    other[(1 << 20) + 17] += 1
+    assert not entries(srcs).is_x_pattern(rows, other)
+    second = srcs.copy()
+    second[-1] = 1
+    assert not entries(second).is_x_pattern(rows, cols)
+    assert not entries(srcs).is_x_pattern(rows[:-1], cols[:-1])
+    decoded = entries(srcs)
+    decoded.drop_keys()  # the decoded comparison
+    assert decoded.is_x_pattern(rows, cols) and not decoded.is_x_pattern(rows, other)
