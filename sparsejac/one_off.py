@@ -73,7 +73,9 @@ def jacobian(
     effort : float, optional
         Colouring search effort. By default none: one Jacobian does not repay a search (a
         prepared :class:`~sparsejac.SparseJacobian` does), so with ``mode="auto"`` and
-        ``order="best"`` it colours columns and rows in natural order, one pass each as
+        ``order="best"`` a Jacobian of at most 16 columns and 64 rows is not coloured (one
+        forward product per column, :data:`sparsejac.pipeline.ONE_SHOT_IDENTITY`), and a
+        larger one is coloured by columns and rows in natural order, one pass each as
         scipy's ``group_columns`` does, and runs the mandatory DSATUR and bidirectional
         passes only when those need many colours or clearly more than the lower bound
         (:data:`sparsejac.pipeline.ONE_SHOT_SLACK` and neighbours). ``effort=0`` always runs
