@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.ad.kernels import merge2
+from sparsejac.ad.kernels import merge2, positions_in, union_size
 from sparsejac.numeric import is_arange, shared_arange
 
 __all__ = ["Entries", "KeyCodec", "SpreadPlan", "is_arange", "is_identity_of_source",
@@ -39,13 +39,13 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
         u = keys[0]
         if len(keys) == 1:
             return u, [np.arange(u.size, dtype=np.int64)]
-        u, iu, ik = merge2(u, keys[1])
+        u, iu, ik = _merge(u, keys[1])
         invs = [iu, ik]  # the first operand's positions are iu itself: no identity to compose
         for k in keys[2:]:
-            u, iu, ik = merge2(u, k)
-            invs = [iu[v] for v in invs]
+            u, iu, ik = _merge(u, k)
+            invs = [iu if v is None else v if iu is None else iu[v] for v in invs]
             invs.append(ik)
-        return u, invs
+        return u, [shared_arange(u.size) if v is None else v for v in invs]
     allk = np.concatenate(keys)
     order = np.argsort(allk, kind="stable")
     sk = allk[order]
@@ -55,6 +55,23 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     inverse[order] = np.cumsum(first) - 1
     bounds = np.cumsum([0] + [k.size for k in keys])
     return sk[first], [inverse[bounds[i]:bounds[i + 1]] for i in range(len(keys))]
+
+
+def _merge(a: np.ndarray, b: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Union of two strictly increasing key arrays and each one's positions in it.
+
+    A position map is None where it is the identity: when one array holds the other (an
+    operand whose entries the other operand's include, as a stencil's diagonal), the union is
+    that array itself and only the other's positions are made.
+    """
+    k = union_size(a, b)
+    if k == a.size:
+        return a, None, positions_in(a, b)
+    if k == b.size:
+        return b, positions_in(b, a), None
+    u, ia, ib = merge2(a, b)
+    return u, ia, ib
 
 
 class _Decoded:

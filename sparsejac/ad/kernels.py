@@ -13,7 +13,8 @@ import numpy as np
 
 from sparsejac.kernels import kernel
 
-__all__ = ["contribute", "expand_ranges", "merge2", "spread_dense", "spread_onehot"]
+__all__ = ["contribute", "expand_ranges", "merge2", "positions_in", "spread_dense",
+           "spread_onehot", "union_size"]
 
 
 @kernel()
@@ -128,3 +129,31 @@ def merge2(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
         j += 1
         k += 1
     return u[:k], ia, ib
+
+
+@kernel()
+def union_size(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Size of the union of two strictly increasing key arrays (one pass, no allocation)."""
+    i = j = k = 0
+    while i < a.size and j < b.size:
+        if a[i] < b[j]:
+            i += 1
+        elif b[j] < a[i]:
+            j += 1
+        else:
+            i += 1
+            j += 1
+        k += 1
+    return k + (a.size - i) + (b.size - j)
+
+
+@kernel()
+def positions_in(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """For strictly increasing ``b`` within strictly increasing ``a``: where each is in ``a``."""
+    out = np.empty(b.size, np.int64)
+    i = 0
+    for j in range(b.size):
+        while a[i] < b[j]:
+            i += 1
+        out[j] = i
+    return out

@@ -50,6 +50,22 @@ def test_union_of_ordered_blocks_equals_the_general_union() -> None:
     np.testing.assert_array_equal(invs[1], [1, 3])
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_union_with_nested_operands_equals_the_general_union(seed: int) -> None:
+    """Operands one of which holds another (a stencil's diagonal within its laplacian) make
+    no new union array: the result equals np.unique, each operand's positions point at its
+    keys, for two to four operands in any order, including equal ones."""
+    rng = np.random.default_rng(seed)
+    big = np.unique(rng.integers(0, 400, 150))
+    parts = [big, big[rng.random(big.size) < 0.4], np.unique(rng.integers(0, 400, 30)),
+             big.copy()]
+    keys = [parts[i] for i in rng.permutation(4)[: 2 + seed % 3]]
+    u, invs = union_keys(keys)
+    np.testing.assert_array_equal(u, np.unique(np.concatenate(keys)))
+    for k, inv in zip(keys, invs, strict=True):
+        np.testing.assert_array_equal(u[inv], k)
+
+
 def test_entries_from_keys_decode_on_first_use(rng: np.random.Generator) -> None:
     codec = KeyCodec(40, 2, 30)
     rows, srcs, cols = _triples(rng, 100, 40, 2, 30)
