@@ -34,8 +34,9 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
         if len(full) > 1 and all(a[-1] < b[0] for a, b in itertools.pairwise(full)):
             # ordered disjoint blocks (a concatenation): the union is the blocks in a row
             starts = np.cumsum([0] + [k.size for k in keys])
-            return np.concatenate(keys), [np.arange(starts[i], starts[i + 1], dtype=np.int64)
-                                          for i in range(len(keys))]
+            return np.concatenate(keys), [
+                shared_arange(int(starts[1])) if i == 0 else  # (read-only, shared)
+                np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in range(len(keys))]
         u = keys[0]
         if len(keys) == 1:
             return u, [np.arange(u.size, dtype=np.int64)]
