@@ -27,6 +27,7 @@ from sparsejac.tracing import hooks as _hooks
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
     from sparsejac.adapters import (
         BvpJacobian,
+        LeastSquaresJacobian,
         OdeJacobian,
         RootJacobian,
         bvp_jacobian,
@@ -61,6 +62,7 @@ _LAZY: dict[str, str] = {
     "bvp_jacobian": "sparsejac.adapters",
     "JacobianOperator": "sparsejac.operators",
     "KrylovMethod": "sparsejac.operators",
+    "LeastSquaresJacobian": "sparsejac.adapters",
     "OdeJacobian": "sparsejac.adapters",
     "RootJacobian": "sparsejac.adapters",
     "least_squares_jacobian": "sparsejac.adapters",
@@ -95,6 +97,7 @@ __all__ = [
     "KernelCompilationWarning",
     "KrylovMethod",
     "LagrangianHessian",
+    "LeastSquaresJacobian",
     "OdeJacobian",
     "ProductJacobian",
     "RootJacobian",

@@ -195,10 +195,67 @@ def test_least_squares_matches_its_own_finite_differences(method):
     assert theirs.cost < 1e-20
     np.testing.assert_allclose(ours.x, theirs.x, rtol=1e-10, atol=1e-12)
     assert jac.stats()["preparations"] == 1  # scipy passed the same args objects every time
-    # the Jacobian at the fit is exact
+    # the Jacobian at the fit is exact; 30 unknowns: dense, for least_squares' exact steps
     expected = broyden_jac(ours.x, b, **kwargs)
-    np.testing.assert_allclose(jac(ours.x, b, **kwargs).toarray(), expected, rtol=EXACT_TOL,
+    got = jac(ours.x, b, **kwargs)
+    assert jac.format == "dense"
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, expected, rtol=EXACT_TOL,
                                atol=EXACT_TOL * np.abs(expected).max())
+
+
+@pytest.mark.parametrize(("n", "fmt", "dense"), [(100, "auto", True), (101, "auto", False),
+                                                 (20, "csr", False), (300, "dense", True)])
+def test_least_squares_jacobian_format(n: int, fmt: str, dense: bool) -> None:
+    """Dense up to DENSE_LSQ_MAX unknowns (least_squares then takes exact SVD steps), a
+    csr_array above or on request; both exact, with new args passed through (a second
+    preparation) and ``out=`` giving the csr_array."""
+    from sparsejac.adapters import DENSE_LSQ_MAX
+
+    if fmt == "auto":
+        assert dense == (n <= DENSE_LSQ_MAX)
+    x0 = -np.ones(n)
+    b = np.linspace(-0.2, 0.2, n)
+    jac = sparsejac.least_squares_jacobian(broyden_residuals, x0, args=(b,),
+                                           kwargs={"weight": 3.0}, format=fmt)
+    assert jac.format == ("dense" if dense else "csr")
+    x = np.linspace(-1.0, 0.5, n)
+    for bb in (b, b + 1.0):  # the second args object prepares again
+        got = jac(x, bb, weight=3.0)
+        assert isinstance(got, np.ndarray) == dense
+        want = broyden_jac(x, bb, weight=3.0)
+        np.testing.assert_allclose(got if dense else got.toarray(), want, rtol=EXACT_TOL,
+                                   atol=EXACT_TOL * np.abs(want).max())
+    assert jac.stats()["preparations"] == 2
+    first = jac(x, b, weight=3.0, out=None)
+    matrix = sparsejac.SparseJacobian.__call__(jac, x, b, weight=3.0)
+    refilled = jac(x, b, weight=3.0, out=matrix)
+    assert sp.issparse(refilled)
+    np.testing.assert_allclose(refilled.toarray(), first if dense else first.toarray())
+
+
+def test_least_squares_jacobian_refuses_an_unknown_format() -> None:
+    with pytest.raises(ValueError, match="`format` must be 'auto', 'csr' or 'dense'"):
+        sparsejac.least_squares_jacobian(broyden_residuals, -np.ones(4), format="coo")
+
+
+def test_small_least_squares_takes_exact_steps() -> None:
+    """The Moré-Garbow-Hillstrom discrete boundary value problem at n = 100: with the dense
+    Jacobian least_squares converges in a few exact steps, as with its own dense finite
+    differences (a sparse one sends it to lsmr, which needed 166 Jacobians here)."""
+    n = 100
+    h = 1 / (n + 1)
+    t = h * np.arange(1, n + 1)
+
+    def dbv(x):
+        xp = np.concatenate([[0.0], x, [0.0]])
+        return 2 * x - xp[:-2] - xp[2:] + h ** 2 * (x + t + 1) ** 3 / 2
+
+    x0 = t * (t - 1)
+    ours = least_squares(dbv, x0, jac=sparsejac.least_squares_jacobian(dbv, x0))
+    theirs = least_squares(dbv, x0)
+    assert ours.njev <= theirs.njev + 1
+    assert ours.cost < 1e-10  # (least_squares' default tolerances end it there)
 
 
 def test_least_squares_with_lsmr_accepts_the_sparse_matrix():
