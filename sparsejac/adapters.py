@@ -14,6 +14,7 @@ is always the one in use.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -68,13 +69,27 @@ def _time(t: Any, name: str) -> float:
 DENSE_ODE_MAX = 64
 
 
+#: scipy's wrappers of Fortran integrators that need a dense Jacobian (``solve_ivp``'s LSODA
+#: and the ``ode`` class run through the first, ``odeint`` is the second): called from one of
+#: them, an :class:`OdeJacobian` with ``format="auto"`` returns a dense array at any size.
+_DENSE_ONLY_CALLERS = frozenset({"scipy.integrate._ode", "scipy.integrate._odepack_py"})
+
+
+def _dense_only_caller() -> bool:
+    """Whether ``OdeJacobian.__call__``'s caller is a wrapper of a dense-only integrator."""
+    frame = sys._getframe(2)
+    return frame is not None and frame.f_globals.get("__name__") in _DENSE_ONLY_CALLERS
+
+
 class OdeJacobian:
     """``jac(t, y)`` for ``scipy.integrate.solve_ivp``, prepared once.
 
     Build it with :func:`ode_jacobian`. ``t`` is traced as a parameter (not baked in), so
     one preparation serves the whole integration. It returns a ``csr_array``, or for small
     systems (at most :data:`DENSE_ODE_MAX` unknowns, ``format="auto"``) a dense ndarray:
-    ``solve_ivp`` then factors with dense LU, faster than a sparse LU at that size.
+    ``solve_ivp`` then factors with dense LU, faster than a sparse LU at that size. Called
+    by an integrator that needs a dense matrix (``method="LSODA"``, ``scipy.integrate.ode``,
+    ``odeint``), ``format="auto"`` gives a dense ndarray at any size.
 
     Attributes
     ----------
@@ -111,6 +126,7 @@ class OdeJacobian:
         #: what ``jac(t, y)`` returns: ``"csr"`` or ``"dense"`` (``format="auto"``: dense for
         #: at most :data:`DENSE_ODE_MAX` unknowns)
         self.format = ("dense" if n <= DENSE_ODE_MAX else "csr") if format == "auto" else format
+        self._auto = format == "auto"
         self._dense_positions: tuple[Any, np.ndarray] | None = None
 
     @property
@@ -124,7 +140,7 @@ class OdeJacobian:
         ``solve_ivp(..., args=args)`` passes its ``args`` here too: the preparation's own
         objects reuse it, other objects prepare again.
         """
-        if self.format == "dense":
+        if self.format == "dense" or (self._auto and _dense_only_caller()):
             return self._dense(t, y, args)
         return self.prepared.evaluate(y, params=(_time(t, "t"),), args=args or None)
 
@@ -164,7 +180,8 @@ def ode_jacobian(fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, .
     format : {"auto", "csr", "dense"}
         What ``jac(t, y)`` returns. ``"auto"``: a dense ndarray for at most
         :data:`DENSE_ODE_MAX` unknowns (``solve_ivp``'s dense LU is faster there), a
-        ``csr_array`` above (sparse LU).
+        ``csr_array`` above (sparse LU), and a dense ndarray at any size for the integrators
+        that only take one (``method="LSODA"``, ``scipy.integrate.ode``, ``odeint``).
     **options
         Passed to :class:`SparseJacobian` (``mode``, ``order``, ``sparsity`` ...).
 

@@ -485,3 +485,40 @@ def test_small_systems_get_dense_jacobians() -> None:
     np.testing.assert_allclose(sol.y[:, -1], ref.y[:, -1], rtol=1e-7)
     with pytest.raises(ValueError, match="format"):
         sparsejac.ode_jacobian(rhs, 0.0, np.ones(3), format="coo")
+
+
+def test_ode_jacobian_gives_dense_integrators_a_dense_matrix() -> None:
+    """``solve_ivp(method="LSODA")``, ``scipy.integrate.ode`` and ``odeint`` wrap Fortran
+    integrators that need a dense Jacobian: above DENSE_ODE_MAX unknowns ``format="auto"``
+    gives them an ndarray (a csr_array made LSODA fail with numpy's "setting an array element
+    with a sequence"), and BDF still gets the csr_array. Same solutions as the solvers' own
+    finite differences."""
+    from scipy.integrate import ode, odeint
+
+    n = 100
+
+    def rhs(t, y):
+        d = np.zeros_like(y)
+        d[1:-1] = y[2:] - 2 * y[1:-1] + y[:-2]
+        return 5000 * d - y ** 3  # stiff: LSODA switches to BDF and asks for J
+
+    y0 = np.sin(np.linspace(0, np.pi, n))
+    jac = sparsejac.ode_jacobian(rhs, 0.0, y0)
+    assert jac.format == "csr"
+    assert sp.issparse(jac(0.0, y0))  # called directly, or by BDF: sparse
+    opts = {"rtol": 1e-8, "atol": 1e-10}
+    ours = solve_ivp(rhs, (0, 2), y0, method="LSODA", jac=jac, **opts)
+    theirs = solve_ivp(rhs, (0, 2), y0, method="LSODA", **opts)
+    assert ours.success
+    assert ours.njev > 0
+    np.testing.assert_allclose(ours.y[:, -1], theirs.y[:, -1], rtol=1e-6, atol=1e-8)
+    got = odeint(rhs, y0, [0.0, 2.0], Dfun=jac, tfirst=True, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(got[-1], theirs.y[:, -1], rtol=1e-6, atol=1e-8)
+    r = ode(rhs, jac).set_integrator("vode", method="bdf", rtol=1e-8, atol=1e-10,
+                                     nsteps=100_000)
+    r.set_initial_value(y0, 0.0)
+    end = r.integrate(2.0)
+    assert r.successful()
+    np.testing.assert_allclose(end, theirs.y[:, -1], rtol=1e-6, atol=1e-8)
+    bdf = solve_ivp(rhs, (0, 2), y0, method="BDF", jac=jac, **opts)
+    np.testing.assert_allclose(bdf.y[:, -1], theirs.y[:, -1], rtol=1e-6, atol=1e-8)
