@@ -168,6 +168,9 @@ class _State:
     program: Program
     plan: Plan
     lower: np.ndarray  # positions (CSR order) of the lower triangle's entries
+    #: for every position (CSR order), the lower-triangle position of its value: ``data[mirror]``
+    #: copies each lower entry onto its upper twin (exactly symmetric; each exact to rounding)
+    mirror: np.ndarray
 
 
 class SparseHessian(PlanView):
@@ -331,9 +334,14 @@ class SparseHessian(PlanView):
             plan, colorings={"forward": coloring}, mode="forward",
             costs={"forward": float(coloring.n_colors)}, reason=reason, effort=effort,
             seconds=seconds)
-        rows = plan.pattern.rows
-        lower = np.flatnonzero(rows >= plan.pattern.indices)
-        self._state = _State(args, kwargs, call, prog, plan, lower)
+        pat = plan.pattern
+        rows = pat.rows
+        below = rows >= pat.indices
+        lower = np.flatnonzero(below)
+        # the pattern is symmetric: its k-th entry in CSC order is the transpose of its k-th in
+        # CSR order, so csc_to_csr[k] is where the transpose of CSR entry k sits
+        mirror = np.where(below, np.arange(pat.nnz), pat.csc_to_csr)
+        self._state = _State(args, kwargs, call, prog, plan, lower, mirror)
         self._cache = None
         self._n_prepared += 1
 
@@ -406,7 +414,7 @@ class SparseHessian(PlanView):
         return abs(real - rec) <= 1e-9 * max(1.0, abs(real))
 
     def __call__(self, x: Any, *args: Any) -> sp.csr_array:
-        """The Hessian at ``x`` as a new symmetric ``csr_array`` (``args``: passed to ``f``).
+        """The Hessian at ``x`` as a new, exactly symmetric ``csr_array`` (``args``: to ``f``).
 
         Examples
         --------
@@ -438,7 +446,9 @@ class SparseHessian(PlanView):
             raise ValueError(f"`format` must be 'csr' or 'csc'; got {format!r}")
         self._use_args(None if args is None else tuple(args))
         data, _, plan = self._data(x, params)
-        return plan.matrix(data, format)
+        # H[i, j] and H[j, i] come from different products or paths, equal to rounding: the
+        # lower one is copied onto the upper, so that the matrix is exactly symmetric
+        return plan.matrix(data[self._state.mirror], format)
 
     def gradient(self, x: Any, *args: Any, params: Sequence[Any] | None = None) -> np.ndarray:
         """The gradient of ``f`` at ``x`` (reverse mode on the recorded program), ``x``'s shape.

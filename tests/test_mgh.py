@@ -240,3 +240,28 @@ def test_prepared_jacobian_replays_exactly(f: Callable[[Any], Any], x0: np.ndarr
         want = _oracle(f, x)
         scale = max(1.0, float(np.abs(want).max()))
         np.testing.assert_allclose(jac(x).toarray(), want, rtol=0, atol=1e-13 * scale)
+
+
+@pytest.mark.parametrize(("f", "x0"), PROBLEMS + LARGE[:4], ids=_ids(PROBLEMS + LARGE[:4]))
+def test_sum_of_squares_hessian_is_exactly_symmetric_and_exact(f: Callable[[Any], Any],
+                                                              x0: np.ndarray) -> None:
+    """The Hessian of ``0.5 |F(x)|^2`` (one-off and prepared) is exactly symmetric (H[i, j]
+    and H[j, i] come from different products, equal only to rounding, so the lower one is
+    copied onto the upper) and equals central differences of the complex-step gradient
+    ``J^T F`` to their accuracy."""
+    def obj(x: Any) -> Any:
+        return 0.5 * np.sum(f(x) ** 2)
+
+    def grad(x: np.ndarray) -> np.ndarray:
+        return _oracle(f, x).T @ f(x)
+
+    x = x0 + np.random.default_rng(x0.size).uniform(-0.3, 0.3, x0.size)
+    prepared = sparsejac.SparseHessian(obj, x0)
+    for h in (sparsejac.hessian(obj, x), prepared(x)):
+        assert abs(h - h.T).nnz == 0  # not one entry differs, even in the last bit
+        step = 1e-6 * max(1.0, float(np.abs(x).max()))
+        want = np.array([(grad(x + step * e) - grad(x - step * e)) / (2 * step)
+                         for e in np.eye(x.size)]).T
+        scale = max(1.0, float(np.abs(want).max()))
+        tol = 1e-4 if f is brown_badly_scaled else 1e-8  # (differences of 1e6-scaled terms)
+        np.testing.assert_allclose(h.toarray(), want, rtol=0, atol=tol * scale)
