@@ -32,6 +32,7 @@ import numpy as np
 
 from sparsejac.ad import _tape as k
 from sparsejac.ad.prepared import PreparedProgram
+from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.depsets import broadcast_rows
 from sparsejac.primitives.elementwise import Elementwise
@@ -204,7 +205,7 @@ class Tape:
             if isinstance(node.prim, Gather):
                 plan: GatherPlan = node.params["plan"]
                 src = _gather_sources(plan, ins, const_block)
-                rows = np.arange(out.size, dtype=np.int64)
+                rows = _positions(out.size)  # (read-only: selections copy it)
                 base = _shared_base(prog, node, i, src, ins, last)
                 shared = 0
                 if base is not None:  # write into the buffer's own slots
@@ -225,7 +226,7 @@ class Tape:
                 row = [op, o, out.size, 0, 0, act]
                 for j, v in enumerate(node.inputs):
                     bc = broadcast_rows(v.shape, out.shape)
-                    pos = np.arange(out.size, dtype=np.int64) if bc is None else bc
+                    pos = _positions(out.size) if bc is None else bc
                     row[3 + j] = indices(ins[j] + pos)
                 code.append(row)
                 continue
@@ -446,6 +447,15 @@ class Tape:
         return self.template.size * max(width, 1) <= MAX_BLOCK
 
 
+_ONE_POSITION = np.zeros(1, dtype=np.int64)
+_ONE_POSITION.setflags(write=False)
+
+
+def _positions(size: int) -> np.ndarray:
+    """``arange(size)``, read-only: one constant for the scalar nodes of element loops."""
+    return _ONE_POSITION if size == 1 else shared_arange(size)
+
+
 def _last_readers(prog: Program) -> dict[int, int]:
     """For each variable, the index of the last node reading it (the output: never)."""
     last: dict[int, int] = {}
@@ -458,6 +468,8 @@ def _last_readers(prog: Program) -> dict[int, int]:
 
 def _gather_sources(plan: GatherPlan, ins: list[int], const_block: Any) -> np.ndarray:
     """The slot each output element of a gather copies (fill values get constant slots)."""
+    if len(plan.sizes) == 1 and plan.fill_mask is None:  # one operand, no fill (x[i]): shift
+        return np.asarray(plan.index, dtype=np.int64) + ins[0]
     index = np.asarray(plan.index, dtype=np.int64)
     bounds = np.cumsum(np.asarray(plan.sizes, dtype=np.int64))
     which = np.searchsorted(bounds, index, side="right")
@@ -483,7 +495,7 @@ def _shared_base(prog: Program, node: Node, i: int, src: np.ndarray, ins: list[i
     """
     best, kept = None, 0
     size = node.out.size
-    rows = np.arange(size, dtype=np.int64)
+    rows = _positions(size)
     for j, v in enumerate(node.inputs):
         if (v.size != size or last.get(v.id, -1) != i or v.kind in ("input", "param")
                 or v.id == prog.out.id):
