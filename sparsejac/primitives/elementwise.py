@@ -166,6 +166,12 @@ class Elementwise(Primitive):
         """Union of the operands' broadcast dependency rows (only chosen operands if local)."""
         if self.zero_derivative:
             return None
+        if node.out.size == 1 and (not local or self.select is None):
+            return self._scalar_pattern(node, deps, local)
+        return self._general_pattern(node, deps, local)
+
+    def _general_pattern(self, node: Node, deps: Sequence[Deps | None], local: bool
+                         ) -> Deps | None:
         out_shape = node.out.shape
         terms = []
         for k, (var, d) in enumerate(zip(node.inputs, deps, strict=True)):
@@ -184,6 +190,35 @@ class Elementwise(Primitive):
                 dk = depsets.keep_rows(dk, chosen)
             terms.append(dk)
         return depsets.union(terms)
+
+    def _scalar_pattern(self, node: Node, deps: Sequence[Deps | None], local: bool
+                        ) -> Deps | None:
+        """:meth:`pattern` for one output element (element loops).
+
+        The union of the operands' single rows, without the broadcasting and masking
+        machinery of the general path (whose result it equals).
+        """
+        kept: list[Deps] = []
+        n = -1
+        for k, d in enumerate(deps):
+            part = self.partials[k]
+            if d is None or part is None:
+                continue
+            if d.shape[0] != 1:  # (an operand with another number of elements)
+                return self._general_pattern(node, deps, local)
+            n = d.shape[1]
+            nonzero = _constant_partial_nonzero(part, node)
+            if nonzero is None or nonzero.any():  # else a structural zero: nothing
+                kept.append(d)
+        if n < 0:
+            return None
+        if len(kept) == 1:
+            return kept[0]
+        idx = (np.zeros(0, np.int64) if not kept else
+               np.union1d(kept[0].indices, kept[1].indices) if len(kept) == 2 else
+               np.unique(np.concatenate([d.indices for d in kept])))
+        return depsets.DepSet(np.asarray(idx, dtype=np.int64),
+                              np.array([0, idx.size], dtype=np.int64), (1, n))
 
     def jvp(
         self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any
