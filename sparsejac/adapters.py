@@ -265,6 +265,10 @@ class LeastSquaresJacobian(SparseJacobian):
         self.format = ("dense" if small else "csr") if format == "auto" else format
         self._dense_positions: tuple[Any, np.ndarray] | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        _, (f, x0, options, _, args, kwargs, _, verify) = super().__reduce__()
+        return (_rebuild_least_squares, (f, x0, options, args, kwargs, verify, self.format))
+
     def __call__(self, x: Any, *args: Any, out: sp.csr_array | None = None,
                  **kwargs: Any) -> Any:
         """The Jacobian at ``x``: a ``csr_array``, or an ndarray when ``format == "dense"``.
@@ -285,6 +289,13 @@ class LeastSquaresJacobian(SparseJacobian):
         dense = np.zeros(plan.shape)
         dense.flat[cached[1]] = data
         return dense
+
+
+def _rebuild_least_squares(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
+                           args: tuple[Any, ...], kwargs: dict[str, Any], verify: bool,
+                           format: str) -> LeastSquaresJacobian:
+    """A LeastSquaresJacobian prepared again from the inputs of a pickled or copied one."""
+    return LeastSquaresJacobian(f, x0, args, kwargs, format=format, verify=verify, **options)
 
 
 def least_squares_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),

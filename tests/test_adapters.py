@@ -234,6 +234,25 @@ def test_least_squares_jacobian_format(n: int, fmt: str, dense: bool) -> None:
     np.testing.assert_allclose(refilled.toarray(), first if dense else first.toarray())
 
 
+def test_least_squares_jacobian_pickles_and_copies_with_its_format() -> None:
+    """A pickled or copied LeastSquaresJacobian is one again, with the same format, args and
+    Jacobian (it is prepared again from its inputs, as a SparseJacobian is)."""
+    import copy
+    import pickle
+
+    b = np.linspace(-0.2, 0.2, 12)
+    for fmt in ("auto", "csr"):
+        jac = sparsejac.least_squares_jacobian(broyden_residuals, -np.ones(12), args=(b,),
+                                               kwargs={"weight": 2.0}, format=fmt)
+        for other in (pickle.loads(pickle.dumps(jac)), copy.deepcopy(jac)):
+            assert type(other) is type(jac)
+            assert other.format == jac.format
+            x = np.linspace(-1.0, 0.5, 12)
+            got, want = other(x, b, weight=2.0), jac(x, b, weight=2.0)
+            np.testing.assert_array_equal(got if fmt == "auto" else got.toarray(),
+                                          want if fmt == "auto" else want.toarray())
+
+
 def test_least_squares_jacobian_refuses_an_unknown_format() -> None:
     with pytest.raises(ValueError, match="`format` must be 'auto', 'csr' or 'dense'"):
         sparsejac.least_squares_jacobian(broyden_residuals, -np.ones(4), format="coo")
