@@ -114,6 +114,9 @@ class OdeJacobian:
            [ 0.,  0., -1., -1.]])
     """
 
+    #: ``format="auto"``: dense for the integrators that need it (set per instance)
+    _auto = False
+
     def __init__(self, fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, ...] = (),
                  *, format: str = "auto", **options: Any) -> None:
         fun = check_callable(fun, y0, name="fun")
