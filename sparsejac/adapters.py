@@ -69,6 +69,22 @@ def _time(t: Any, name: str) -> float:
 DENSE_ODE_MAX = 64
 
 
+def _densify(prepared: SparseJacobian, data: np.ndarray,
+             cached: tuple[Any, np.ndarray] | None
+             ) -> tuple[np.ndarray, tuple[Any, np.ndarray]]:
+    """J as a dense array from its values (in the order of ``structure()``).
+
+    Also returns the values' flat positions, kept per plan (a new preparation makes new ones).
+    """
+    plan = prepared.plan  # the plan of these values (a new preparation replaced it first)
+    if cached is None or cached[0] is not plan:
+        rows, cols = prepared.structure()
+        cached = (plan, rows.astype(np.int64) * plan.shape[1] + cols)
+    dense = np.zeros(plan.shape)
+    dense.flat[cached[1]] = data
+    return dense, cached
+
+
 #: scipy's wrappers of Fortran integrators that need a dense Jacobian (``solve_ivp``'s LSODA
 #: and the ``ode`` class run through the first, ``odeint`` is the second): called from one of
 #: them, an :class:`OdeJacobian` with ``format="auto"`` returns a dense array at any size.
@@ -152,14 +168,7 @@ class OdeJacobian:
         if args:
             prepared.use_args(tuple(args), {})
         data = prepared.values(y, params=(_time(t, "t"),))
-        plan = prepared.plan  # the plan of these values (a new preparation replaced it first)
-        cached = self._dense_positions
-        if cached is None or cached[0] is not plan:
-            rows, cols = prepared.structure()
-            cached = (plan, rows * plan.shape[1] + cols)
-            self._dense_positions = cached
-        out = np.zeros(plan.shape)
-        out.flat[cached[1]] = data
+        out, self._dense_positions = _densify(prepared, data, self._dense_positions)
         return out
 
     def __repr__(self) -> str:
@@ -282,15 +291,7 @@ class LeastSquaresJacobian(SparseJacobian):
             return super().__call__(x, *args, out=out, **kwargs)
         if args or kwargs:
             self.use_args(tuple(args), dict(kwargs))
-        data = self.values(x)
-        plan = self.plan  # the plan of these values (a new preparation replaced it first)
-        cached = self._dense_positions
-        if cached is None or cached[0] is not plan:
-            rows, cols = self.structure()
-            cached = (plan, rows.astype(np.int64) * plan.shape[1] + cols)
-            self._dense_positions = cached
-        dense = np.zeros(plan.shape)
-        dense.flat[cached[1]] = data
+        dense, self._dense_positions = _densify(self, self.values(x), self._dense_positions)
         return dense
 
 

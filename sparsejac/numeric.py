@@ -88,6 +88,15 @@ _ARANGES: dict[int, weakref.ref[np.ndarray]] = {}
 _ARANGES_LOCK = threading.Lock()
 
 
+def _read_only_arange(n: int) -> np.ndarray:
+    a = np.arange(n, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
+_SMALL_ARANGES = [_read_only_arange(n) for n in range(17)]
+
+
 def shared_arange(n: int) -> np.ndarray:
     """``np.arange(n)`` as int64, read-only, one array shared by every caller while alive.
 
@@ -103,6 +112,8 @@ def shared_arange(n: int) -> np.ndarray:
     >>> a.tolist(), a.flags.writeable, shared_arange(4) is a
     ([0, 1, 2, 3], False, True)
     """
+    if n < len(_SMALL_ARANGES):  # the scalar nodes of element loops: no lock, no lookup
+        return _SMALL_ARANGES[n]
     with _ARANGES_LOCK:
         ref = _ARANGES.get(n)
         a = ref() if ref is not None else None

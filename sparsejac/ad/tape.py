@@ -205,7 +205,7 @@ class Tape:
             if isinstance(node.prim, Gather):
                 plan: GatherPlan = node.params["plan"]
                 src = _gather_sources(plan, ins, const_block)
-                rows = _positions(out.size)  # (read-only: selections copy it)
+                rows = shared_arange(out.size)  # (read-only: selections copy it)
                 base = _shared_base(prog, node, i, src, ins, last)
                 shared = 0
                 if base is not None:  # write into the buffer's own slots
@@ -226,7 +226,7 @@ class Tape:
                 row = [op, o, out.size, 0, 0, act]
                 for j, v in enumerate(node.inputs):
                     bc = broadcast_rows(v.shape, out.shape)
-                    pos = _positions(out.size) if bc is None else bc
+                    pos = shared_arange(out.size) if bc is None else bc
                     row[3 + j] = indices(ins[j] + pos)
                 code.append(row)
                 continue
@@ -447,15 +447,6 @@ class Tape:
         return self.template.size * max(width, 1) <= MAX_BLOCK
 
 
-_ONE_POSITION = np.zeros(1, dtype=np.int64)
-_ONE_POSITION.setflags(write=False)
-
-
-def _positions(size: int) -> np.ndarray:
-    """``arange(size)``, read-only: one constant for the scalar nodes of element loops."""
-    return _ONE_POSITION if size == 1 else shared_arange(size)
-
-
 def _last_readers(prog: Program) -> dict[int, int]:
     """For each variable, the index of the last node reading it (the output: never)."""
     last: dict[int, int] = {}
@@ -495,7 +486,7 @@ def _shared_base(prog: Program, node: Node, i: int, src: np.ndarray, ins: list[i
     """
     best, kept = None, 0
     size = node.out.size
-    rows = _positions(size)
+    rows = shared_arange(size)
     for j, v in enumerate(node.inputs):
         if (v.size != size or last.get(v.id, -1) != i or v.kind in ("input", "param")
                 or v.id == prog.out.id):
