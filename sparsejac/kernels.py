@@ -5,9 +5,15 @@ Every numba kernel of sparsejac is declared with ``@kernel(...)`` instead of
 numba, wraps every kernel of its module (and the kernels that module imported from others)
 in ``numba.njit(cache=True, ...)`` and puts the compiled dispatchers in the modules'
 namespaces, so kernels calling kernels compile as before. A process that never calls a
-kernel never imports numba: the first Jacobian of a small function, whose detection and
-colouring have numpy paths for small inputs (:func:`loaded` tells them whether numba is
-already paying its way), starts about twice as fast.
+kernel never imports numba (0.2 s with its runtime): detection and colouring have numpy paths
+for small inputs (:func:`loaded` tells them whether numba is already paying its way), and a
+kernel declared ``interpret=True`` (one pass over its input: a greedy colouring, a replay of
+the prepared program, the compiled tape's Jacobian) runs its own code in the interpreter on
+small inputs (:attr:`LazyKernel.python`: the same operations in the same order, so the same
+results bit for bit). These draw on one budget per process, :data:`FALLBACK_BUDGET`, about
+numba's start in time: once it is spent the kernels load, so a process that keeps computing
+pays at most about twice that start, and one that computes a few small Jacobians never
+pays it.
 
 A kernel with no up-to-date copy in numba's on-disk cache is compiled on its first call,
 seconds after installing; the first such compilation in a process issues a
@@ -22,6 +28,7 @@ import importlib
 import os
 import sys
 import threading
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -34,11 +41,21 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _LOCK = threading.RLock()
 
 
-#: Entries the numpy paths may process in a process before the kernels take over: enough for
-#: the first Jacobians of small functions (numba's import and runtime cost a few tenths of a
-#: second), little enough that a process computing many Jacobians soon uses the kernels.
-FALLBACK_BUDGET = 100_000
+#: Entries the numpy paths may process in a process before the kernels take over (an
+#: interpreted kernel draws :data:`INTERPRET_WEIGHT` per entry): about 0.1 s of work, less
+#: than numba's import and runtime start (0.2 s), enough for the first Jacobians of small
+#: functions and a small solve, little enough that a process computing many Jacobians soon
+#: uses the compiled kernels.
+FALLBACK_BUDGET = 3_000_000
 _BUDGET = [FALLBACK_BUDGET]
+
+
+#: A kernel called before numba is loaded on inputs of at most this many entries in all runs
+#: its own code in the interpreter (:attr:`LazyKernel.python`: the same results), drawing
+#: :data:`INTERPRET_WEIGHT` times their size from the budget: the first Jacobians of a small
+#: function then never wait for numba's import and runtime.
+INTERPRET_BELOW = 65_536
+INTERPRET_WEIGHT = 10
 
 
 def use_fallback(size: int) -> bool:
@@ -76,8 +93,14 @@ class LazyKernel:
 
     def __init__(self, fn: Callable[..., Any], options: dict[str, Any]) -> None:
         self.fn = fn
+        #: whether a tiny input may run interpreted before numba is loaded (INTERPRET_BELOW):
+        #: for kernels whose work is about proportional to their input (a single greedy
+        #: pass, a replay), never for searches whose work is their iterations
+        self.interpret = bool(options.get("interpret", False))
         self.options = {"cache": True, **options}
+        self.options.pop("interpret", None)
         self._compiled: Any = None
+        self._python: Callable[..., Any] | None = None
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -96,15 +119,65 @@ class LazyKernel:
                     _notice_compilation(self._compiled)
         return self._compiled
 
+    @property
+    def python(self) -> Callable[..., Any]:
+        """The kernel's own code, run by the interpreter (the kernels it calls too).
+
+        The same operations in the same order, so the same results bit for bit as the
+        compiled kernel (IEEE arithmetic and the C library's ``math`` functions either way),
+        a hundred times slower: for a few calls on tiny inputs before numba is loaded.
+        """
+        if self._python is None:
+            self._python = _interpreted(self)
+        return self._python
+
+    def pick(self, work: int) -> Any:
+        """The compiled kernel, or :attr:`python` for a call of ``work`` element operations.
+
+        :attr:`python` while numba is not loaded, ``work`` is at most
+        :data:`INTERPRET_BELOW` and :func:`use_fallback` allows it (the same results either
+        way).
+        """
+        compiled = self._compiled
+        if compiled is not None:
+            return compiled
+        if work <= INTERPRET_BELOW and use_fallback(INTERPRET_WEIGHT * work):
+            return self.python
+        return self.compiled
+
     def __call__(self, *args: Any) -> Any:
         compiled = self._compiled
         if compiled is None:
+            if self.interpret and "numba" not in sys.modules:  # see INTERPRET_BELOW
+                size = sum(a.size for a in args if hasattr(a, "size"))
+                if size <= INTERPRET_BELOW and use_fallback(INTERPRET_WEIGHT * size):
+                    return self.python(*args)
             compiled = self.compiled
         return compiled(*args)
 
     def __repr__(self) -> str:
         state = "compiled" if self._compiled is not None else "not loaded yet"
         return f"<kernel {self.fn.__module__}.{self.__qualname__} ({state})>"
+
+
+def _interpreted(lazy: LazyKernel) -> Callable[..., Any]:
+    """``lazy``'s function with a namespace in which its module's kernels are interpreted."""
+    module = sys.modules[lazy.fn.__module__]
+    space = dict(vars(module))
+    for name, value in list(space.items()):
+        if isinstance(value, LazyKernel):
+            if value.fn.__module__ == module.__name__:
+                fn = value.fn
+                space[name] = types.FunctionType(fn.__code__, space, fn.__name__,
+                                                 fn.__defaults__, fn.__closure__)
+            else:  # a kernel imported from another module: interpreted in its own
+                space[name] = value.python
+    fn = lazy.fn
+    own = space.get(fn.__name__)
+    if isinstance(own, types.FunctionType) and own.__code__ is fn.__code__:
+        return own
+    return types.FunctionType(fn.__code__, space, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
 
 
 def _bind(module_name: str) -> None:

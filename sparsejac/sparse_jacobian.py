@@ -22,6 +22,7 @@ from sparsejac.ad.tape import Tape
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.deferred import deferred_search, search_due
 from sparsejac.engines import PreparedEngine
+from sparsejac.kernels import LazyKernel
 from sparsejac.pipeline import Plan, PlanView, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
@@ -352,7 +353,7 @@ class SparseJacobian(PlanView):
         if (fast is None or type(x) is not np.ndarray or x.dtype != np.float64
                 or x.shape != self._x0.shape):
             return None
-        tape, (kernel, kernel0, ints, floats, nnz, m, _) = fast
+        tape, (kernel, kernel0, ints, floats, nnz, m, _, work) = fast
         ps = self._params0 if params is None else params
         pv = tape.param_vector(ps)
         if pv is None:
@@ -367,8 +368,15 @@ class SparseJacobian(PlanView):
             if fy is None:
                 fy, y = np.empty(m), self._check.y_flat
         assert fy is not None
-        if not (kernel0(ints, floats, x.reshape(-1), data, fx) if not (y.size or pv.size)
-                else kernel(ints, floats, x.reshape(-1), pv, y, data, fx, fy)):
+        if not (y.size or pv.size):
+            if type(kernel0) is LazyKernel:  # before numba is loaded (see Tape.fused_call)
+                kernel0 = kernel0.pick(work)
+            ok = kernel0(ints, floats, x.reshape(-1), data, fx)
+        else:
+            if type(kernel) is LazyKernel:
+                kernel = kernel.pick(work)
+            ok = kernel(ints, floats, x.reshape(-1), pv, y, data, fx, fy)
+        if not ok:
             return None
         if verify:
             if y.size:

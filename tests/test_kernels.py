@@ -266,7 +266,7 @@ def test_first_use_after_installing_warns_and_warm_up_prevents_it(tmp_path: Any)
         "with warnings.catch_warnings(record=True) as seen:\n"
         "    warnings.simplefilter('always')\n"
         "    f = lambda x: x[1:] ** 2 - 2.5 * x[:-1] + np.sin(x[1:])\n"
-        "    x = np.linspace(0, 1, 100)\n"
+        "    x = np.linspace(0, 1, 20000)\n"  # large enough for compiled kernels
         "    J = sparsejac.SparseJacobian(f, x)\n"
         "    J(x)\n"
         "print(sum(w.category is sparsejac.KernelCompilationWarning for w in seen))\n")
@@ -305,3 +305,107 @@ def test_first_use_after_installing_warns_and_warm_up_prevents_it(tmp_path: Any)
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+#: Run twice: in a fresh process where numba cannot be imported (every kernel interpreted:
+#: LazyKernel.python) and in this one with numba loaded (every kernel compiled). Prints one
+#: line per result, floats as hex, so the two runs compare bit for bit.
+_BOTH_WAYS = r'''
+import numpy as np, scipy.sparse as sp, sparsejac, sparsejac.kernels as K
+K._BUDGET[0] = 10 ** 12
+lines = []
+rng = np.random.default_rng(7)
+for k in range(6):
+    a = sp.random_array((int(rng.integers(2, 30)), int(rng.integers(2, 30))),
+                        density=float(rng.uniform(0.05, 0.5)), rng=rng, format="csr")
+    for partition in ("column", "row"):
+        c = sparsejac.color(a, partition, "natural")
+        groups = c.column_groups if partition == "column" else c.row_groups
+        lines.append(f"{k} {partition} {c.n_colors} {groups.tolist()}")
+    for order in ("natural", "random"):
+        c = sparsejac.color(a, "bidirectional", order)
+        lines.append(f"{k} bi {c.n_colors} {c.column_groups.tolist()} {c.row_groups.tolist()}")
+
+def kinetics(t, y):
+    f = np.empty_like(y)
+    f[0] = -0.04 * y[0] + 1e4 * y[1] * y[2] / (1.0 + y[3] ** 2)
+    f[1] = np.exp(-y[0]) * np.sqrt(y[2]) - np.log1p(y[1]) * np.tanh(y[3])
+    f[2] = np.arctan(y[2] * y[3]) - np.abs(y[1] - 0.5) + y[0] ** 2.5 + np.cos(t * y[1])
+    f[3] = np.sinh(y[0]) / np.cosh(y[2]) + np.expm1(y[3]) * np.log(y[0]) - np.tan(y[1])
+    f[4] = np.sum(y[:4] * y[1:5]) + 1.0 / y[4] + np.sin(y[4]) - y[4] ** 3
+    return f
+
+def chain(x):
+    r = (3 - 2 * x) * x + 1
+    r[1:] -= x[:-1]
+    r[:-1] -= 2 * x[1:]
+    return r
+
+y0 = np.array([0.7, 0.3, 0.9, 0.2, 1.1])
+for mode in ("auto", "forward", "reverse", "mixed"):
+    jac = sparsejac.SparseJacobian(lambda y: kinetics(0.3, y), y0, mode=mode)
+    for y in (y0, y0 * 1.3):
+        lines.append(f"kinetics {mode} {[v.hex() for v in jac(y).data.tolist()]}")
+ode = sparsejac.ode_jacobian(kinetics, 0.0, y0)
+lines.append(f"ode {[v.hex() for v in ode(0.5, y0 + 0.1).ravel().tolist()]}")
+lsq = sparsejac.least_squares_jacobian(chain, -np.ones(60))
+lines.append(f"lsq {[v.hex() for v in np.asarray(lsq(np.linspace(-1, 1, 60))).ravel().tolist()]}")
+print("\n".join(lines))
+'''
+
+_NO_NUMBA = (
+    "import sys\n"
+    "class _Refuse:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'numba' or name.startswith(('numba.', 'llvmlite')):\n"
+    "            raise ImportError('numba is blocked in this test')\n"
+    "sys.meta_path.insert(0, _Refuse())\n")
+
+
+def test_interpreted_kernels_give_the_compiled_results_bit_for_bit() -> None:
+    """Before numba is loaded, the one-pass kernels run their own code in the interpreter on
+    small inputs: first-fit and star bicolourings, and small prepared Jacobians (the tape's
+    fused kernel, every elementary function, every mode) come out exactly as compiled, and
+    numba is never imported (it is blocked in the child process)."""
+    import contextlib
+    import io
+
+    pytest.importorskip("numba")
+    child = subprocess.run([sys.executable, "-c", _NO_NUMBA + _BOTH_WAYS],
+                           capture_output=True, text=True, check=False)
+    assert child.returncode == 0, child.stderr
+    import numba  # noqa: F401  (loaded here: every kernel below runs compiled)
+
+    here = io.StringIO()
+    with contextlib.redirect_stdout(here):
+        exec(compile(_BOTH_WAYS, "<both ways>", "exec"), {})
+    want = here.getvalue().splitlines()
+    got = child.stdout.splitlines()
+    assert len(got) == len(want) > 30
+    for g, w in zip(got, want, strict=True):
+        assert g == w
+
+
+def test_a_small_prepared_jacobian_and_ode_solve_do_not_import_numba() -> None:
+    """A fresh process preparing a small Jacobian and solving a stiff ODE with it runs the
+    kernels interpreted (the start pays no numba import); a large one still loads numba."""
+    code = (
+        "import sys, numpy as np, sparsejac\n"
+        "from scipy.integrate import solve_ivp\n"
+        "def rhs(t, y):\n"
+        "    f = np.empty_like(y)\n"
+        "    f[0] = -0.04 * y[0] + 1e4 * y[1] * y[2]\n"
+        "    f[1] = 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2\n"
+        "    f[2] = 3e7 * y[1] ** 2\n"
+        "    return f\n"
+        "y0 = np.array([1.0, 0.0, 0.0])\n"
+        "sol = solve_ivp(rhs, (0, 100), y0, method='BDF', jac=sparsejac.ode_jacobian(rhs, 0, y0))\n"
+        "assert sol.success and sol.njev > 3\n"
+        "jac = sparsejac.SparseJacobian(lambda x: x[1:] ** 2 - 2.5 * x[:-1], np.ones(100))\n"
+        "jac(np.linspace(0, 1, 100))\n"
+        "print('numba' in sys.modules)\n"
+        "sparsejac.SparseJacobian(lambda x: x[1:] ** 2 - 2.5 * x[:-1], np.ones(10 ** 5))\n"
+        "print('numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "True"]

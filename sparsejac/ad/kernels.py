@@ -17,7 +17,7 @@ __all__ = ["contribute", "expand_ranges", "merge2", "positions_in", "spread_dens
            "spread_onehot", "union_size"]
 
 
-@kernel()
+@kernel(interpret=True)
 def spread_onehot(rows, cols, vals, groups, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``out[rows[e], groups[cols[e]]] += vals[e]`` (entries with a negative group skipped)."""
     for e in range(rows.size):
@@ -26,7 +26,7 @@ def spread_onehot(rows, cols, vals, groups, out):  # type: ignore[no-untyped-def
             out[rows[e], g] += vals[e]
 
 
-@kernel()
+@kernel(interpret=True)
 def spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``out[rows[e], :] += vals[e] * src[cols[e], :]``."""
     p = out.shape[1]
@@ -40,7 +40,7 @@ def spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  #
             out[r, j] += v * src[c, j]
 
 
-@kernel()
+@kernel(interpret=True)
 def contribute(acc, target, r, r_idx, j, j_idx, n, assign, scale):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``acc[target[k]] += r[r_idx[k]] * j[j_idx[k]]`` for k < n, fused (no temporaries).
 
@@ -75,7 +75,7 @@ def contribute(acc, target, r, r_idx, j, j_idx, n, assign, scale):  # type: igno
             acc[k] += v
 
 
-@kernel()
+@kernel(interpret=True)
 def expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For each ``keys[i]``, the positions ``ptr[keys[i]] .. ptr[keys[i]+1]-1``.
 
@@ -95,7 +95,7 @@ def expand_ranges(ptr, keys):  # type: ignore[no-untyped-def]  # pragma: no cove
     return owner, pos
 
 
-@kernel()
+@kernel(interpret=True)
 def merge2(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Union of two strictly increasing key arrays, with each input's positions in it."""
     u = np.empty(a.size + b.size, np.int64)
@@ -131,7 +131,7 @@ def merge2(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     return u[:k], ia, ib
 
 
-@kernel()
+@kernel(interpret=True)
 def union_size(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Size of the union of two strictly increasing key arrays (one pass, no allocation)."""
     i = j = k = 0
@@ -147,7 +147,7 @@ def union_size(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     return k + (a.size - i) + (b.size - j)
 
 
-@kernel()
+@kernel(interpret=True)
 def positions_in(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For strictly increasing ``b`` within strictly increasing ``a``: where each is in ``a``."""
     out = np.empty(b.size, np.int64)

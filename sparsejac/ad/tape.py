@@ -32,6 +32,7 @@ import numpy as np
 
 from sparsejac.ad import _tape as k
 from sparsejac.ad.prepared import PreparedProgram
+from sparsejac.kernels import LazyKernel
 from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.depsets import broadcast_rows
@@ -352,7 +353,9 @@ class Tape:
         call = self.fused_call(c)
         if call is None:
             return None
-        kernel, _, ints, floats, nnz, _, _ = call
+        kernel, _, ints, floats, nnz, _, _, work = call
+        if isinstance(kernel, LazyKernel):
+            kernel = kernel.pick(work)
         pv = self.param_vector(params)
         if pv is None:
             return None
@@ -384,8 +387,8 @@ class Tape:
         return np.concatenate(parts)
 
     def fused_call(self, c: Any) -> tuple[Any, Any, np.ndarray, np.ndarray, int, int,
-                                          tuple[int, ...]] | None:
-        """``(kernel, kernel0, ints, floats, nnz, m, parameter sizes)``, kept per colouring.
+                                          tuple[int, ...], int] | None:
+        """``(kernel, kernel0, ints, floats, nnz, m, parameter sizes, work)``, per colouring.
 
         ``kernel(ints, floats, x, pv, y, data, fx, fy)`` computes J's nonzeros into ``data``
         and ``f(x)`` into ``fx`` for a flat float64 ``x`` and the parameters' values ``pv``
@@ -394,12 +397,18 @@ class Tape:
         fx)`` is the same without parameters and second point. None for a colouring whose
         decompression is not one gather (symmetric: a Hessian's star or acyclic colouring),
         which the engine decompresses itself.
+
+        Before numba is loaded, ``kernel`` and ``kernel0`` are the lazy kernels: a call takes
+        ``kernel.pick(work)`` (``work``: the tape's element operations per call), which runs
+        the kernel's own code in the interpreter for a few calls of a tiny tape (the same
+        values bit for bit; a fresh process then does not wait for numba's import).
         """
         if c.partition not in ("column", "row", "bidirectional"):
             return None
         hit = self._fused.get(id(c))
         if hit is not None and hit[0] is c:
-            kept: tuple[Any, Any, np.ndarray, np.ndarray, int, int, tuple[int, ...]] = hit[1]
+            kept: tuple[Any, Any, np.ndarray, np.ndarray, int, int, tuple[int, ...],
+                        int] = hit[1]
             return kept
         call = self._fuse(c)
         if len(self._fused) >= 4:
@@ -408,7 +417,7 @@ class Tape:
         return call
 
     def _fuse(self, c: Any) -> tuple[Any, Any, np.ndarray, np.ndarray, int, int,
-                                     tuple[int, ...]]:
+                                     tuple[int, ...], int]:
         """Seeds and gather indices of colouring ``c``, packed for the kernels."""
         pat = c.pattern
         rows, cols = pat.rows, pat.indices
@@ -432,9 +441,15 @@ class Tape:
         code, idx, ptr, col, val = self.table
         ints, floats = k.pack(meta, code, idx, ptr, col, val, self.template, cg, rg, gather,
                               pslots)
-        kernel = getattr(k.jacobian_packed, "compiled", k.jacobian_packed)  # numba's own
-        kernel0 = getattr(k.jacobian_packed0, "compiled", k.jacobian_packed0)
-        return kernel, kernel0, ints, floats, int(gather.size), self.prog.n_out, sizes
+        # numba's own dispatchers once loaded; before, the lazy kernels, which a call picks
+        # with :meth:`LazyKernel.pick` (interpreted for a few calls of a tiny tape)
+        kernel, kernel0 = k.jacobian_packed, k.jacobian_packed0
+        if isinstance(kernel, LazyKernel) and kernel._compiled is not None:
+            kernel = kernel._compiled
+        if isinstance(kernel0, LazyKernel) and kernel0._compiled is not None:
+            kernel0 = kernel0._compiled
+        work = int(self.template.size) * (p + q + 1)
+        return kernel, kernel0, ints, floats, int(gather.size), self.prog.n_out, sizes, work
 
     def stats(self) -> dict[str, Any]:
         """Sizes of the tape."""

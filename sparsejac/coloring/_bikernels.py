@@ -93,7 +93,7 @@ def _slot_grow(key, val):  # type: ignore[no-untyped-def]
 BIG_MIN, MAX_BIG = 256, 64
 
 
-@_njit
+@kernel(nogil=True, interpret=True)  # one greedy pass: tiny inputs may run interpreted
 def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, limit,  # type: ignore[no-untyped-def]
                  big_min=BIG_MIN, max_big=MAX_BIG):
     """Greedy star colouring of the augmented graph in ``order``; colours numbered per side.
@@ -317,7 +317,7 @@ def star_bicolor(ptr, adj, eid, rows, cols, n_cols, order, implicit, shared, lim
 # -- recoverability ---------------------------------------------------------------------
 
 
-@_njit
+@kernel(nogil=True, interpret=True)  # one pass over the nonzeros
 def recoverable(indptr, indices, col_indptr, col_indices, csc_to_csr, cg, rg, p, q):  # type: ignore[no-untyped-def]
     """``(from_b, from_c)``: per nonzero (CSR order), whether B or C holds it alone."""
     m = indptr.size - 1
