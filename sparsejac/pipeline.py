@@ -661,8 +661,10 @@ NS_PER_ELEMENT = 1.0
 #: The tape is chosen when its work per call, about ``sum(sizes) x (width + 1)`` element
 #: operations, stays below this many per node of the program: the chain engine's Python walk
 #: costs a few microseconds per node, the tape's loop about a nanosecond per element and
-#: direction (``benchmarks/solvers.py``, ``benchmarks/idioms.py``).
-TAPE_WORK_PER_NODE = 4000
+#: direction (``benchmarks/solvers.py``, ``benchmarks/idioms.py``). Measured per call, the two
+#: cross between 2,800 and 4,000 per node on Broyden's tridiagonal function (n = 700: tape
+#: 48 µs, chain 52; n = 1,000: 64 against 55) and near 4,200 on the Akzo Nobel problem.
+TAPE_WORK_PER_NODE = 3000
 
 
 def choose_engine(program: Program, width: int, engine: str = "auto"
