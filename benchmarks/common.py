@@ -8,6 +8,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+# The in-process benchmarks time a process past its start: with numba imported, every kernel
+# runs compiled from its first call. (Before numba is loaded, a process runs small inputs on
+# numpy paths and interpreted kernels, for about 0.1 s of such work: `sparsejac.kernels`;
+# benchmarks/startup.py times fresh processes.)
+import numba  # noqa: F401
 import numpy as np
 import scipy
 

@@ -33,6 +33,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+import numpy as np
+
 __all__ = ["FALLBACK_BUDGET", "cache_missing", "kernel", "loaded", "typed_kernel",
            "use_fallback"]
 
@@ -142,8 +144,21 @@ class LazyKernel:
         if compiled is not None:
             return compiled
         if work <= INTERPRET_BELOW and use_fallback(INTERPRET_WEIGHT * work):
-            return self.python
+            return self.interpreted
         return self.compiled
+
+    def interpreted(self, *args: Any) -> Any:
+        """Call :attr:`python` with the compiled kernel's floating-point semantics.
+
+        numpy's scalar warnings are silenced (compiled code wraps and overflows silently);
+        where the interpreter raises instead (``math.exp`` of a large number, a float division
+        by zero), the compiled kernel answers: the outputs it writes are then its own.
+        """
+        try:
+            with np.errstate(all="ignore"):
+                return self.python(*args)
+        except (ArithmeticError, ValueError):
+            return self.compiled(*args)
 
     def __call__(self, *args: Any) -> Any:
         compiled = self._compiled
@@ -151,7 +166,7 @@ class LazyKernel:
             if self.interpret and "numba" not in sys.modules:  # see INTERPRET_BELOW
                 size = sum(a.size for a in args if hasattr(a, "size"))
                 if size <= INTERPRET_BELOW and use_fallback(INTERPRET_WEIGHT * size):
-                    return self.python(*args)
+                    return self.interpreted(*args)
             compiled = self.compiled
         return compiled(*args)
 

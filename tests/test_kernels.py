@@ -409,3 +409,26 @@ def test_a_small_prepared_jacobian_and_ode_solve_do_not_import_numba() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+def test_interpreted_kernels_keep_compiled_float_semantics() -> None:
+    """Where the interpreter would raise or warn (``math.exp`` overflow, int64 wrap-around in
+    a hash), the interpreted call gives what the compiled kernel gives, silently."""
+    import math
+    import warnings
+
+    @kernel(cache=False, interpret=True)
+    def grow(a, k):  # type: ignore[no-untyped-def]
+        out = np.empty(a.size)
+        for i in range(a.size):
+            out[i] = math.exp(a[i])
+        return out, (k * np.int64(0x5851F42D4C957F2D)) >> 17
+
+    a = np.array([1.0, 800.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, h = grow.interpreted(a, np.int64(123456789))
+    want, hw = grow.compiled(a, np.int64(123456789))
+    np.testing.assert_array_equal(got, want)
+    assert got[1] == np.inf
+    assert h == hw
