@@ -56,27 +56,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "examples"))
 
 import brusselator_bdf  # noqa: E402  (examples/ is not a package)
+from problems import HIRES_Y0, broyden, hires  # noqa: E402  (re-exported)
 
 # ---------------------------------------------------------------------------------------------
 # stiff test set (Hairer & Wanner; Mazzia & Magherini's IVP test set descriptions)
 # ---------------------------------------------------------------------------------------------
 
 
-def hires(t: Any, y: Any) -> Any:
-    """HIRES: 8 reactions of plant physiology (Schäfer 1975)."""
-    f = np.empty_like(y)
-    f[0] = -1.71 * y[0] + 0.43 * y[1] + 8.32 * y[2] + 0.0007
-    f[1] = 1.71 * y[0] - 8.75 * y[1]
-    f[2] = -10.03 * y[2] + 0.43 * y[3] + 0.035 * y[4]
-    f[3] = 8.32 * y[1] + 1.71 * y[2] - 1.12 * y[3]
-    f[4] = -1.745 * y[4] + 0.43 * y[5] + 0.43 * y[6]
-    f[5] = -280.0 * y[5] * y[7] + 0.69 * y[3] + 1.71 * y[4] - 0.43 * y[5] + 0.69 * y[6]
-    f[6] = 280.0 * y[5] * y[7] - 1.81 * y[6]
-    f[7] = -f[6]
-    return f
-
-
-HIRES_Y0 = np.array([1.0, 0, 0, 0, 0, 0, 0, 0.0057])
 
 POLLU_K = np.array([
     0.35, 26.6, 1.23e4, 8.6e-4, 8.2e-4, 1.5e4, 1.3e-4, 2.4e4, 1.65e4, 9.0e3, 2.2e-2, 1.2e4,
@@ -148,14 +134,6 @@ def akzo(N: int) -> tuple[Callable[[Any, Any], Any], np.ndarray]:
 # ---------------------------------------------------------------------------------------------
 # least squares and constrained optimisation
 # ---------------------------------------------------------------------------------------------
-
-
-def broyden(x: Any) -> Any:
-    """Broyden's tridiagonal function (scipy's least_squares documentation)."""
-    r = (3 - 2 * x) * x + 1
-    r[1:] -= x[:-1]
-    r[:-1] -= 2 * x[1:]
-    return r
 
 
 def chain_constraints(x: Any) -> Any:

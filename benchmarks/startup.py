@@ -88,28 +88,13 @@ import scipy.sparse as sp
 ours = sys.argv[1] == "ours"
 if ours:
     import sparsejac
-def hires(t, y):
-    f = np.empty_like(y)
-    f[0] = -1.71 * y[0] + 0.43 * y[1] + 8.32 * y[2] + 0.0007
-    f[1] = 1.71 * y[0] - 8.75 * y[1]
-    f[2] = -10.03 * y[2] + 0.43 * y[3] + 0.035 * y[4]
-    f[3] = 8.32 * y[1] + 1.71 * y[2] - 1.12 * y[3]
-    f[4] = -1.745 * y[4] + 0.43 * y[5] + 0.43 * y[6]
-    f[5] = -280.0 * y[5] * y[7] + 0.69 * y[3] + 1.71 * y[4] - 0.43 * y[5] + 0.69 * y[6]
-    f[6] = 280.0 * y[5] * y[7] - 1.81 * y[6]
-    f[7] = -f[6]
-    return f
-y0 = np.array([1.0, 0, 0, 0, 0, 0, 0, 0.0057])
+sys.path.insert(0, sys.argv[3])
+from problems import HIRES_Y0 as y0, broyden, hires
 kw = ({"jac": sparsejac.ode_jacobian(hires, 0.0, y0)} if ours
       else {"jac_sparsity": np.ones((8, 8))})
 sol = solve_ivp(hires, (0.0, 321.8122), y0, method="BDF", rtol=1e-6, atol=1e-9, **kw)
 assert sol.success
 t1 = time.perf_counter()
-def broyden(x):
-    r = (3 - 2 * x) * x + 1
-    r[1:] -= x[:-1]
-    r[:-1] -= 2 * x[1:]
-    return r
 n = int(sys.argv[2])
 x0 = -np.ones(n)
 kw = ({"jac": sparsejac.least_squares_jacobian(broyden, x0)} if ours
@@ -126,8 +111,12 @@ print(json.dumps({"hires": t1 - t0, "broyden": t2 - t1, "njev": [int(sol.njev),
 ENV: dict[str, str] = {}
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
 def run(env: dict[str, str] | None = None, probe: str = PROBE, *argv: str
         ) -> dict[str, Any]:
+    argv = (*argv, HERE) if argv else argv
     out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True,
                          text=True, check=True, env={**ENV, **(env or {})})
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])

@@ -254,6 +254,17 @@ def test_warm_up_refuses_bad_sizes(sizes: Any, error: type) -> None:
         sparsejac.warm_up(sizes=sizes)
 
 
+#: Robertson's stiff kinetics (``rhs``, ``y0``), as source for the fresh-process tests.
+_ROBERTSON = (
+    "def rhs(t, y):\n"
+    "    f = np.empty_like(y)\n"
+    "    f[0] = -0.04 * y[0] + 1e4 * y[1] * y[2]\n"
+    "    f[1] = 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2\n"
+    "    f[2] = 3e7 * y[1] ** 2\n"
+    "    return f\n"
+    "y0 = np.array([1.0, 0.0, 0.0])\n")
+
+
 @pytest.mark.slow
 def test_first_use_after_installing_warns_and_warm_up_prevents_it(tmp_path: Any) -> None:
     """With an empty kernel cache a first prepared Jacobian warns once; after
@@ -284,13 +295,7 @@ def test_first_use_after_installing_warns_and_warm_up_prevents_it(tmp_path: Any)
         "from scipy.integrate import solve_ivp\n"
         "from scipy.optimize import least_squares\n"
         "warnings.simplefilter('error', sparsejac.KernelCompilationWarning)\n"
-        "def rhs(t, y):\n"
-        "    f = np.empty_like(y)\n"
-        "    f[0] = -0.04 * y[0] + 1e4 * y[1] * y[2]\n"
-        "    f[1] = 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2\n"
-        "    f[2] = 3e7 * y[1] ** 2\n"
-        "    return f\n"
-        "y0 = np.array([1.0, 0.0, 0.0])\n"
+        + _ROBERTSON +
         "solve_ivp(rhs, (0, 100), y0, method='BDF', jac=sparsejac.ode_jacobian(rhs, 0, y0))\n"
         "def g(x):\n"
         "    r = (3 - 2 * x) * x + 1\n"
@@ -392,13 +397,7 @@ def test_a_small_prepared_jacobian_and_ode_solve_do_not_import_numba() -> None:
     code = (
         "import sys, numpy as np, sparsejac\n"
         "from scipy.integrate import solve_ivp\n"
-        "def rhs(t, y):\n"
-        "    f = np.empty_like(y)\n"
-        "    f[0] = -0.04 * y[0] + 1e4 * y[1] * y[2]\n"
-        "    f[1] = 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2\n"
-        "    f[2] = 3e7 * y[1] ** 2\n"
-        "    return f\n"
-        "y0 = np.array([1.0, 0.0, 0.0])\n"
+        + _ROBERTSON +
         "sol = solve_ivp(rhs, (0, 100), y0, method='BDF', jac=sparsejac.ode_jacobian(rhs, 0, y0))\n"
         "assert sol.success and sol.njev > 3\n"
         "jac = sparsejac.SparseJacobian(lambda x: x[1:] ** 2 - 2.5 * x[:-1], np.ones(100))\n"
