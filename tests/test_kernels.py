@@ -431,3 +431,58 @@ def test_interpreted_kernels_keep_compiled_float_semantics() -> None:
     np.testing.assert_array_equal(got, want)
     assert got[1] == np.inf
     assert h == hw
+
+
+#: The Moré–Garbow–Hillstrom problems (tests/test_mgh.py), one-off and prepared in every
+#: mode: run interpreted (numba blocked) and compiled, compared bit for bit.
+_MGH_BOTH_WAYS = r'''
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np, sparsejac, sparsejac.kernels as K
+K._BUDGET[0] = 10 ** 12
+from tests.test_mgh import PROBLEMS, LARGE
+out = []
+for f, x0 in PROBLEMS + LARGE:
+    name = f"{f.__name__}-{x0.size}"
+    x1 = x0 + np.random.default_rng(x0.size).uniform(-0.5, 0.5, x0.size)
+    lines = []
+    try:
+        J = sparsejac.jacobian(f, x1)
+        lines.append(f"{name} oneoff {[v.hex() for v in J.toarray().ravel().tolist()]}")
+        for mode in ("auto", "forward", "reverse", "mixed"):
+            j = sparsejac.SparseJacobian(f, x0, mode=mode)
+            for x in (x0, x1):
+                lines.append(f"{name} {mode} {[v.hex() for v in j(x).toarray().ravel().tolist()]}")
+    except ImportError:  # a colour search at preparation: compiled kernels only
+        lines = [f"{name} needs numba"]
+    out += lines
+print("\n".join(out))
+'''
+
+
+def test_published_problems_give_the_same_jacobians_interpreted_and_compiled() -> None:
+    """Outside in: 28 Moré–Garbow–Hillstrom problems, one-off and prepared in every mode,
+    computed in a child where numba cannot be imported equal the compiled results bit for
+    bit; only a preparation that runs a colour search (searches stay compiled) needs numba."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    pytest.importorskip("numba")
+    root = str(Path(__file__).resolve().parents[1])
+    child = subprocess.run([sys.executable, "-c", _NO_NUMBA + _MGH_BOTH_WAYS, root],
+                           capture_output=True, text=True, check=False)
+    assert child.returncode == 0, child.stderr
+    import numba  # noqa: F401
+
+    here = io.StringIO()
+    with contextlib.redirect_stdout(here), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "argv", ["-c", root])
+        exec(compile(_MGH_BOTH_WAYS, "<mgh both ways>", "exec"), {})
+    want = set(here.getvalue().splitlines())
+    got = child.stdout.splitlines()
+    interpreted = [line for line in got if not line.endswith("needs numba")]
+    assert len(interpreted) > 200
+    assert len(got) - len(interpreted) <= 3
+    missing = [line[:80] for line in interpreted if line not in want]
+    assert not missing

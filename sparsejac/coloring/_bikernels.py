@@ -358,7 +358,7 @@ def recoverable(indptr, indices, col_indptr, col_indices, csc_to_csr, cg, rg, p,
 # -- decompression ----------------------------------------------------------------------
 
 
-@_njit
+@kernel(nogil=True, interpret=True)  # one pass
 def gather2(b, c, index, out):  # type: ignore[no-untyped-def]
     """``out[k] = b[index[k]]`` where ``index[k] >= 0``, else ``c[~index[k]]``."""
     for k in range(index.size):
