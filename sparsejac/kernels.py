@@ -98,9 +98,18 @@ class LazyKernel:
         #: whether a tiny input may run interpreted before numba is loaded (INTERPRET_BELOW):
         #: for kernels whose work is about proportional to their input (a single greedy
         #: pass, a replay), never for searches whose work is their iterations
-        self.interpret = bool(options.get("interpret", False))
+        interpret = options.get("interpret", False)
+        self.interpret = bool(interpret)
+        #: the largest input (entries in all) run interpreted: INTERPRET_BELOW, or the
+        #: declaration's own bound (``interpret=<int>``, for a single pass whose work per
+        #: entry is larger, as an ordering's heap)
+        self.interpret_below = (INTERPRET_BELOW if interpret is True else int(interpret))
+        #: budget units drawn per entry of an interpreted call (INTERPRET_WEIGHT, or the
+        #: declaration's ``interpret_weight=``: its measured interpreted cost per entry)
+        self.interpret_weight = int(options.get("interpret_weight", INTERPRET_WEIGHT))
         self.options = {"cache": True, **options}
         self.options.pop("interpret", None)
+        self.options.pop("interpret_weight", None)
         self._compiled: Any = None
         self._python: Callable[..., Any] | None = None
         self.__name__ = fn.__name__
@@ -165,7 +174,7 @@ class LazyKernel:
         if compiled is None:
             if self.interpret and "numba" not in sys.modules:  # see INTERPRET_BELOW
                 size = sum(a.size for a in args if hasattr(a, "size"))
-                if size <= INTERPRET_BELOW and use_fallback(INTERPRET_WEIGHT * size):
+                if size <= self.interpret_below and use_fallback(self.interpret_weight * size):
                     return self.interpreted(*args)
             compiled = self.compiled
         return compiled(*args)
