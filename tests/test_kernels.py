@@ -487,3 +487,37 @@ def test_published_problems_give_the_same_jacobians_interpreted_and_compiled() -
     assert len(got) == len(interpreted)
     missing = [line[:80] for line in interpreted if line not in want]
     assert not missing
+
+
+def test_a_solve_is_the_same_bit_for_bit_however_the_kernels_run() -> None:
+    """A stiff solve whose Jacobians run compiled from the start, interpreted throughout, or
+    interpreted for two calls until the process's budget runs out mid-solve follows the same
+    trajectory, bit for bit: which way the kernels run is invisible in the results."""
+    code = (
+        "import sys, hashlib\n"
+        "how = sys.argv[1]\n"
+        "if how == 'compiled':\n"
+        "    import numba\n"
+        "import numpy as np, sparsejac, sparsejac.kernels as K\n"
+        "from scipy.integrate import solve_ivp\n"
+        + _ROBERTSON +
+        "K._BUDGET[0] = 10 ** 9\n"
+        "jac = sparsejac.ode_jacobian(rhs, 0.0, y0)\n"
+        "if how == 'switch':  # enough for two interpreted Jacobians, then numba loads\n"
+        "    K._BUDGET[0] = int(2.5 * K.INTERPRET_WEIGHT * jac.prepared._state.fast[1][-1])\n"
+        "calls = []\n"
+        "def counted(t, y):\n"
+        "    calls.append('numba' in sys.modules)\n"
+        "    return jac(t, y)\n"
+        "sol = solve_ivp(rhs, (0, 1e3), y0, method='BDF', rtol=1e-8, atol=1e-10, jac=counted)\n"
+        "print(calls.count(False), calls.count(True),\n"
+        "      hashlib.sha256(sol.y.tobytes() + sol.t.tobytes()).hexdigest())\n")
+    runs = {how: subprocess.run([sys.executable, "-c", code, how], capture_output=True,
+                                text=True, check=True).stdout.split()
+            for how in ("compiled", "interpreted", "switch")}
+    # (Jacobians before numba was loaded, after, the trajectory's digest)
+    assert runs["compiled"][0] == "0"
+    assert int(runs["compiled"][1]) > 3
+    assert runs["interpreted"][1] == "0"
+    assert runs["switch"][0] == "3"  # two interpreted, the third loads numba
+    assert runs["compiled"][2] == runs["interpreted"][2] == runs["switch"][2]
