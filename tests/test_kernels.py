@@ -355,6 +355,19 @@ ode = sparsejac.ode_jacobian(kinetics, 0.0, y0)
 lines.append(f"ode {[v.hex() for v in ode(0.5, y0 + 0.1).ravel().tolist()]}")
 lsq = sparsejac.least_squares_jacobian(chain, -np.ones(60))
 lines.append(f"lsq {[v.hex() for v in np.asarray(lsq(np.linspace(-1, 1, 60))).ravel().tolist()]}")
+
+def objective(x):  # a chained Rosenbrock plus a coupling through a sum (an arrowhead)
+    return (np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+            + np.log1p(np.sum(x[::7]) ** 2))
+
+x0 = np.linspace(0.3, 1.2, 40)
+for method in ("star", "acyclic"):
+    H = sparsejac.hessian(objective, x0, method=method)
+    lines.append(f"hessian {method} {[v.hex() for v in H.toarray().ravel().tolist()]}")
+    h = sparsejac.SparseHessian(objective, x0, method=method)
+    for x in (x0, x0[::-1].copy()):
+        lines.append(f"prepared hessian {method} "
+                     f"{[v.hex() for v in h(x).toarray().ravel().tolist()]}")
 print("\n".join(lines))
 '''
 
@@ -369,9 +382,10 @@ _NO_NUMBA = (
 
 def test_interpreted_kernels_give_the_compiled_results_bit_for_bit() -> None:
     """Before numba is loaded, the one-pass kernels run their own code in the interpreter on
-    small inputs: first-fit and star bicolourings, and small prepared Jacobians (the tape's
-    fused kernel, every elementary function, every mode) come out exactly as compiled, and
-    numba is never imported (it is blocked in the child process)."""
+    small inputs: first-fit and star bicolourings, small prepared Jacobians (the tape's fused
+    kernel, every elementary function, every mode) and Hessians (star and acyclic colourings,
+    their decompression) come out exactly as compiled, and numba is never imported (it is
+    blocked in the child process)."""
     import contextlib
     import io
 

@@ -34,14 +34,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparsejac.coloring._kernels import ORDER_INTERPRET_BELOW, ORDER_INTERPRET_WEIGHT
 from sparsejac.kernels import kernel
 
 __all__: list[str] = []
 
 _njit = kernel(nogil=True)
+#: one pass over the input, run interpreted on small inputs before numba is loaded
+#: (sparsejac.kernels): the same results
+_linear = kernel(nogil=True, interpret=True)
+#: the greedy star and acyclic colourings: interpreted on small inputs too, at the orderings'
+#: bound and cost (a neighbourhood walk per vertex)
+_greedy = kernel(nogil=True, interpret=ORDER_INTERPRET_BELOW,
+                 interpret_weight=ORDER_INTERPRET_WEIGHT)
 
 
-@_njit
+@_linear
 def adjacency_edges(ptr, adj):  # type: ignore[no-untyped-def]
     """Edge id of every CSR position of a symmetric adjacency structure, and the edge count.
 
@@ -81,7 +89,7 @@ def _treat(ptr, adj, color, forbidden, treated, v, w):  # type: ignore[no-untype
     treated[w] = v
 
 
-@_njit
+@_greedy
 def star_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def]
     """Star colouring of the vertices in ``order`` (GTMP 2007, Algorithm 4.1).
 
@@ -185,7 +193,7 @@ def _union(parent, rank, a, b):  # type: ignore[no-untyped-def]
         rank[a] += 1
 
 
-@_njit
+@_greedy
 def acyclic_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def]
     """Acyclic colouring of the vertices in ``order`` (GTMP 2007, Algorithm 3.1).
 
@@ -268,7 +276,7 @@ def acyclic_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def
 # -- recovery ---------------------------------------------------------------------------
 
 
-@_njit
+@_linear
 def star_sources(indptr, indices, trans, colors, n_colors):  # type: ignore[no-untyped-def]
     """For each nonzero of ``H`` (CSR order), the row and column of ``B`` that holds it alone.
 
@@ -316,7 +324,7 @@ def star_sources(indptr, indices, trans, colors, n_colors):  # type: ignore[no-u
     return rows, cols, lost, clash
 
 
-@_njit
+@_linear
 def substitution_order(indptr, indices, trans, colors, n_colors):  # type: ignore[no-untyped-def]
     """The order in which substitution recovers the off-diagonal nonzeros of ``H``.
 
@@ -391,7 +399,7 @@ def substitution_order(indptr, indices, trans, colors, n_colors):  # type: ignor
     return source[:done], source_level[:done], done == n_edges
 
 
-@_njit
+@_linear
 def substitute(flat, n_colors, indptr, indices, trans, colors, source, out):  # type: ignore[no-untyped-def]
     """Recover ``H``'s nonzeros (CSR order) into ``out`` from ``flat`` = C-order ``B``, copied.
 
