@@ -14,7 +14,7 @@ otherwise compile every module from source in every process (about 0.1 s for spa
 * the same first Jacobians in a process that imported ``scipy.integrate`` first (as a
   ``solve_ivp`` user's script does): what sparsejac adds to such a program's start;
 * **a whole script**: a fresh process solving HIRES (n = 8) with ``solve_ivp(method="BDF")``,
-  then Broyden's tridiagonal least squares (n = 100 or 1,000), with sparsejac's Jacobians
+  then Broyden's tridiagonal least squares (n = 100, 1,000 or 10⁵), with sparsejac's Jacobians
   (import and preparation included) and with scipy's finite differences given the pattern;
   the time after ``import scipy`` (which both pay; HIRES's row includes importing
   ``scipy.integrate`` and ``scipy.optimize``);
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| script after `import scipy` (fresh process) | njev | sparsejac s | FD s | "
           "FD / sparsejac |")
     print("|---|--:|--:|--:|--:|")
-    for n in ("100", "1000"):
+    for n in ("100", "1000", "100000"):
         ours, fd = [], []
         for _ in range(args.repeats):  # alternating
             ours.append(run(None, SCRIPT, "ours", n))
