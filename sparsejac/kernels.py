@@ -7,6 +7,8 @@ in ``numba.njit(cache=True, ...)`` and puts the compiled dispatchers in the modu
 namespaces, so kernels calling kernels compile as before. A process that never calls a
 kernel never imports numba (0.2 s with its runtime): detection and colouring have numpy paths
 for small inputs (:func:`loaded` tells them whether numba is already paying its way), and a
+kernel with a numpy twin (:meth:`LazyKernel.numpy_twin`: the recording kernels of the chain
+engine, recoverability, the two-block gather) computes the same outputs vectorised, and a
 kernel declared ``interpret=True`` (one pass over its input: a greedy colouring, a replay of
 the prepared program, the compiled tape's Jacobian) runs its own code in the interpreter on
 small inputs (:attr:`LazyKernel.python`: the same operations in the same order, so the same
@@ -112,6 +114,8 @@ class LazyKernel:
         self.options.pop("interpret_weight", None)
         self._compiled: Any = None
         self._python: Callable[..., Any] | None = None
+        #: a vectorised numpy function computing the same outputs (:meth:`numpy_twin`)
+        self.twin: Callable[..., Any] | None = None
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -169,12 +173,27 @@ class LazyKernel:
         except (ArithmeticError, ValueError):
             return self.compiled(*args)
 
+    def numpy_twin(self, fn: _F) -> _F:
+        """Decorator: ``fn`` computes this kernel's outputs with vectorised numpy.
+
+        Before numba is loaded, a call takes the twin while :func:`use_fallback` allows its
+        input's size (before interpreting the kernel): the same outputs bit for bit (integer
+        results, or the same floating-point operations in the same order), tested against
+        the kernel.
+        """
+        self.twin = fn
+        return fn
+
     def __call__(self, *args: Any) -> Any:
         compiled = self._compiled
         if compiled is None:
-            if self.interpret and "numba" not in sys.modules:  # see INTERPRET_BELOW
+            if (self.interpret or self.twin is not None) and "numba" not in sys.modules:
                 size = sum(a.size for a in args if hasattr(a, "size"))
-                if size <= self.interpret_below and use_fallback(self.interpret_weight * size):
+                if self.twin is not None and use_fallback(size):
+                    with np.errstate(all="ignore"):  # compiled code warns of nothing
+                        return self.twin(*args)
+                if (self.interpret and size <= self.interpret_below
+                        and use_fallback(self.interpret_weight * size)):
                     return self.interpreted(*args)
             compiled = self.compiled
         return compiled(*args)

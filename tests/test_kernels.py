@@ -535,3 +535,95 @@ def test_a_solve_is_the_same_bit_for_bit_however_the_kernels_run() -> None:
     assert runs["interpreted"][1] == "0"
     assert runs["switch"][0] == "3"  # two interpreted, the third loads numba
     assert runs["compiled"][2] == runs["interpreted"][2] == runs["switch"][2]
+
+
+def _same(a: Any, b: Any) -> None:
+    """Equal bit for bit: arrays of the same dtype and bytes, or equal scalars / tuples."""
+    if isinstance(a, tuple):
+        assert isinstance(b, tuple)
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _same(x, y)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype
+        assert a.shape == b.shape
+        assert a.tobytes() == b.tobytes()
+    else:
+        assert a == b
+
+
+def _both(twin: Any, kernel_: Any, *args: Any) -> None:
+    """A kernel's numpy twin and the compiled kernel on copies of ``args``: same outputs,
+    same arrays written."""
+    import copy
+
+    a1, a2 = copy.deepcopy(args), copy.deepcopy(args)
+    with np.errstate(all="ignore"):
+        got = twin(*a1)
+    want = getattr(kernel_, "compiled", kernel_)(*a2)  # numba's dispatcher, once bound
+    _same(got, want)
+    for x, y in zip(a1, a2, strict=True):
+        if isinstance(x, np.ndarray):
+            _same(x, y)
+
+
+def _increasing(rng: np.random.Generator, size: int, top: int) -> np.ndarray:
+    return np.sort(rng.choice(top, size=min(size, top), replace=False)).astype(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_numpy_twins_equal_the_kernels(seed: int) -> None:
+    """Each kernel's numpy twin (taken before numba is loaded) gives its outputs bit for bit:
+    merges and positions of key arrays, range expansion, the fused contribution with zeros
+    against inf and nan, repeated targets and scalar operands, the spreads, recoverability
+    and the two-block gather."""
+    from sparsejac.ad import kernels as ak
+    from sparsejac.coloring import _bikernels
+
+    rng = np.random.default_rng(seed)
+    top = int(rng.integers(1, 200))
+    a = _increasing(rng, int(rng.integers(0, 80)), top)
+    b = _increasing(rng, int(rng.integers(0, 80)), top)
+    _both(ak._merge2_numpy, ak.merge2, a, b)
+    _both(ak._union_size_numpy, ak.union_size, a, b)
+    u = np.union1d(a, b).astype(np.int64)
+    _both(ak._positions_in_numpy, ak.positions_in, u, b)
+    ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 4, size=30))]).astype(np.int64)
+    keys = rng.integers(0, 30, size=int(rng.integers(0, 40)))
+    _both(ak._expand_ranges_numpy, ak.expand_ranges, ptr, keys)
+
+    n = int(rng.integers(1, 60))
+    specials = np.array([0.0, np.inf, -np.inf, np.nan, 1e308, -0.0])
+    r = rng.normal(size=n + 5)
+    r[rng.integers(0, r.size, size=4)] = rng.choice(specials, size=4)
+    j = rng.normal(size=n + 5)
+    j[rng.integers(0, j.size, size=4)] = rng.choice(specials, size=4)
+    none = np.zeros(0, dtype=np.int64)
+    for target in (none, rng.integers(0, 10, size=n)):  # repeated targets
+        for r_, ri in ((r, none), (r, rng.integers(0, r.size, size=n)), (r[:1], none)):
+            for j_, ji in ((j, none), (j, rng.integers(0, j.size, size=n)), (j[:1], none)):
+                for assign in (False, True):
+                    acc = rng.normal(size=max(n, 10))
+                    _both(ak._contribute_numpy, ak.contribute, acc, target, r_, ri, j_, ji,
+                          n, assign, 1.5)
+
+    m, k = int(rng.integers(1, 20)), int(rng.integers(1, 20))
+    rows = rng.integers(0, m, size=50)
+    cols = rng.integers(0, k, size=50)
+    vals = rng.normal(size=50)
+    vals[::7] = 0.0
+    groups = rng.integers(-1, 4, size=k)
+    _both(ak._spread_onehot_numpy, ak.spread_onehot, rows, cols, vals, groups, np.zeros((m, 4)))
+    src = rng.normal(size=(k, 3))
+    src[0, 0] = np.inf
+    _both(ak._spread_dense_numpy, ak.spread_dense, rows, cols, vals, src, np.zeros((m, 3)))
+
+    pattern = as_pattern(sp.random_array((m, k), density=0.3, rng=rng) + sp.eye_array(m, k))
+    cg = rng.integers(-1, 3, size=k)
+    rg = rng.integers(-1, 3, size=m)
+    _both(_bikernels._recoverable_numpy, _bikernels.recoverable, pattern.indptr,
+          pattern.indices, pattern.col_indptr, pattern.col_indices, pattern.csc_to_csr, cg, rg,
+          3, 3)
+    index = rng.integers(-10, 10, size=30)
+    _both(_bikernels._gather2_numpy, _bikernels.gather2, rng.normal(size=10),
+          rng.normal(size=10), index, np.empty(30))

@@ -157,3 +157,70 @@ def positions_in(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
             i += 1
         out[j] = i
     return out
+
+
+# -- numpy twins: the same outputs, vectorised, before numba is loaded (sparsejac.kernels) --
+
+
+def _spread_onehot_numpy(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
+                         groups: np.ndarray, out: np.ndarray) -> None:
+    g = groups[cols]
+    keep = g >= 0
+    np.add.at(out, (rows[keep], g[keep]), vals[keep])  # in entry order, as the kernel
+
+
+def _spread_dense_numpy(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
+                        src: np.ndarray, out: np.ndarray) -> None:
+    keep = vals != 0.0
+    np.add.at(out, rows[keep], vals[keep][:, None] * src[cols[keep]])
+
+
+def _contribute_numpy(acc: np.ndarray, target: np.ndarray, r: np.ndarray, r_idx: np.ndarray,
+                      j: np.ndarray, j_idx: np.ndarray, n: int, assign: bool,
+                      scale: float) -> None:
+    n = int(n)
+    rv = (np.full(n, r[0]) if r.size == 1 else r[r_idx[:n]] if r_idx.size else r[:n])
+    jv = (np.full(n, j[0]) if j.size == 1 else j[j_idx[:n]] if j_idx.size else j[:n])
+    v = np.where((rv == 0.0) | (jv == 0.0), 0.0, rv * jv * scale)
+    if target.size:
+        np.add.at(acc, target[:n], v)  # in k order, as the kernel (repeated targets)
+    elif assign:
+        acc[:n] = v
+    else:
+        acc[:n] += v
+
+
+def _expand_ranges_numpy(ptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    starts = ptr[keys]
+    counts = ptr[keys + 1] - starts
+    owner = np.repeat(np.arange(keys.size, dtype=np.int64), counts)
+    first = np.cumsum(counts) - counts  # where each key's positions begin in the output
+    pos = np.arange(owner.size, dtype=np.int64) - first[owner] + starts[owner]
+    return owner, pos.astype(np.int64, copy=False)
+
+
+def _merge2_numpy(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    u = np.union1d(a, b).astype(np.int64, copy=False)
+    return (u, np.searchsorted(u, a).astype(np.int64, copy=False),
+            np.searchsorted(u, b).astype(np.int64, copy=False))
+
+
+def _union_size_numpy(a: np.ndarray, b: np.ndarray) -> int:
+    if not a.size or not b.size:
+        return int(a.size + b.size)
+    i = np.minimum(np.searchsorted(a, b), a.size - 1)
+    return int(a.size + b.size - np.count_nonzero(a[i] == b))
+
+
+def _positions_in_numpy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.searchsorted(a, b).astype(np.int64, copy=False)
+
+
+# the twins, registered with their kernels
+spread_onehot.numpy_twin(_spread_onehot_numpy)
+spread_dense.numpy_twin(_spread_dense_numpy)
+contribute.numpy_twin(_contribute_numpy)
+expand_ranges.numpy_twin(_expand_ranges_numpy)
+merge2.numpy_twin(_merge2_numpy)
+union_size.numpy_twin(_union_size_numpy)
+positions_in.numpy_twin(_positions_in_numpy)

@@ -355,6 +355,27 @@ def recoverable(indptr, indices, col_indptr, col_indices, csc_to_csr, cg, rg, p,
     return from_b, from_c
 
 
+def _recoverable_numpy(indptr: np.ndarray, indices: np.ndarray, col_indptr: np.ndarray,
+                       col_indices: np.ndarray, csc_to_csr: np.ndarray, cg: np.ndarray,
+                       rg: np.ndarray, p: int, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`recoverable` with numpy: where a colour occurs once in a row (B) or column (C)."""
+    m, n = indptr.size - 1, col_indptr.size - 1
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
+    cols = np.repeat(np.arange(n, dtype=np.int64), np.diff(col_indptr))
+
+    def alone(line: np.ndarray, colour: np.ndarray, width: int) -> np.ndarray:
+        seeded = colour >= 0
+        keys = line * (int(width) + 1) + np.where(seeded, colour, int(width))
+        _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+        held: np.ndarray = seeded & (counts[inverse.reshape(-1)] == 1)
+        return held
+
+    from_b = alone(rows, cg[indices], p)
+    from_c = np.zeros(indices.size, dtype=np.bool_)
+    from_c[csc_to_csr] = alone(cols, rg[col_indices], q)
+    return from_b, from_c
+
+
 # -- decompression ----------------------------------------------------------------------
 
 
@@ -365,3 +386,16 @@ def gather2(b, c, index, out):  # type: ignore[no-untyped-def]
         t = index[k]
         out[k] = b[t] if t >= 0 else c[~t]
     return out
+
+
+def _gather2_numpy(b: np.ndarray, c: np.ndarray, index: np.ndarray, out: np.ndarray
+                   ) -> np.ndarray:
+    fwd = index >= 0
+    out[fwd] = b[index[fwd]]
+    out[~fwd] = c[~index[~fwd]]
+    return out
+
+
+# the twins, registered with their kernels
+recoverable.numpy_twin(_recoverable_numpy)
+gather2.numpy_twin(_gather2_numpy)

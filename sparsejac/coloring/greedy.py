@@ -54,7 +54,7 @@ _NO_ORDER = kernel_array(np.empty(0, dtype=np.int64))
 #: Below this many nonzeros, first-fit colouring of a process's first Jacobians runs in Python
 #: (:func:`_greedy_python`, the same colouring; :func:`sparsejac.kernels.use_fallback`): a
 #: small first Jacobian in a fresh process then never imports numba.
-PYTHON_BELOW = 20_000
+PYTHON_BELOW = 100_000
 
 
 def _greedy_python(vptr: np.ndarray, vidx: np.ndarray, order: np.ndarray | None
