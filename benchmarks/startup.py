@@ -14,12 +14,13 @@ otherwise compile every module from source in every process (about 0.1 s for spa
 * the same first Jacobians in a process that imported ``scipy.integrate`` first (as a
   ``solve_ivp`` user's script does): what sparsejac adds to such a program's start;
 * **a whole script**: a fresh process solving HIRES (n = 8) with ``solve_ivp(method="BDF")``,
-  then Broyden's tridiagonal least squares (n = 100, 1,000 or 10⁵), with sparsejac's Jacobians
+  then Broyden's tridiagonal least squares (n = 100 to 10⁵), with sparsejac's Jacobians
   (import and preparation included) and with scipy's finite differences given the pattern;
   the time after ``import scipy`` (which both pay; HIRES's row includes importing
   ``scipy.integrate`` and ``scipy.optimize``);
 * the same first Jacobians with an **empty kernel cache** (``NUMBA_CACHE_DIR`` pointed at a
-  new directory), at n = 20,000 (small ones run the kernels interpreted and compile nothing):
+  new directory), at n = 200,000 (smaller ones run numpy paths and interpreted kernels and
+  compile nothing):
   what the first use after installing costs, numba compiling every kernel they need
   (sparsejac says so with a ``KernelCompilationWarning``);
 * ``sparsejac warm-up`` with an empty cache (it compiles the kernels of the common paths
@@ -72,7 +73,7 @@ SOLVER_PROBE = PROBE.replace("import numpy as np\n",
 
 
 #: The empty-cache rows: a size whose kernels run compiled (small inputs are interpreted).
-COLD_PROBE = PROBE.replace("N = 100\n", "N = 20_000\n", 1)
+COLD_PROBE = PROBE.replace("N = 100\n", "N = 200_000\n", 1)
 
 #: A whole script, timed after ``import scipy`` (which both contenders pay): HIRES with BDF
 #: and Broyden's tridiagonal least squares, with ``jac=`` sparsejac's adapter (``"ours"``,
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| script after `import scipy` (fresh process) | njev | sparsejac s | FD s | "
           "FD / sparsejac |")
     print("|---|--:|--:|--:|--:|")
-    for n in ("100", "1000", "100000"):
+    for n in ("100", "1000", "10000", "100000"):
         ours, fd = [], []
         for _ in range(args.repeats):  # alternating
             ours.append(run(None, SCRIPT, "ours", n))
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as cache:
             env = {"NUMBA_CACHE_DIR": cache}
             cold = run(env, COLD_PROBE)
-        print("| empty kernel cache (first use after installing), n = 20,000 | seconds |")
+        print("| empty kernel cache (first use after installing), n = 200,000 | seconds |")
         print("|---|---|")
         print(f"| import + first `jacobian(f, x)` | "
               f"{cold['import'] + cold['first_jacobian']:.1f} |")

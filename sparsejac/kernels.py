@@ -46,11 +46,13 @@ _LOCK = threading.RLock()
 
 
 #: Entries the numpy paths may process in a process before the kernels take over (an
-#: interpreted kernel draws :data:`INTERPRET_WEIGHT` per entry): about 0.1 s of work, less
-#: than numba's import and runtime start (0.2 s), enough for the first Jacobians of small
-#: functions and a small solve, little enough that a process computing many Jacobians soon
-#: uses the compiled kernels.
-FALLBACK_BUDGET = 3_000_000
+#: interpreted kernel draws :data:`INTERPRET_WEIGHT` per entry; a unit is about 40 ns of an
+#: interpreted kernel, more than a numpy path's entry costs): at most about 0.25 s of work,
+#: what numba's import, runtime start and first kernel loads cost on a reference machine
+#: (the rule of renting until the rent paid equals the price: a process never pays more than
+#: twice numba's start, and one computing a few Jacobians of up to about 10^4 unknowns never
+#: pays it).
+FALLBACK_BUDGET = 6_000_000
 _BUDGET = [FALLBACK_BUDGET]
 
 
