@@ -37,7 +37,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-__all__ = ["FALLBACK_BUDGET", "cache_missing", "kernel", "loaded", "typed_kernel",
+__all__ = ["FALLBACK_BUDGET", "cache_missing", "expect", "kernel", "loaded", "typed_kernel",
            "use_fallback"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -45,14 +45,15 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _LOCK = threading.RLock()
 
 
-#: Entries the numpy paths may process in a process before the kernels take over (an
-#: interpreted kernel draws :data:`INTERPRET_WEIGHT` per entry; a unit is about 40 ns of an
-#: interpreted kernel, more than a numpy path's entry costs): at most about 0.25 s of work,
-#: what numba's import, runtime start and first kernel loads cost on a reference machine
-#: (the rule of renting until the rent paid equals the price: a process never pays more than
-#: twice numba's start, and one computing a few Jacobians of up to about 10^4 unknowns never
-#: pays it).
-FALLBACK_BUDGET = 6_000_000
+#: Work the numpy paths and interpreted kernels may do in a process before the kernels take
+#: over, in units of about 10 ns (a numpy path draws one per entry, about its cost measured
+#: over whole preparations: 14 ns; an interpreted kernel :data:`INTERPRET_WEIGHT` per entry):
+#: about 0.25 s, what numba's import, runtime start and first kernel loads cost on a
+#: reference machine. Renting until the rent paid equals the price, a process never pays
+#: more than about twice numba's start, and one computing a few Jacobians of up to a few
+#: 10^4 unknowns never pays it; a preparation that will clearly need more says so first
+#: (:func:`expect`) and the kernels load at once.
+FALLBACK_BUDGET = 25_000_000
 _BUDGET = [FALLBACK_BUDGET]
 
 
@@ -61,7 +62,7 @@ _BUDGET = [FALLBACK_BUDGET]
 #: :data:`INTERPRET_WEIGHT` times their size from the budget: the first Jacobians of a small
 #: function then never wait for numba's import and runtime.
 INTERPRET_BELOW = 65_536
-INTERPRET_WEIGHT = 10
+INTERPRET_WEIGHT = 40
 
 
 def use_fallback(size: int) -> bool:
@@ -80,6 +81,22 @@ def use_fallback(size: int) -> bool:
         return False
     _BUDGET[0] -= size
     return True
+
+
+def expect(work: int) -> None:
+    """A computation about to do ``work`` budget units on the fallback paths says so first.
+
+    When the budget left cannot cover it, it is spent now: the compiled kernels serve the
+    whole computation instead of taking over after a budget's worth of slower work (the same
+    results either way).
+
+    Examples
+    --------
+    >>> from sparsejac.kernels import expect, use_fallback
+    >>> expect(0)                      # nothing to do: the budget is unchanged
+    """
+    if "numba" not in sys.modules and work > _BUDGET[0]:
+        _BUDGET[0] = 0
 
 
 def loaded() -> bool:

@@ -627,3 +627,32 @@ def test_numpy_twins_equal_the_kernels(seed: int) -> None:
     index = rng.integers(-10, 10, size=30)
     _both(_bikernels._gather2_numpy, _bikernels.gather2, rng.normal(size=10),
           rng.normal(size=10), index, np.empty(30))
+
+
+def test_a_preparation_the_budget_cannot_cover_loads_the_kernels_at_once() -> None:
+    """After detection a preparation says what it will cost the fallback paths
+    (``kernels.expect``): within the budget it runs them (numba never imported); beyond it
+    the compiled kernels serve it from the start, with no fallback work thrown away; a
+    prepared tape too large to run interpreted loads them at once too."""
+    code = (
+        "import sys, numpy as np, sparsejac, sparsejac.kernels as K\n"
+        "import sparsejac.coloring.greedy as G\n"
+        "K._BUDGET[0] = int(sys.argv[1])\n"
+        "calls = []\n"
+        "python_fit = G._greedy_python\n"
+        "G._greedy_python = lambda *a: calls.append(1) or python_fit(*a)\n"
+        "def f(x):\n"
+        "    r = (3 - 2 * x) * x + 1\n"
+        "    r[1:] -= x[:-1]\n"
+        "    r[:-1] -= 2 * x[1:]\n"
+        "    return r\n"
+        "sparsejac.SparseJacobian(f, -np.ones(10_000), engine=sys.argv[2])\n"
+        "print(len(calls), 'numba' in sys.modules)\n")
+
+    def run(budget: int, engine: str = "auto") -> list[str]:
+        return subprocess.run([sys.executable, "-c", code, str(budget), engine],
+                              capture_output=True, text=True, check=True).stdout.split()
+
+    assert run(10 ** 9) == ["2", "False"]  # the Python first fit, both partitions
+    assert run(10 ** 6) == ["0", "True"]   # 30,000 nonzeros need more: compiled at once
+    assert run(10 ** 9, "tape") == ["0", "True"]  # a tape of 10^4 elements per node

@@ -54,7 +54,9 @@ _NO_ORDER = kernel_array(np.empty(0, dtype=np.int64))
 #: Below this many nonzeros, first-fit colouring of a process's first Jacobians runs in Python
 #: (:func:`_greedy_python`, the same colouring; :func:`sparsejac.kernels.use_fallback`): a
 #: small first Jacobian in a fresh process then never imports numba.
-PYTHON_BELOW = 100_000
+PYTHON_BELOW = 400_000
+#: budget units (about 10 ns) the Python first fit draws per nonzero (0.3-0.5 µs measured)
+PYTHON_WEIGHT = 40
 
 
 def _greedy_python(vptr: np.ndarray, vidx: np.ndarray, order: np.ndarray | None
@@ -82,7 +84,7 @@ def _greedy_arrays(
     order: np.ndarray | None,
     n_words: int,
 ) -> np.ndarray:
-    if arrays[1].size <= PYTHON_BELOW and kernels.use_fallback(10 * arrays[1].size):
+    if arrays[1].size <= PYTHON_BELOW and kernels.use_fallback(PYTHON_WEIGHT * arrays[1].size):
         return _greedy_python(arrays[0], arrays[1], order)
     if n_words:
         natural = order is None
