@@ -181,7 +181,7 @@ def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  #
     return da, db
 
 
-@kernel()
+@kernel(interpret=True)  # one pass over the tape
 def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Values into ``buf`` and (``tb.shape[1] > 0``) tangents into ``tb``, in program order.
 
@@ -258,7 +258,7 @@ def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-un
                         tb[o + r, j] = acc
 
 
-@kernel()
+@kernel(interpret=True)  # one pass over the tape
 def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Cotangents into ``cb`` from the values in ``buf``, in reverse program order.
 
@@ -440,7 +440,7 @@ def pack(meta: np.ndarray, code: np.ndarray, idx: np.ndarray, ptr: np.ndarray,
     return ints, floats
 
 
-@kernel()
+@kernel(interpret=True)  # one pass over the tape
 def seed_rows(block, start, groups):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``block[start + k, groups[k]] = 1`` for every seeded ``k`` (group >= 0)."""
     for k in range(groups.size):
