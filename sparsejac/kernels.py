@@ -184,12 +184,17 @@ class LazyKernel:
 
         numpy's scalar warnings are silenced (compiled code wraps and overflows silently);
         where the interpreter raises instead (``math.exp`` of a large number, a float division
-        by zero), the compiled kernel answers: the outputs it writes are then its own.
+        by zero), the arrays it was given get their contents back (a kernel may have added
+        into them already) and the compiled kernel answers.
         """
+        kept = [(a, a.copy()) for a in args
+                if isinstance(a, np.ndarray) and a.flags.writeable and a.size]
         try:
             with np.errstate(all="ignore"):
                 return self.python(*args)
         except (ArithmeticError, ValueError):
+            for a, before in kept:
+                a[...] = before
             return self.compiled(*args)
 
     def numpy_twin(self, fn: _F) -> _F:

@@ -656,3 +656,23 @@ def test_a_preparation_the_budget_cannot_cover_loads_the_kernels_at_once() -> No
     assert run(10 ** 9) == ["2", "False"]  # the Python first fit, both partitions
     assert run(10 ** 6) == ["0", "True"]   # 30,000 nonzeros need more: compiled at once
     assert run(10 ** 9, "tape") == ["0", "True"]  # a tape of 10^4 elements per node
+
+
+def test_an_interpreted_call_that_raises_hands_over_with_its_inputs_restored() -> None:
+    """A kernel that adds into an array it was given and then hits what the interpreter
+    raises on (``math.exp`` overflow) leaves the compiled kernel its inputs as they were:
+    the result is the compiled kernel's, not the partial sums counted twice."""
+    import math
+
+    @kernel(cache=False, interpret=True)
+    def add_exp(a, out):  # type: ignore[no-untyped-def]
+        for i in range(a.size):
+            out[i] += math.exp(a[i])
+
+    a = np.array([1.0, 800.0, 2.0])
+    got = np.ones(3)
+    add_exp.interpreted(a, got)
+    want = np.ones(3)
+    add_exp.compiled(a, want)
+    _same(got, want)
+    assert got[0] == 1.0 + math.e
