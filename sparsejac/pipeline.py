@@ -662,9 +662,9 @@ def _tape_calls_units(program: Program | None, pattern: SparsityPattern, engine:
                       one_shot: bool) -> int:
     """What a prepared tape's calls would cost the fallback budget.
 
-    None when its fused kernel may run interpreted; everything (the compiled kernels at once)
-    when a tape that ``engine="auto"`` would likely choose is too large to run interpreted
-    (:data:`sparsejac.kernels.INTERPRET_BELOW`).
+    Nothing when its fused kernel may run interpreted; everything (the compiled kernels at
+    once) when a tape that :func:`choose_engine` would likely choose is too large to run
+    interpreted (:data:`sparsejac.kernels.INTERPRET_BELOW`).
 
     The tape's work is estimated with the colouring's lower bound (the most nonzeros in a
     row), which the colours cannot undercut.
@@ -672,9 +672,18 @@ def _tape_calls_units(program: Program | None, pattern: SparsityPattern, engine:
     if one_shot or program is None or engine == "chain" or kernels.loaded():
         return 0
     width = int(np.diff(pattern.indptr).max()) if pattern.nnz else 0
+    by_rule, work = _tape_by_rule(program, width)
+    return sys.maxsize if (engine == "tape" or by_rule) and work > kernels.INTERPRET_BELOW else 0
+
+
+def _tape_by_rule(program: Program, width: int) -> tuple[bool, int]:
+    """Whether ``engine="auto"``'s rule takes the tape, and the tape's work per call.
+
+    The work is about ``sum(node sizes) x (width + 1)`` element operations; the rule takes the
+    tape below :data:`TAPE_WORK_PER_NODE` per node.
+    """
     work = sum(nd.out.size for nd in program.nodes) * (width + 1)
-    likely = engine == "tape" or work <= TAPE_WORK_PER_NODE * max(len(program.nodes), 1)
-    return sys.maxsize if likely and work > kernels.INTERPRET_BELOW else 0
+    return work <= TAPE_WORK_PER_NODE * max(len(program.nodes), 1), work
 
 
 #: Budget units (:mod:`sparsejac.kernels`, about 10 ns each) the fallback paths spend per
@@ -720,12 +729,10 @@ def choose_engine(program: Program, width: int, engine: str = "auto"
     >>> type(choose_engine(trace(lambda x: x[1:] * x[:-1], np.ones(10**5)), 2)).__name__
     'PreparedProgram'
     """
-    if engine != "chain":
-        work = sum(nd.out.size for nd in program.nodes) * (width + 1)
-        if engine == "tape" or work <= TAPE_WORK_PER_NODE * max(len(program.nodes), 1):
-            tape = Tape.build(program)
-            if tape is not None and tape.fits(width):
-                return tape
+    if engine == "tape" or (engine != "chain" and _tape_by_rule(program, width)[0]):
+        tape = Tape.build(program)
+        if tape is not None and tape.fits(width):
+            return tape
     return PreparedProgram(program, width=width)
 
 

@@ -380,26 +380,32 @@ _NO_NUMBA = (
     "sys.meta_path.insert(0, _Refuse())\n")
 
 
+def _both_ways(source: str, *argv: str) -> tuple[list[str], list[str]]:
+    """``source``'s printed lines from a child where numba cannot be imported, and from this
+    process with numba loaded (every kernel compiled); ``argv`` as ``sys.argv[1:]`` in both."""
+    import contextlib
+    import io
+
+    pytest.importorskip("numba")
+    child = subprocess.run([sys.executable, "-c", _NO_NUMBA + source, *argv],
+                           capture_output=True, text=True, check=False)
+    assert child.returncode == 0, child.stderr
+    import numba  # noqa: F401  (loaded here: every kernel below runs compiled)
+
+    here = io.StringIO()
+    with contextlib.redirect_stdout(here), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "argv", ["-c", *argv])
+        exec(compile(source, "<both ways>", "exec"), {})
+    return child.stdout.splitlines(), here.getvalue().splitlines()
+
+
 def test_interpreted_kernels_give_the_compiled_results_bit_for_bit() -> None:
     """Before numba is loaded, the one-pass kernels run their own code in the interpreter on
     small inputs: first-fit and star bicolourings, small prepared Jacobians (the tape's fused
     kernel, every elementary function, every mode) and Hessians (star and acyclic colourings,
     their decompression) come out exactly as compiled, and numba is never imported (it is
     blocked in the child process)."""
-    import contextlib
-    import io
-
-    pytest.importorskip("numba")
-    child = subprocess.run([sys.executable, "-c", _NO_NUMBA + _BOTH_WAYS],
-                           capture_output=True, text=True, check=False)
-    assert child.returncode == 0, child.stderr
-    import numba  # noqa: F401  (loaded here: every kernel below runs compiled)
-
-    here = io.StringIO()
-    with contextlib.redirect_stdout(here):
-        exec(compile(_BOTH_WAYS, "<both ways>", "exec"), {})
-    want = here.getvalue().splitlines()
-    got = child.stdout.splitlines()
+    got, want = _both_ways(_BOTH_WAYS)
     assert len(got) == len(want) > 30
     for g, w in zip(got, want, strict=True):
         assert g == w
@@ -479,23 +485,10 @@ def test_published_problems_give_the_same_jacobians_interpreted_and_compiled() -
     computed in a child where numba cannot be imported equal the compiled results bit for
     bit (their preparations' mandatory colourings, DSATUR and the other one-pass orders,
     run interpreted too; only the colour search's tabu stage stays compiled)."""
-    import contextlib
-    import io
     from pathlib import Path
 
-    pytest.importorskip("numba")
-    root = str(Path(__file__).resolve().parents[1])
-    child = subprocess.run([sys.executable, "-c", _NO_NUMBA + _MGH_BOTH_WAYS, root],
-                           capture_output=True, text=True, check=False)
-    assert child.returncode == 0, child.stderr
-    import numba  # noqa: F401
-
-    here = io.StringIO()
-    with contextlib.redirect_stdout(here), pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sys, "argv", ["-c", root])
-        exec(compile(_MGH_BOTH_WAYS, "<mgh both ways>", "exec"), {})
-    want = set(here.getvalue().splitlines())
-    got = child.stdout.splitlines()
+    got, here = _both_ways(_MGH_BOTH_WAYS, str(Path(__file__).resolve().parents[1]))
+    want = set(here)
     interpreted = [line for line in got if not line.endswith("needs numba")]
     assert len(interpreted) > 200
     assert len(got) == len(interpreted)
