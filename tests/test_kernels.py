@@ -99,6 +99,42 @@ def test_cross_module_kernels_bind_in_a_fresh_process() -> None:
                          check=True).stdout.split()
     assert int(out[0]) == 3000
 
+_NUMBA_STARTS_IN_A_TRACE = (
+    "import sys\n"
+    "import numpy as np\n"
+    "import numba  # the user's program imports numba; its compiler has not started\n"
+    "import sparsejac\n"
+    "if sys.argv[1] == 'unguarded':\n"
+    "    import sparsejac.kernels as k\n"
+    "    k._START_GUARDS.clear()\n"
+    "def f(u):\n"
+    "    s = u.reshape(50, 100)  # checks its index with a kernel: numba starts in the trace\n"
+    "    return (np.roll(s, 1, 0) - 2 * s + s ** 2).ravel()\n"
+    "sparsejac.SparseJacobian(f, np.linspace(0.0, 1.0, 5000))\n"
+    "@numba.njit\n"
+    "def g(n):\n"
+    "    return np.empty(n).size + np.zeros(n).size\n"
+    "print(g(3))\n")
+
+
+def test_numba_started_inside_a_trace_still_knows_numpy() -> None:
+    """numba's compiler starting while a trace has wrapped ``np.empty`` and friends (a kernel
+    called from the traced ``reshape``) must not leave numba knowing the wrappers: a later
+    compilation calling ``np.empty`` (the user's, or a sparsejac kernel missing from the cache)
+    failed with numba's 'unsupported NumPy function'. The guard puts numpy's functions back
+    for that moment; without it, the same child fails (so the test can fail)."""
+    def child(how: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _NUMBA_STARTS_IN_A_TRACE, how],
+                              capture_output=True, text=True, timeout=300)
+
+    guarded = child("guarded")
+    assert guarded.returncode == 0, guarded.stderr
+    assert guarded.stdout.split() == ["6"]
+    unguarded = child("unguarded")
+    assert unguarded.returncode != 0
+    assert "numpy.empty" in unguarded.stderr
+
+
 
 def test_no_kernel_call_takes_numba_slow_dispatch(monkeypatch: pytest.MonkeyPatch) -> None:
     """After warm-up, the adapters' paths call every kernel through numba's fast dispatch.
@@ -577,13 +613,19 @@ def test_numpy_twins_equal_the_kernels(seed: int) -> None:
     top = int(rng.integers(1, 200))
     a = _increasing(rng, int(rng.integers(0, 80)), top)
     b = _increasing(rng, int(rng.integers(0, 80)), top)
-    _both(ak._merge2_numpy, ak.merge2, a, b)
+    k = ak.union_size(a, b)
+    z = np.zeros
+    _both(ak._merge2_numpy, ak.merge2, a, b, z(k, np.int64), z(a.size, np.int64),
+          z(b.size, np.int64))
     _both(ak._union_size_numpy, ak.union_size, a, b)
     u = np.union1d(a, b).astype(np.int64)
-    _both(ak._positions_in_numpy, ak.positions_in, u, b)
+    assert k == u.size
+    _both(ak._positions_in_numpy, ak.positions_in, u, b, z(b.size, np.int64))
     ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 4, size=30))]).astype(np.int64)
     keys = rng.integers(0, 30, size=int(rng.integers(0, 40)))
-    _both(ak._expand_ranges_numpy, ak.expand_ranges, ptr, keys)
+    total = int(np.sum(ptr[keys + 1] - ptr[keys]))
+    _both(ak._expand_ranges_numpy, ak.expand_ranges, ptr, keys, z(total, np.int64),
+          z(total, np.int64))
 
     n = int(rng.integers(1, 60))
     specials = np.array([0.0, np.inf, -np.inf, np.nan, 1e308, -0.0])

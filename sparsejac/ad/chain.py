@@ -159,7 +159,10 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
             owner, pos = None, None  # owner: jk.rows, decoded only if needed
             key = codec.map_rows(jk.keys(codec), *strided)
         else:
-            owner, pos = expand_ranges(jk.ptr, lj.cols)
+            ptr = jk.ptr
+            total = int(np.sum(ptr[lj.cols + 1] - ptr[lj.cols]))
+            owner, pos = np.empty(total, np.int64), np.empty(total, np.int64)
+            expand_ranges(ptr, lj.cols, owner, pos)
             key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
         parts.append((lj, jk, owner, pos, key, r_slot))
     if not parts:

@@ -68,11 +68,19 @@ def _merge(a: np.ndarray, b: np.ndarray
     """
     k = union_size(a, b)
     if k == a.size:
-        return a, None, positions_in(a, b)
+        return a, None, _positions_in(a, b)
     if k == b.size:
-        return b, positions_in(b, a), None
-    u, ia, ib = merge2(a, b)
+        return b, _positions_in(b, a), None
+    # the outputs are numpy's (huge pages for large arrays; see merge2)
+    u, ia, ib = np.empty(k, np.int64), np.empty(a.size, np.int64), np.empty(b.size, np.int64)
+    merge2(a, b, u, ia, ib)
     return u, ia, ib
+
+
+def _positions_in(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.empty(b.size, np.int64)
+    positions_in(a, b, out)
+    return out
 
 
 class _Decoded:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac import kernels
 from sparsejac.tracing.program import current_trace
 
 __all__ = ["CREATORS", "buffers_traced"]
@@ -89,3 +90,20 @@ def buffers_traced() -> Iterator[None]:
                 for name, original in _ORIGINALS.items():
                     setattr(np, name, original)
                 _ORIGINALS.clear()
+
+
+@contextmanager
+def _numpy_restored() -> Iterator[None]:
+    """Put numpy's own creation functions back for a moment, wrappers or not (numba's start)."""
+    with _LOCK:
+        wrappers = {name: getattr(np, name) for name in _ORIGINALS}
+        for name, original in _ORIGINALS.items():
+            setattr(np, name, original)
+        try:
+            yield
+        finally:
+            for name, wrapper in wrappers.items():
+                setattr(np, name, wrapper)
+
+
+kernels.guard_numba_start(_numpy_restored)
