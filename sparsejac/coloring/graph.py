@@ -144,16 +144,21 @@ class BipartiteGraph:
             self.vptr, self.vidx = pattern.indptr, pattern.indices
             self.nptr, self.nidx = pattern.col_indptr, pattern.col_indices
         else:
-            n = pattern.shape[1]
             nnz = pattern.nnz
             self.vptr = _readonly(np.concatenate((pattern.col_indptr, pattern.indptr[1:] + nnz)))
             self.vidx = _readonly(np.concatenate((pattern.csc_to_csr, np.arange(nnz))))
             self.nptr = _readonly(np.arange(0, 2 * nnz + 1, 2, dtype=np.int64))
-            nidx = np.empty(2 * nnz, dtype=np.int64)
-            nidx[0::2] = pattern.indices
-            nidx[1::2] = pattern.rows + n
-            self.nidx = _readonly(nidx)
+            # nidx (2 nnz entries) is made on first use: the star bicolouring never reads it
         self.n_vertices = int(self.vptr.size - 1)
+
+    @cached_property
+    def nidx(self) -> np.ndarray:
+        """For each net, the vertices it touches (set at construction when one-sided)."""
+        pattern = self.pattern
+        nidx = np.empty(2 * pattern.nnz, dtype=np.int64)  # each net: a column, then a row
+        nidx[0::2] = pattern.indices
+        nidx[1::2] = pattern.rows + pattern.shape[1]
+        return _readonly(nidx)
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -38,6 +38,7 @@ from sparsejac.coloring.graph import (
     DEFAULT_REVERSE_COST,
     PARTITIONS,
     BipartiteGraph,
+    bidirectional_lower_bound,
     check_partition,
 )
 from sparsejac.coloring.greedy import dsatur_color, greedy_color
@@ -229,7 +230,6 @@ def _bidirectional(
     includes theirs.
     """
     t0 = time.perf_counter()
-    graph = BipartiteGraph(pattern, "bidirectional")
     candidates: tuple[Candidate, ...] = ()
     spent = 0.0
     if isinstance(order, str) and order == "best":
@@ -253,7 +253,7 @@ def _bidirectional(
     else:
         order_name, order_fn = resolve_order(order, "bidirectional")
         perm = order_fn(pattern, "bidirectional", rngs())
-        perm = check_permutation(perm, graph.n_vertices, name="order")
+        perm = check_permutation(perm, sum(pattern.shape), name="order")
         found = star_bicoloring(pattern, perm)
         assert found is not None  # no limit: never stops early
         (cg, rg), name = found, order_name
@@ -264,7 +264,7 @@ def _bidirectional(
         n_colors=passes(cg) + passes(rg),
         column_groups=cg,
         row_groups=rg,
-        lower_bound=graph.lower_bound,
+        lower_bound=bidirectional_lower_bound(pattern),
         seconds=time.perf_counter() - t0,
         candidates=candidates,
         work=spent,
