@@ -20,6 +20,7 @@ from sparsejac.errors import (
     ConcretizationError,
     KernelCompilationWarning,
     TracedConversionError,
+    TraceMismatchError,
     UnsupportedPrimitiveError,
 )
 from sparsejac.tracing import hooks as _hooks
@@ -103,6 +104,7 @@ __all__ = [
     "RootJacobian",
     "SparseHessian",
     "SparseJacobian",
+    "TraceMismatchError",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "__version__",

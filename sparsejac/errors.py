@@ -92,6 +92,29 @@ class TracedConversionError(TypeError):
     """
 
 
+class TraceMismatchError(RuntimeError):
+    """``f`` computed other values when traced than when called with a numpy array.
+
+    sparsejac differentiates what ``f`` does with its traced input. Code that branches on
+    the input's type (``isinstance(y, np.ndarray)``, ``np.isscalar(y[0])``) takes another
+    path under the tracer, and state that changes between calls (unseeded random numbers)
+    gives other values: either way the recorded program is not ``f``, and its Jacobian would
+    be wrong. Tracing compares the traced value with one real call of ``f`` at the same
+    point, to rounding, and raises this error when they differ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> def f(y):
+    ...     return y ** 2 if isinstance(y, np.ndarray) else 0.0 * y
+    >>> sparsejac.jacobian(f, np.ones(2))
+    Traceback (most recent call last):
+        ...
+    sparsejac.errors.TraceMismatchError: `f` computes other values when traced than when called ...
+    """
+
+
 def with_hint(exc: Exception, hint: str) -> Exception:
     """A copy of ``exc`` (same type and attributes) whose message ends with ``hint``.
 

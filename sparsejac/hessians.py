@@ -56,7 +56,7 @@ def _symmetric(p: sp.csr_array) -> sp.csr_array:
 
 def _scalar_program(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name: str,
                     local: bool = False) -> Program:
-    prog = trace(call, x0, params=params, name=name, local=local)
+    prog = trace(call, x0, params=params, name=name, local=local, check=True)
     if prog.out.size != 1:
         raise ValueError(
             f"`{name}` must return a scalar (one element) for a Hessian; it returns shape "

@@ -304,10 +304,10 @@ def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name
            mode: str, sparsity: Any, one_shot: bool) -> tuple[Program | None, bool]:
     """The global trace, or (one-off) the local one, or None for a retrace plan."""
     try:
-        return trace(call, x0, params=params, name=name), False
+        return trace(call, x0, params=params, name=name, check=True), False
     except ConcretizationError as exc:
         if one_shot:  # exact at this x: the branches taken here
-            return trace(call, x0, local=True, params=params, name=name), True
+            return trace(call, x0, local=True, params=params, name=name, check=True), True
         if sparsity is None:
             raise ConcretizationError(
                 f"{exc} To prepare a Jacobian for such an f anyway, pass `sparsity=` (a "

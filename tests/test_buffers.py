@@ -192,3 +192,100 @@ def test_library_calls_inside_f_get_plain_arrays():
     x = np.linspace(0.5, 1.5, N)
     want = lap.toarray() + np.diag(2 * np.linspace(0.0, 1.0, N) * x)
     np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-14)
+
+
+_RANDOM_CONSTANTS = (
+    "import sys, numpy as np, scipy.stats, sparsejac\n"
+    "x = np.array([0.3, 1.2, 2.5])\n"
+    "makers = {\n"
+    "    'seed+rand': lambda: (np.random.seed(0), np.random.rand(3))[1],\n"
+    "    'seed+normal': lambda: (np.random.seed(1), np.random.normal(size=3))[1],\n"
+    "    'Generator': lambda: np.random.default_rng(0).random(3),\n"
+    "    'RandomState': lambda: np.random.RandomState(0).rand(3),\n"
+    "    'Sobol': lambda: scipy.stats.qmc.Sobol(1, seed=0).random(4)[:3, 0],\n"
+    "}\n"
+    "for name, make in makers.items():\n"
+    "    J = sparsejac.jacobian(lambda y: y * make(), x)\n"
+    "    assert np.array_equal(J.toarray(), np.diag(make())), name\n"
+    "try:\n"
+    "    sparsejac.jacobian(lambda y: y * np.random.rand(3), x)  # unseeded: another each call\n"
+    "except sparsejac.TraceMismatchError:\n"
+    "    print('refused')\n")
+
+
+def test_compiled_code_making_arrays_inside_f_gets_plain_ones():
+    """numpy's random generators (C code) make their arrays with ``np.empty``; called inside
+    f on constants, they must get plain arrays, not traced ones. Compiled code leaves no
+    Python frame, so the wrappers see the user's frame calling ``rand``, not ``np.empty``:
+    before the callee check, ``np.random.rand(3)`` inside f crashed the interpreter (a
+    segmentation fault), and ``default_rng(0).random(3)`` raised numpy's TypeError. Seeded,
+    they are constants (the Jacobian is exact); unseeded, the values differ between the trace
+    and a real call, which the trace's check refuses. In a child process (a crash must not
+    take the test run down)."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _RANDOM_CONSTANTS], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["refused"]
+
+
+def test_creation_through_a_local_alias_is_traced():
+    """``z = np.ones`` inside f, then ``z(3)``: the callee is resolved to the wrapper."""
+    def f(y):
+        z = np.ones
+        w = z(3)
+        w[0] = y[2]
+        return w * y
+
+    x = np.array([0.5, 1.5, 2.5])
+    want = np.diag([2.5, 1.0, 1.0])
+    want[0, 2] += 0.5
+    np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), want)
+
+
+def test_a_model_installed_as_a_package_fills_its_buffers(tmp_path, monkeypatch):
+    """Code of the traced function's own package counts as the user's even when it is
+    installed (``site-packages``): its ``np.zeros`` buffers are traced. Another installed
+    package called by f is still a library."""
+    site = tmp_path / "site-packages"
+    (site / "mymodel").mkdir(parents=True)
+    (site / "mymodel" / "__init__.py").write_text(
+        "import numpy as np\n"
+        "def rhs(y):\n"
+        "    out = np.zeros(y.size)\n"
+        "    out[1:-1] = y[2:] - 2 * y[1:-1] + y[:-2]\n"
+        "    out[0] = -y[0] ** 2\n"
+        "    return out\n")
+    monkeypatch.syspath_prepend(str(site))
+    import importlib
+
+    mymodel = importlib.import_module("mymodel")
+    x = np.linspace(1.0, 2.0, 5)
+    want = np.zeros((5, 5))
+    want[0, 0] = -2.0
+    for i in range(1, 4):
+        want[i, i - 1:i + 2] = [1.0, -2.0, 1.0]
+    np.testing.assert_array_equal(sparsejac.jacobian(mymodel.rhs, x).toarray(), want)
+
+
+def test_type_dependent_branches_are_refused():
+    """f that answers ``isinstance(y, np.ndarray)`` or ``np.isscalar(y[0])`` differently for
+    the traced array would give the Jacobian of another function: the trace is compared with a
+    real call and refused, in the one-off, prepared and pattern entry points."""
+    def f(y):
+        return y ** 2 if isinstance(y, np.ndarray) else np.zeros(3)
+
+    def g(y):
+        return 2.0 * y if np.isscalar(y[0]) else y ** 2
+
+    x = np.array([0.5, 1.5, 2.5])
+    for fn in (f, g):
+        for entry in (sparsejac.jacobian, sparsejac.SparseJacobian,
+                      sparsejac.jacobian_sparsity):
+            with pytest.raises(sparsejac.TraceMismatchError, match="type"):
+                entry(fn, x)
+    with pytest.raises(sparsejac.TraceMismatchError):
+        sparsejac.hessian(lambda y: np.sum(y ** 2) if isinstance(y, np.ndarray) else
+                          np.sum(y), x)

@@ -297,7 +297,7 @@ def test_hasattr_on_a_traced_array_still_works() -> None:
     """hasattr() sees False for an unmodelled attribute instead of an exception."""
     seen = []
     sparsejac.jacobian_sparsity(lambda x: seen.append(hasattr(x, "flat")) or x, X)
-    assert seen == [False]
+    assert seen == [False, True]  # traced, then the real call that checks the values
 
 
 def test_supported_docs_path_exists() -> None:
@@ -340,3 +340,24 @@ def test_nested_tracing_is_refused() -> None:
 
     with pytest.raises(TypeError, match="already a traced array"):
         sparsejac.jacobian_sparsity(f, X)
+
+
+def test_python_builtins_on_traced_values_give_sparsejac_errors() -> None:
+    """f-string formats, round() and shape assignment on a traced array: sparsejac's errors
+    (or the right result), not TypeError/AttributeError from Python's internals."""
+    x = np.array([0.5, 1.5, 2.5])
+    with pytest.raises(sparsejac.TracedConversionError, match="format"):
+        sparsejac.jacobian(lambda y: (f"{y[0]:.3f}", y ** 2)[1], x)
+    assert f"{sparsejac.jacobian(lambda y: y * 2.0, x).nnz:d}" == "3"
+    const = sparsejac.jacobian(lambda y: (f"{np.ones(2).sum():.2f}", y ** 2)[1], x)  # constant
+    np.testing.assert_array_equal(const.toarray(), np.diag(2 * x))
+    j = sparsejac.jacobian(lambda y: round(y[1], 1) * y, x)  # zero derivative a.e.
+    np.testing.assert_array_equal(j.toarray(), np.diag(np.full(3, 1.5)))
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="shape assignment"):
+        sparsejac.jacobian_sparsity(lambda y: (setattr(y, "shape", (3, 1)), y)[1], x)
+
+
+def test_jacobian_sparsity_passes_kwargs() -> None:
+    """``kwargs=`` as in jacobian and SparseJacobian."""
+    p = sparsejac.jacobian_sparsity(lambda y, k=0: y[k:] * y[0], np.ones(3), kwargs={"k": 1})
+    assert p.toarray().astype(int).tolist() == [[1, 1, 0], [1, 0, 1]]

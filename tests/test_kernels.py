@@ -104,27 +104,40 @@ _NUMBA_STARTS_IN_A_TRACE = (
     "import numpy as np\n"
     "import numba  # the user's program imports numba; its compiler has not started\n"
     "import sparsejac\n"
-    "if sys.argv[1] == 'unguarded':\n"
-    "    import sparsejac.kernels as k\n"
+    "if sys.argv[2] == 'unguarded':\n"
+    "    import sparsejac.kernels as k, sparsejac.tracing.buffers as b\n"
     "    k._START_GUARDS.clear()\n"
-    "def f(u):\n"
-    "    s = u.reshape(50, 100)  # checks its index with a kernel: numba starts in the trace\n"
-    "    return (np.roll(s, 1, 0) - 2 * s + s ** 2).ravel()\n"
-    "sparsejac.SparseJacobian(f, np.linspace(0.0, 1.0, 5000))\n"
+    "    b._NUMBA_IMPORTS.find_spec = lambda *a, **kw: None\n"
+    "if sys.argv[1] == 'kernel':\n"
+    "    def f(u):\n"
+    "        s = u.reshape(50, 100)  # checks its index with a kernel: numba starts here\n"
+    "        return (np.roll(s, 1, 0) - 2 * s + s ** 2).ravel()\n"
+    "    sparsejac.SparseJacobian(f, np.linspace(0.0, 1.0, 5000))\n"
+    "else:  # the user's own numba function, called by f, starts numba\n"
+    "    @numba.njit\n"
+    "    def double(y):\n"
+    "        return 2.0 * y\n"
+    "    try:\n"
+    "        sparsejac.jacobian(lambda y: double(y), np.ones(3))\n"
+    "    except sparsejac.TracedConversionError as exc:\n"
+    "        assert 'numba-compiled function' in str(exc)\n"
     "@numba.njit\n"
     "def g(n):\n"
     "    return np.empty(n).size + np.zeros(n).size\n"
     "print(g(3))\n")
 
 
-def test_numba_started_inside_a_trace_still_knows_numpy() -> None:
-    """numba's compiler starting while a trace has wrapped ``np.empty`` and friends (a kernel
-    called from the traced ``reshape``) must not leave numba knowing the wrappers: a later
-    compilation calling ``np.empty`` (the user's, or a sparsejac kernel missing from the cache)
-    failed with numba's 'unsupported NumPy function'. The guard puts numpy's functions back
-    for that moment; without it, the same child fails (so the test can fail)."""
+@pytest.mark.parametrize("route", ["kernel", "user"])
+def test_numba_started_inside_a_trace_still_knows_numpy(route: str) -> None:
+    """numba's compiler starting while a trace has wrapped ``np.empty`` and friends must not
+    leave numba knowing the wrappers: a later compilation calling ``np.empty`` (the user's,
+    or a sparsejac kernel missing from the cache) failed with numba's 'unsupported NumPy
+    function'. Two routes: a sparsejac kernel first called inside a trace (the traced
+    ``reshape``), and the user's ``@numba.njit`` function called by ``f`` (which also gets a
+    sparsejac error, not numba's). numba's modules are imported with numpy's functions in
+    place; without that, the same child fails (so the test can fail)."""
     def child(how: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-c", _NUMBA_STARTS_IN_A_TRACE, how],
+        return subprocess.run([sys.executable, "-c", _NUMBA_STARTS_IN_A_TRACE, route, how],
                               capture_output=True, text=True, timeout=300)
 
     guarded = child("guarded")
@@ -132,7 +145,7 @@ def test_numba_started_inside_a_trace_still_knows_numpy() -> None:
     assert guarded.stdout.split() == ["6"]
     unguarded = child("unguarded")
     assert unguarded.returncode != 0
-    assert "numpy.empty" in unguarded.stderr
+    assert "numpy.empty" in unguarded.stderr or "numpy.zeros" in unguarded.stderr
 
 
 

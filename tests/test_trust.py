@@ -219,11 +219,20 @@ def test_verify_false_and_refresh():
 
 
 def test_a_random_f_cannot_be_verified():
-    """f that changes at every call raises a clear error instead of a stale Jacobian."""
+    """f that changes at every call raises a clear error instead of a stale Jacobian: at the
+    preparation (the traced values are not a real call's), or at a call (f changed since)."""
     rng = np.random.default_rng(0)
-    jac = sparsejac.SparseJacobian(lambda x: x * rng.random(), np.ones(2))
-    with pytest.raises(RuntimeError, match="deterministic function of x"):
-        jac(np.ones(2))
+    with pytest.raises(sparsejac.TraceMismatchError, match="unseeded random numbers"):
+        sparsejac.SparseJacobian(lambda x: x * rng.random(), np.ones(2))
+    calls = [0]
+
+    def f(x):
+        calls[0] += 1
+        return x * (1.0 if calls[0] <= 2 else rng.random())  # the same until prepared
+
+    jac = sparsejac.SparseJacobian(f, np.ones(2))
+    with pytest.raises(RuntimeError, match=r"deterministic function of x|unseeded random"):
+        jac(np.ones(2))  # (preparing again, the check of the traced values refuses f)
 
 
 # -- threads ----------------------------------------------------------------------------------

@@ -72,7 +72,8 @@ def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_arra
 
 
 def jacobian_sparsity(
-    f: Callable[..., Any], x: Any, *, local: bool = False, args: tuple[Any, ...] = ()
+    f: Callable[..., Any], x: Any, *, local: bool = False, args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
 ) -> sp.csr_array:
     """Sparsity pattern of the Jacobian of ``f`` at (or around) ``x``, by tracing its numpy calls.
 
@@ -89,6 +90,8 @@ def jacobian_sparsity(
         ``np.max`` ... keep only the branch taken at ``x``.
     args : tuple, optional
         Further arguments passed to ``f`` unchanged (constants for the trace).
+    kwargs : dict, optional
+        Keyword arguments passed to ``f`` unchanged, as ``args``.
 
     Returns
     -------
@@ -132,6 +135,7 @@ def jacobian_sparsity(
     array([[0, 0, 1, 0],
            [0, 1, 0, 0]])
     """
-    prog = trace(lambda xt: f(xt, *args), x, local=local)
+    kw = dict(kwargs or {})
+    prog = trace(lambda xt: f(xt, *args, **kw), x, local=local, check=True)
     return program_sparsity(prog, local=local)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
+from sparsejac.errors import TracedConversionError, TraceMismatchError, UnsupportedPrimitiveError
 from sparsejac.tracing import library
 from sparsejac.tracing.buffers import buffers_traced
 from sparsejac.tracing.hooks import registry
@@ -33,7 +33,8 @@ from sparsejac.tracing.program import (
 )
 from sparsejac.tracing.tracer import Tracer, lift_objects
 
-__all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "no_cyclic_gc", "trace"]
+__all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "check_traced_value",
+           "no_cyclic_gc", "trace"]
 
 
 #: how compiled extension code words a type error about an argument it cannot take
@@ -162,6 +163,7 @@ def trace(
     local: bool = False,
     params: Sequence[Any] = (),
     name: str = "f",
+    check: bool = False,
 ) -> Program:
     """Record ``f(x, *params)`` as a program.
 
@@ -177,6 +179,8 @@ def trace(
         Further traced, non-differentiated inputs.
     name : str
         Name of ``f`` in error messages.
+    check : bool
+        Call ``f`` once more, for real, and compare (:func:`check_traced_value`).
 
     Returns
     -------
@@ -193,14 +197,17 @@ def trace(
     """
     registry()  # a clear error if no primitive registry is installed
     try:
-        return _trace_once(f, x, local, params, name)
+        prog = _trace_once(f, x, local, params, name)
     except (TracedConversionError, UnsupportedPrimitiveError):
         # f imported a library whose rules are registered on import (scipy.stats inside f's
         # body): register them now and trace once more
         if not library.pending_imported():
             raise
         library.run_deferred()
-        return _trace_once(f, x, local, params, name)
+        prog = _trace_once(f, x, local, params, name)
+    if check:
+        check_traced_value(f, x, prog, params=params, name=name)
+    return prog
 
 
 _GC_LOCK = threading.Lock()
@@ -240,6 +247,64 @@ def no_cyclic_gc() -> Iterator[None]:
                 gc.enable()
 
 
+#: Relative tolerance of :func:`check_traced_value` (a composite such as ``np.linalg.norm``
+#: is recorded as its elementary operations, which may round differently from numpy's own).
+TRACE_RTOL = 1e-9
+
+
+def check_traced_value(f: Callable[..., Any], x: Any, prog: Program, *,
+                       params: Sequence[Any] = (), name: str = "f") -> None:
+    """One real call ``f(x, *params)`` must give the traced program's value, to rounding.
+
+    Raises
+    ------
+    TraceMismatchError
+        When they differ: ``f`` took another path under the tracer (it branches on its
+        input's type: ``isinstance(y, np.ndarray)``, ``np.isscalar``) or uses state that
+        changes between calls (unseeded random numbers), and the recorded program is not
+        ``f``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import check_traced_value, trace
+    >>> f = lambda y: np.sin(y) * y[0]
+    >>> check_traced_value(f, np.ones(3), trace(f, np.ones(3)))  # the same values: silent
+    """
+    traced = np.asarray(prog.out.value, dtype=float).reshape(-1)
+    try:
+        got = f(as_float_input(x).copy(), *params)
+    except Exception:  # nothing to compare with (f calls sparsejac's primitives itself)
+        return
+    try:
+        real = np.asarray(got, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        real = None
+    if real is not None and real.shape == traced.shape:
+        if real.tobytes() == traced.tobytes():
+            return  # the usual case: the same operations, the same bits
+        finite = np.isfinite(real)
+        scale = float(np.max(np.abs(real[finite]), initial=0.0))
+        if np.allclose(traced, real, rtol=TRACE_RTOL, atol=TRACE_RTOL * scale, equal_nan=True):
+            return
+        diff = np.abs(np.where(np.isnan(real) & np.isnan(traced), 0.0, traced - real))
+        k = int(np.nanargmax(np.where(np.isnan(diff), np.inf, diff)))
+        what = (f"output {k}: {float(traced[k])!r} traced, {float(real[k])!r} called (the largest "
+                "difference)")
+    else:
+        what = (f"the traced value has {traced.size} entries, the called one "
+                f"{'is not an array of numbers' if real is None else f'{real.size}'}")
+    raise TraceMismatchError(
+        f"`{name}` computes other values when traced than when called with a numpy array "
+        f"at the same x ({what}). sparsejac differentiates what f does with its traced "
+        "input, so its Jacobian would not be f's. Usual causes: f branches on its input's "
+        "type (isinstance(y, np.ndarray), np.isscalar(y[0]), type(y) is ...), which the "
+        "traced array answers differently; or f uses state that changes between calls "
+        "(unseeded random numbers, a counter). Make f's code path independent of the "
+        "input's type and seed its random numbers, or pass `sparsity=` and use mode='fd'."
+    )
+
+
 def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any],
                 name: str) -> Program:
     x_arr = as_float_input(x)
@@ -262,6 +327,18 @@ def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any
                     "mode='fd'."
                 ) from exc
             raise
+        except Exception as exc:
+            if type(exc).__module__.partition(".")[0] != "numba":
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TracedConversionError(
+                f"a numba-compiled function failed while f was traced ({first}): compiled "
+                "code cannot follow a traced array, and a function numba compiles during the "
+                "trace sees numpy's creation functions (np.zeros, np.empty, ...) replaced by "
+                "the tracer's. Call a numba function inside f only on constants, and once "
+                "before tracing so that it is compiled already; write the part that depends "
+                "on x with numpy, or pass `sparsity=` and use mode='fd' for this f."
+            ) from exc
         out = _output_var(tr, result, name)
     return Program(
         x=xvar, params=pvars, nodes=tr.nodes, out=out,

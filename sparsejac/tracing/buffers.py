@@ -20,8 +20,14 @@ one ends, under a lock, so outside a trace numpy is numpy.
 
 from __future__ import annotations
 
+import builtins
+import contextlib
+import dis
+import functools
+import importlib.abc
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac import kernels
+from sparsejac.tracing.callers import user_frame
 from sparsejac.tracing.program import current_trace
 
 __all__ = ["CREATORS", "buffers_traced"]
@@ -37,20 +44,69 @@ __all__ = ["CREATORS", "buffers_traced"]
 CREATORS: tuple[str, ...] = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like",
                              "empty_like", "full_like")
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entered by nested imports of numba's modules
 _ACTIVE = [0]  # traces running in this process
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
-_LIBRARIES = ("numpy", "scipy", "sparsejac", "numba")
 
 
 def _from_user_code() -> bool:
-    """Whether the creation call comes from the traced function's code (not a library's)."""
+    """Whether the creation call comes from the traced function's code (not a library's).
+
+    The calling frame must be the user's (:func:`~sparsejac.tracing.callers.user_frame`) and
+    its current call must be of a creation function itself: compiled code leaves no frame,
+    so a call like ``np.random.rand(3)``, whose C code makes its own arrays with
+    ``np.empty``, shows the user's frame calling ``rand``. Those arrays stay plain (a traced
+    one would reach code that casts it to an ndarray unchecked).
+    """
     frame = sys._getframe(2)
-    module = str(frame.f_globals.get("__name__", ""))
-    if module.partition(".")[0] in _LIBRARIES:
-        return False
-    path = frame.f_code.co_filename
-    return not any(p in path for p in ("site-packages", "dist-packages"))
+    return user_frame(frame) and _calls_a_creator(frame)
+
+
+def _calls_a_creator(frame: Any) -> bool:
+    """Whether ``frame``'s current call is of a creation function (True where unknown)."""
+    how = _callee(frame.f_code, frame.f_lasti)
+    if how is None:
+        return True  # no positions in the bytecode: as before, the frame's call
+    kind, name = how
+    if kind == "attr":  # np.zeros(n), xp.zeros(n)
+        return name in CREATORS
+    for space in (frame.f_locals, frame.f_globals, vars(builtins)):
+        if name in space:  # zeros(n) after `zeros = np.zeros` inside f
+            return getattr(space[name], "sparsejac_buffer_wrapper", False) is True
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _callee(code: types.CodeType, lasti: int) -> tuple[str, str] | None:
+    """How the call at ``lasti`` loads its callable: ``("attr", name)`` or ``("name", name)``.
+
+    The load is the instruction that starts where the call expression starts and ends last
+    before it ends (``np.zeros`` in ``np.zeros(n)``), from the bytecode's source positions.
+    None when the code has no positions or the call is not found.
+    """
+    call = None
+    loads = []
+    for ins in dis.get_instructions(code):
+        pos = ins.positions
+        if pos is None or pos.lineno is None or pos.col_offset is None:
+            continue
+        if ins.offset == lasti:
+            call = pos
+        elif ins.opname.startswith("LOAD_"):
+            loads.append((pos, ins))
+    if call is None or call.end_lineno is None or call.end_col_offset is None:
+        return None
+    end = (call.end_lineno, call.end_col_offset)
+    best = None
+    for pos, ins in loads:
+        stop = (pos.end_lineno or 0, pos.end_col_offset or 0)
+        if (pos.lineno, pos.col_offset) == (call.lineno, call.col_offset) and stop < end and (
+                best is None or stop > best[0]):
+            best = (stop, ins)
+    if best is None or not isinstance(best[1].argval, str):
+        return None
+    ins = best[1]
+    return ("attr" if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") else "name", ins.argval)
 
 
 def _wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,6 +136,7 @@ def buffers_traced() -> Iterator[None]:
                 original = getattr(np, name)
                 _ORIGINALS[name] = original
                 setattr(np, name, _wrapper(name, original))
+            sys.meta_path.insert(0, _NUMBA_IMPORTS)
         _ACTIVE[0] += 1
     try:
         yield
@@ -90,6 +147,8 @@ def buffers_traced() -> Iterator[None]:
                 for name, original in _ORIGINALS.items():
                     setattr(np, name, original)
                 _ORIGINALS.clear()
+                with contextlib.suppress(ValueError):
+                    sys.meta_path.remove(_NUMBA_IMPORTS)
 
 
 @contextmanager
@@ -107,3 +166,48 @@ def _numpy_restored() -> Iterator[None]:
 
 
 kernels.guard_numba_start(_numpy_restored)
+
+
+class _RestoringLoader(importlib.abc.Loader):
+    """A loader whose modules execute with numpy's own creation functions in place."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        with _numpy_restored():
+            self._loader.exec_module(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_data, ... of the real loader
+        return getattr(self._loader, name)
+
+
+class _NumbaImportFinder(importlib.abc.MetaPathFinder):
+    """While a trace runs, numba's modules execute with numpy's own creation functions.
+
+    numba registers its implementations of numpy's functions by identity when its modules
+    are imported, which its compiler does on its first compilation: if the traced function
+    calls a ``@numba.njit`` function, that can happen inside the trace, where ``np.zeros``
+    and friends are the wrappers. Without this finder, numba would know the wrappers instead
+    of numpy's functions for the rest of the process, and every later compilation calling
+    ``np.zeros`` would fail.
+    """
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name.partition(".")[0] != "numba":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _RestoringLoader(spec.loader)
+                return spec
+        return None
+
+
+_NUMBA_IMPORTS = _NumbaImportFinder()

@@ -9,10 +9,45 @@ sparsejac) whose code called ``np.asarray`` on a traced array.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-__all__ = ["library_caller", "library_message", "user_line"]
+__all__ = ["library_caller", "library_message", "user_frame", "user_line"]
 
 _OWN_PACKAGES = ("numpy", "sparsejac")
+
+#: Packages whose code is never the traced function's own (their calls of numpy's creation
+#: functions and of intercepted library functions run unchanged).
+LIBRARIES = ("numpy", "scipy", "sparsejac", "numba")
+
+
+def _installed(path: str) -> bool:
+    return any(p in path for p in ("site-packages", "dist-packages"))
+
+
+def _top(frame: Any) -> str:
+    return str(frame.f_globals.get("__name__", "")).partition(".")[0]
+
+
+def user_frame(frame: Any) -> bool:
+    """Whether ``frame`` runs the traced function's own code, not a library's.
+
+    Code of numpy, scipy, numba and sparsejac never is. Code of another installed package
+    (``site-packages``) is a library's, unless it belongs to the package of the traced
+    function itself: the outermost frame of the calls made by the traced function, outside
+    sparsejac (a model installed as a package, traced as ``mymodel.rhs``).
+    """
+    top = _top(frame)
+    if top in LIBRARIES:
+        return False
+    if not _installed(frame.f_code.co_filename):
+        return True
+    outer = None
+    f = frame
+    while f is not None and _top(f) != "sparsejac":
+        if _top(f) not in LIBRARIES:
+            outer = f
+        f = f.f_back
+    return outer is not None and _top(outer) == top
 
 
 def library_caller() -> str | None:

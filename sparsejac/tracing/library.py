@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from sparsejac.tracing.callers import user_frame
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.program import current_trace
 
@@ -46,7 +47,6 @@ __all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "pen
 
 _LOCK = threading.Lock()
 _ACTIVE = [0]  # traces running in this process
-_LIBRARIES = ("numpy", "scipy", "sparsejac", "numba")
 
 
 @dataclass
@@ -217,12 +217,7 @@ def _has_tracer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def _from_user_code() -> bool:
     """Whether the trampoline was called from the traced function's code (not a library's)."""
-    frame = sys._getframe(3)  # _from_user_code <- _enter <- trampoline <- caller
-    module = str(frame.f_globals.get("__name__", ""))
-    if module.partition(".")[0] in _LIBRARIES:
-        return False
-    path = frame.f_code.co_filename
-    return not any(p in path for p in ("site-packages", "dist-packages"))
+    return user_frame(sys._getframe(3))  # _from_user_code <- _enter <- trampoline <- caller
 
 
 def _enter(key: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

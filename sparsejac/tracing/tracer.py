@@ -50,7 +50,9 @@ class Tracer:
 
     Users never build one: :func:`sparsejac.jacobian_sparsity` and the AD entry points pass
     a Tracer to ``f`` in place of ``x``. It supports numpy's operators, methods and the
-    functions listed in ``docs/supported.md``.
+    functions listed in ``docs/supported.md``. Then ``f`` is called once more with ``x``
+    itself, to check that it computes the same values
+    (:func:`~sparsejac.tracing.check_traced_value`).
 
     Examples
     --------
@@ -61,6 +63,7 @@ class Tracer:
     ...     return x ** 2
     >>> sparsejac.jacobian_sparsity(f, np.ones(3)).nnz
     Tracer (3,)
+    ndarray (3,)
     3
     """
 
@@ -118,6 +121,12 @@ class Tracer:
     def shape(self) -> tuple[int, ...]:
         """Shape of the traced array."""
         return self._v.shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        raise UnsupportedPrimitiveError(
+            "ndarray.shape assignment", "reshaping an array in place",
+            problem="is not supported on a traced array") from None
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -190,7 +199,9 @@ class Tracer:
             raise TracedConversionError(
                 f"a traced scalar was converted to a plain numpy array of dtype {dtype} (as "
                 "np.array([a, b], dtype=float) does, or a numpy function given a list of traced "
-                "values, or assignment into a plain array made outside f). That would lose its "
+                "values, or assignment into a plain array made outside f, or by `zeros(n)` "
+                "after `from numpy import zeros`, which the tracer cannot see: write "
+                "np.zeros). That would lose its "
                 "dependence on x. Drop `dtype=` (np.array([a, b]) of traced values is "
                 "traced), pass np.stack([a, b]) instead of a list, and create output arrays "
                 "inside f (np.zeros(n), np.empty(n) there are traceable) or from x: "
@@ -199,7 +210,9 @@ class Tracer:
         raise TracedConversionError(
             f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array "
             "(np.asarray / np.array, or assignment into a plain array made outside f, e.g. a "
-            "global buffer). That would lose its dependence on x. Drop the np.asarray call "
+            "global buffer, or by `zeros(n)` after `from numpy import zeros`, which the tracer "
+            "cannot see: write np.zeros). That would lose its dependence on x. Drop the "
+            "np.asarray call "
             "(the traced array already behaves like an ndarray), and create output arrays "
             "inside f (np.zeros(n), np.empty(n) there are traceable) or from x: "
             "out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). A list "
@@ -257,6 +270,16 @@ class Tracer:
 
     def __complex__(self) -> complex:
         return complex(self._concrete_value("complex()"))
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self)
+        return format(self._concrete_value(f"format() with {spec!r}"), spec)
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        if ndigits is None:  # round(y): a Python int, as int()
+            return int(np.rint(self))
+        return np.round(self, ndigits)  # a traced array (zero derivative almost everywhere)
 
     def item(self, *args: Any) -> Any:
         """Refused for values that depend on ``x`` (see :class:`TracedConversionError`)."""
