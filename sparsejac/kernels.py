@@ -37,51 +37,12 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-__all__ = ["FALLBACK_BUDGET", "cache_missing", "expect", "guard_numba_start", "kernel", "loaded",
-           "typed_kernel", "use_fallback"]
+__all__ = ["FALLBACK_BUDGET", "cache_missing", "expect", "kernel", "loaded", "typed_kernel",
+           "use_fallback"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _LOCK = threading.RLock()
-
-#: Context managers entered around numba's first initialisation in this process
-#: (:func:`guard_numba_start`), and whether it happened.
-_START_GUARDS: list[Callable[[], contextlib.AbstractContextManager[Any]]] = []
-_STARTED = [False]
-
-
-def guard_numba_start(guard: Callable[[], contextlib.AbstractContextManager[Any]]) -> None:
-    """Have ``guard()`` entered around numba's initialisation, the first time a kernel binds.
-
-    numba registers its implementations of numpy's functions by identity when its compiler
-    starts: if that happens while a trace has replaced ``numpy.zeros`` and friends by its
-    wrappers, the wrappers are what numba knows, and every later compilation in the process
-    that calls ``np.empty`` fails, sparsejac's and the user's. :mod:`sparsejac.tracing.buffers`
-    registers a guard that puts numpy's own functions back for that moment.
-
-    Examples
-    --------
-    >>> import contextlib
-    >>> from sparsejac.kernels import guard_numba_start
-    >>> guard_numba_start(contextlib.nullcontext)
-    """
-    _START_GUARDS.append(guard)
-
-
-def _numba() -> Any:
-    """numba, its compiler started (once per process, inside the registered guards)."""
-    import numba
-
-    if not _STARTED[0]:
-        with _LOCK, contextlib.ExitStack() as stack:
-            if not _STARTED[0]:
-                for guard in _START_GUARDS:
-                    stack.enter_context(guard())
-                from numba.core.registry import cpu_target
-
-                cpu_target.target_context.refresh()  # numba's numpy implementations
-                _STARTED[0] = True
-    return numba
 
 
 #: Work the numpy paths and interpreted kernels may do in a process before the kernels take
@@ -185,7 +146,8 @@ class LazyKernel:
         if self._compiled is None:
             _bind(self.fn.__module__)
             if self._compiled is None:  # not a module-level name (defined in a function)
-                numba = _numba()
+                import numba
+
                 with _LOCK:
                     self._compiled = numba.njit(**self.options)(self.fn)
                     _notice_compilation(self._compiled)
@@ -288,7 +250,8 @@ def _interpreted(lazy: LazyKernel) -> Callable[..., Any]:
 def _bind(module_name: str) -> None:
     """Wrap every kernel of ``module_name`` with numba and publish the dispatchers."""
     with _LOCK:
-        numba = _numba()
+        import numba
+
         module = importlib.import_module(module_name)
         names = vars(module)
         for name, value in list(names.items()):

@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac import kernels
 from sparsejac.tracing.callers import user_frame
 from sparsejac.tracing.program import current_trace
 
@@ -164,8 +163,6 @@ def _numpy_restored() -> Iterator[None]:
             for name, wrapper in wrappers.items():
                 setattr(np, name, wrapper)
 
-
-kernels.guard_numba_start(_numpy_restored)
 
 
 class _RestoringLoader(importlib.abc.Loader):
