@@ -148,6 +148,11 @@ class OdeJacobian:
         self._auto = format == "auto"
         self._dense_positions: tuple[Any, np.ndarray] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_dense_positions"] = None  # a cache, which may hold the preparation's objects
+        return state
+
     @property
     def sparsity(self) -> sp.csr_array:
         """The pattern in use (it follows a new preparation with other ``args``)."""

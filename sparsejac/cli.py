@@ -36,6 +36,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -299,7 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(rest)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
-    return _main_function(args) if kind == "function" else _main_matrix(args)
+    try:
+        return _main_function(args) if kind == "function" else _main_matrix(args)
+    except BrokenPipeError:  # `sparsejac report ... | head`: the reader has gone
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
+        return 0
 
 
 def _warm_up() -> int:
@@ -321,7 +327,7 @@ def _main_matrix(args: argparse.Namespace) -> int:
         return 2
     partitions = [*PARTITIONS, "auto"] if args.partition == "all" else [args.partition]
     order = args.order or ("all" if args.partition == "symmetric" else "best")
-    every = ORDERS if args.partition == "symmetric" else BIDIRECTIONAL_ORDERS
+    every = ORDERS if args.partition in ("symmetric", "column", "row") else BIDIRECTIONAL_ORDERS
     orders = [*every, "best"] if order == "all" else [order]
     try:
         rep, found = matrix_report(pattern, partitions, orders, seed=args.seed,
@@ -349,6 +355,9 @@ def _plot(result: Any, path: str, title: str) -> int:
         plot_coloring(result, path, title=title)
     except ImportError as exc:
         print(f"{PROG} report: error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:  # no such directory, a format matplotlib lacks
+        print(f"{PROG} report: error: `--plot`: cannot write {path!r} ({exc})", file=sys.stderr)
         return 2
     return 0
 
@@ -436,6 +445,9 @@ def _main_function(args: argparse.Namespace) -> int:
         rep, jac = function_report(fn, x0, order=order, return_jacobian=True)
     except (ValueError, TypeError, ConcretizationError, UnsupportedPrimitiveError) as exc:
         print(f"{err} {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # the user's function raised (or x0 does not fit in memory)
+        print(f"{err} {args.function} raised {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"function": args.function, **rep}))

@@ -31,6 +31,7 @@ from sparsejac.ad import evaluate as replay_value
 from sparsejac.ad.second_order import gradient_call
 from sparsejac.coloring import color
 from sparsejac.coloring.budget import prepared_effort
+from sparsejac.coloring.orders import resolve_order
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import PreparedEngine
 from sparsejac.pattern import SparsityPattern, as_pattern
@@ -173,6 +174,12 @@ class _State:
     mirror: np.ndarray
 
 
+def _rebuild_hessian(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any]
+                     ) -> SparseHessian:
+    """A SparseHessian prepared again from the inputs of a pickled or copied one."""
+    return SparseHessian(f, x0, **options)
+
+
 class SparseHessian(PlanView):
     """The Hessian of a scalar function, prepared once and evaluated at many points.
 
@@ -263,6 +270,8 @@ class SparseHessian(PlanView):
         if method not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}; got {method!r}")
         self._method = method
+        if isinstance(order, str) and order != "best":  # an unknown name: an error now
+            resolve_order(order, "column")
         self._order = order
         if effort is not None and not (isinstance(effort, (int, float)) and effort >= 0):
             raise ValueError(f"`effort` must be a number >= 0 or None; got {effort!r}")
@@ -274,8 +283,16 @@ class SparseHessian(PlanView):
         self._user_sparsity = sparsity
         self._lock = threading.RLock()
         self._n_prepared = 0
-        self._cache: tuple[bytes, tuple[Any, ...], sp.csr_array] | None = None
+        self._cache: tuple[bytes, tuple[Any, ...], sp.csr_array, Any] | None = None
         self._prepare(check_args(args), check_kwargs(kwargs))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = self._state
+        options = {"sparsity": self._user_sparsity, "method": self._method,
+                   "order": self._order, "effort": self._effort, "params": self._params0,
+                   "args": state.args, "kwargs": state.kwargs, "name": self._name,
+                   "verify": self._verify, "path": self._path}
+        return (_rebuild_hessian, (self._f, self._x0, options))
 
     # -- preparation -----------------------------------------------------------------------
 
@@ -384,20 +401,30 @@ class SparseHessian(PlanView):
         """H's values (CSR order), the gradient at ``x``, and the plan used."""
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else tuple(params)
-        state = self._state
+        state = self._checked_state(xa, ps)
         data, grad = state.plan.evaluate_with_value(xa, ps)
+        return data, grad, state.plan
+
+    def _checked_state(self, xa: np.ndarray, ps: Sequence[Any]) -> _State:
+        """The preparation, checked against a real call (``verify=True``): prepared again."""
+        if len(ps) != len(self._params0) or any(
+                np.size(p) != np.size(p0) for p, p0 in zip(ps, self._params0, strict=False)):
+            raise ValueError(
+                f"`params` must be {len(self._params0)} values of sizes "
+                f"{[int(np.size(p)) for p in self._params0]}, as at the preparation; got "
+                f"{len(ps)} of sizes {[int(np.size(p)) for p in ps]}")
+        state = self._state
         if self._verify and not self._agrees(state, xa, ps):
             with self._lock:
                 if self._state is state:
                     self._prepare(state.args, state.kwargs)
                 state = self._state
-            data, grad = state.plan.evaluate_with_value(xa, ps)
             if not self._agrees(state, xa, ps):
                 raise RuntimeError(
                     f"`{self._name}` does not compute the same value from the same x: the "
                     "recorded program disagrees with a real call even right after preparing "
                     "again; f must be a deterministic function of x and its arguments")
-        return data, grad, state.plan
+        return state
 
     def _agrees(self, state: _State, x: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether the recorded program of ``f`` still computes ``f(x)``, to rounding."""
@@ -466,7 +493,7 @@ class SparseHessian(PlanView):
         self._use_args(tuple(args) if args else None)
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else tuple(params)
-        g = gradient_call(self._state.program)(xa, *ps)
+        g = gradient_call(self._checked_state(xa, ps).program)(xa, *ps)
         return np.asarray(g, dtype=np.float64).reshape(self._x0.shape)
 
     def hessp(self, x: Any, p: Any, *args: Any, params: Sequence[Any] | None = None
@@ -489,11 +516,13 @@ class SparseHessian(PlanView):
         ps = self._params0 if params is None else tuple(params)
         key = xa.tobytes()
         cache = self._cache
-        if cache is not None and cache[0] == key and _same(cache[1], ps):
+        state = self._checked_state(xa, ps)  # a kept H is stale once f has changed
+        if cache is not None and cache[0] == key and _same(cache[1], ps) and cache[3] is state:
             h = cache[2]
         else:
-            h = sp.csr_array(self.evaluate(xa, params=ps))
-            self._cache = (key, ps, h)
+            data, _ = state.plan.evaluate_with_value(xa, ps)
+            h = sp.csr_array(state.plan.matrix(data[state.mirror], "csr"))
+            self._cache = (key, ps, h, state)
         pa = np.asarray(p, dtype=np.float64)
         if pa.size != xa.size:
             raise ValueError(f"`p` has {pa.size} elements; expected {xa.size} (x's size)")
@@ -608,7 +637,8 @@ class ConstraintHessian:
 
     def __call__(self, x: Any, v: Any) -> sp.csr_array:
         """The Hessian of ``v @ c(x)`` at ``x``."""
-        return self.hessian.evaluate(x, params=(np.asarray(v, dtype=np.float64),))
+        m = int(np.size(self.hessian._params0[0]))
+        return self.hessian.evaluate(x, params=(_multipliers(v, m, "v"),))
 
     def __repr__(self) -> str:
         return f"ConstraintHessian({self.hessian!r})"
@@ -648,12 +678,42 @@ def constraint_hessian(c: Callable[..., Any], x0: Any, *, args: tuple[Any, ...] 
     call = bind_arguments(fn, check_args(args), check_kwargs(kwargs))
     m = int(np.asarray(call(xa.copy())).size)
 
-    def weighted(x: Any, v: Any) -> Any:
-        return np.sum(v * np.ravel(call(x)))
-
     label = name or getattr(c, "__name__", "c")
-    return ConstraintHessian(SparseHessian(weighted, xa, method=method, params=(np.ones(m),),
-                                           name=f"v @ {label}(x)"))
+    return ConstraintHessian(SparseHessian(_Weighted(call), xa, method=method,
+                                           params=(np.ones(m),), name=f"v @ {label}(x)"))
+
+
+class _Weighted:
+    """``v @ c(x)`` (a class, so that a constraint Hessian pickles when ``c`` does)."""
+
+    def __init__(self, c: Callable[..., Any]) -> None:
+        self.c = c
+
+    def __call__(self, x: Any, v: Any) -> Any:
+        return np.sum(v * np.ravel(self.c(x)))
+
+
+class _Lagrangian:
+    """``sigma f(x) + lam @ c(x)`` (a class, so that it pickles when ``f`` and ``c`` do)."""
+
+    def __init__(self, f: Callable[..., Any], c: Callable[..., Any]) -> None:
+        self.f, self.c = f, c
+
+    def __call__(self, x: Any, sigma: Any, lam: Any) -> Any:
+        return sigma * self.f(x) + np.sum(lam * np.ravel(self.c(x)))
+
+
+def _multipliers(v: Any, m: int, name: str) -> np.ndarray:
+    """``v`` as m float64 values, or a ValueError naming the argument."""
+    try:
+        a = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"`{name}` must be {m} real number{'s' if m != 1 else ''}; got "
+                         f"{type(v).__name__} {v!r:.60}") from None
+    if a.size != m:
+        raise ValueError(f"`{name}` has {a.size} values (shape {a.shape}); expected {m}"
+                         + (" (one per constraint)" if name != "obj_factor" else ""))
+    return a.reshape(m)
 
 
 class LagrangianHessian:
@@ -689,9 +749,10 @@ class LagrangianHessian:
         """The lower triangle's values in the order of :meth:`structure`."""
         return self.hessian.values(x, params=self._params(lagrange, obj_factor))
 
-    @staticmethod
-    def _params(lagrange: Any, obj_factor: float) -> tuple[Any, ...]:
-        return (np.float64(obj_factor), np.asarray(lagrange, dtype=np.float64))
+    def _params(self, lagrange: Any, obj_factor: float) -> tuple[Any, ...]:
+        sigma = _multipliers(obj_factor, 1, "obj_factor")[0]
+        m = int(np.size(self.hessian._params0[1]))
+        return (sigma, _multipliers(lagrange, m, "lagrange"))
 
     def __repr__(self) -> str:
         return f"LagrangianHessian({self.hessian!r})"
@@ -733,9 +794,6 @@ def lagrangian_hessian(f: Callable[..., Any], c: Callable[..., Any], x0: Any, *,
     xa = check_x(x0, name="x0")
     m = int(np.asarray(cn(xa.copy())).size)
 
-    def lagrangian(x: Any, sigma: Any, lam: Any) -> Any:
-        return sigma * fn(x) + np.sum(lam * np.ravel(cn(x)))
-
-    return LagrangianHessian(SparseHessian(lagrangian, xa, method=method,
+    return LagrangianHessian(SparseHessian(_Lagrangian(fn, cn), xa, method=method,
                                            params=(np.float64(1.0), np.ones(m)),
                                            name=name or "lagrangian"))

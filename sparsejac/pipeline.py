@@ -163,8 +163,7 @@ class Plan:
     engine: Engine
     effort: float
     seconds: dict[str, Any] = field(default_factory=dict)
-    #: the effort of a colour search deferred until calls have paid for it (0: none pending;
-    #: see :func:`deferred_search`)
+    #: effort of a colour search deferred until calls have paid for it (0: none; deferred_search)
     pending: float = 0.0
     #: nominal work of one call (nominal nanoseconds, the unit of the colouring budget)
     call_work: float = 0.0
@@ -541,6 +540,8 @@ def prepare(
             pattern = as_pattern(sparsity, name="sparsity")
         else:
             detected = program_sparsity(program, local=local)
+            if 0 in detected.shape and not one_shot:
+                raise ValueError(f"`{name}` returns an empty array at x0: nothing to prepare")
             if sparsity is None:
                 pattern = as_pattern(detected) if detected.nnz else \
                     SparsityPattern(detected.shape, [], [])
@@ -548,8 +549,7 @@ def prepare(
                 pattern = as_pattern(sparsity, name="sparsity")
                 check_subset(detected, pattern)
     seconds["detection"] = time.perf_counter() - t0
-    # before numba is loaded: a preparation the fallback paths' budget cannot cover loads the
-    # compiled kernels at once rather than after a budget's worth of slower work
+    # a preparation the fallback paths' budget cannot cover loads the compiled kernels at once
     kernels.expect(PREPARATION_UNITS_PER_NONZERO * pattern.nnz
                    + _tape_calls_units(program, pattern, engine, one_shot))
 

@@ -22,7 +22,7 @@ from sparsejac.coloring import (
     color_partitions,
     warm_up,
 )
-from sparsejac.coloring.graph import bidirectional_lower_bound
+from sparsejac.coloring.graph import PARTITIONS, bidirectional_lower_bound
 from sparsejac.coloring.recovery import check_symmetric
 from sparsejac.coloring.symmetric import AdjacencyGraph
 from sparsejac.pattern import as_pattern
@@ -32,6 +32,30 @@ __all__ = ["function_report", "matrix_report"]
 
 #: Partitions that colour both sides (and so accept the bidirectional-only orders).
 TWO_SIDED = ("bidirectional", "auto")
+
+
+def _check_report_options(partitions: Any, orders: Any) -> tuple[list[str], list[str]]:
+    """The partitions and orders as lists, checked.
+
+    Unknown names, and an order that none of the partitions takes, raise a ValueError naming
+    them (instead of an empty report).
+    """
+    parts = [partitions] if isinstance(partitions, str) else list(partitions)
+    ords = [orders] if isinstance(orders, str) else list(orders)
+    known = (*PARTITIONS, "auto", "symmetric")
+    for p in parts:
+        if p not in known:
+            raise ValueError(f"`partitions`: unknown partition {p!r}; expected some of {known}")
+    for o in ords:
+        if o != "best" and o not in BIDIRECTIONAL_ORDERS and o not in ORDERS:
+            raise ValueError(f"`orders`: unknown order {o!r}; expected 'best' or one of "
+                             f"{tuple(BIDIRECTIONAL_ORDERS)}")
+        takes = [p for p in parts if o == "best" or o in (
+            BIDIRECTIONAL_ORDERS if p in TWO_SIDED else ORDERS)]
+        if not takes:
+            raise ValueError(f"order {o!r} applies to the bidirectional and auto partitions "
+                             f"only; asked for {', '.join(parts)}")
+    return parts, ords
 
 
 def matrix_report(
@@ -95,6 +119,7 @@ def matrix_report(
     (5, 2)
     """
     pattern = as_pattern(sparsity, name="sparsity")
+    partitions, orders = _check_report_options(partitions, orders)
     warm_up()  # so that the first timing does not include loading compiled kernels
     m, n = pattern.shape
     row_counts, col_counts = pattern.row_counts, pattern.col_counts

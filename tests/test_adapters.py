@@ -541,3 +541,34 @@ def test_ode_jacobian_gives_dense_integrators_a_dense_matrix() -> None:
     np.testing.assert_allclose(end, theirs.y[:, -1], rtol=1e-6, atol=1e-8)
     bdf = solve_ivp(rhs, (0, 2), y0, method="BDF", jac=jac, **opts)
     np.testing.assert_allclose(bdf.y[:, -1], theirs.y[:, -1], rtol=1e-6, atol=1e-8)
+
+
+def test_ode_jacobian_pickles_after_a_call(tmp_path, monkeypatch):
+    """The dense positions an OdeJacobian keeps after its first call are a cache, left out of
+    its pickle (they may hold the preparation's local objects)."""
+    import pickle
+
+    (tmp_path / "omod.py").write_text(
+        "import numpy as np\ndef rhs(t, u):\n    return -u ** 2 + np.roll(u, 1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import omod
+
+    jac = sparsejac.ode_jacobian(omod.rhs, 0.0, np.ones(3))
+    want = jac(0.0, np.arange(3.0))
+    again = pickle.loads(pickle.dumps(jac))
+    np.testing.assert_array_equal(again(0.0, np.arange(3.0)), want)
+
+
+def test_a_python_float_zero_divisor_gives_numpy_s_inf():
+    """``x / 0.0`` divides like numpy (inf), in the derivative too, instead of raising
+    ZeroDivisionError inside a partial derivative."""
+    with np.errstate(divide="ignore"):
+        for f in (lambda x: x / 0.0, lambda x: x / 0, lambda x: np.divide(x, 0.0)):
+            j = sparsejac.jacobian(f, np.array([1.0, 2.0])).toarray()
+            assert np.isinf(np.diag(j)).all()
+
+
+def test_an_empty_output_is_a_clear_error_for_a_prepared_jacobian():
+    with pytest.raises(ValueError, match="returns an empty array at x0"):
+        sparsejac.SparseJacobian(lambda x: x[1:] * x[:-1], np.ones(1))
+    assert sparsejac.jacobian(lambda x: x[1:] * x[:-1], np.ones(1)).shape == (0, 1)

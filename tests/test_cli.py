@@ -190,3 +190,28 @@ def test_python_dash_m(mtx):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["lower_bound"] == {"column": 3, "row": 4, "bidirectional": 2}
+
+
+def test_errors_after_the_options_are_one_line_messages(tmp_path, capsys, monkeypatch):
+    """An order no asked partition takes, a --plot path that cannot be written, a function
+    that raises: one line on stderr and exit 2, not a traceback (or an empty report)."""
+    from sparsejac.report import matrix_report
+
+    path = tmp_path / "tri.npz"
+    sp.save_npz(path, sp.csr_array(np.eye(6) + np.eye(6, k=1) + np.eye(6, k=-1)))
+    assert main(["report", str(path), "--order", "dense_rows_first", "--partition",
+                 "column"]) == 2
+    assert main(["report", str(path), "--plot", str(tmp_path / "no" / "x.png")]) == 2
+    assert main(["report", str(path), "--seed", "-1", "--order", "random"]) == 2
+    (tmp_path / "fns.py").write_text("def bad(x):\n    raise RuntimeError('boom')\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "function", "fns:bad", "--size", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "applies to the bidirectional and auto partitions only" in err
+    assert "`--plot`: cannot write" in err
+    assert "`seed` must be" in err
+    assert "fns:bad raised RuntimeError: boom" in err
+    assert "Traceback" not in err
+    with pytest.raises(ValueError, match="unknown order 'foo'"):
+        matrix_report(sp.csr_array(np.eye(3)), ["column"], ["foo"])
+    assert len(matrix_report(sp.csr_array(np.eye(3)), "column", "natural")["results"]) == 1

@@ -504,3 +504,67 @@ def test_hessian_preparation_colours_only_what_it_uses(monkeypatch, path):
     exact = a + np.diag((2 - 2 * x ** 2) / (1 + x ** 2) ** 2)
     np.testing.assert_allclose(hess(x).toarray(), exact, rtol=1e-13, atol=1e-12)
     assert hess.n_products == 30  # a dense Hessian: one product per column
+
+
+def test_gradient_and_hessp_follow_a_changed_global():
+    """``gradient`` and a kept ``hessp`` Hessian check the recording as the Hessian does
+    (``verify=True``): after a global changes, they are f's, not the old program's."""
+    c = [1.0]
+
+    def f(x):
+        return c[0] * np.sum(x ** 4) - np.sum(x)
+
+    h = sparsejac.SparseHessian(f, np.ones(3))
+    np.testing.assert_array_equal(h.hessp(np.ones(3), np.ones(3)), np.full(3, 12.0))
+    c[0] = 2.0
+    np.testing.assert_array_equal(h.gradient(np.ones(3)), np.full(3, 7.0))  # 8 x^3 - 1
+    np.testing.assert_array_equal(h.hessp(np.ones(3), np.ones(3)), np.full(3, 24.0))
+
+
+def test_multipliers_of_the_wrong_length_are_refused():
+    """``v``, ``lagrange`` and ``obj_factor`` are checked against the constraints' count
+    (a length-1 vector was broadcast silently; others failed inside numpy)."""
+    hl = sparsejac.lagrangian_hessian(lambda x: np.sum(x ** 3), lambda x: x ** 2, np.ones(3))
+    for lam in ([1.0], [1.0, 2.0], np.ones(4), "abc"):
+        with pytest.raises(ValueError, match="`lagrange`"):
+            hl.values(np.ones(3), lagrange=lam, obj_factor=1.0)
+    with pytest.raises(ValueError, match="`obj_factor`"):
+        hl.values(np.ones(3), lagrange=np.ones(3), obj_factor=np.ones(3))
+    np.testing.assert_array_equal(hl(np.ones(3), np.ones((3, 1))).diagonal(), np.full(3, 8.0))
+    ch = sparsejac.constraint_hessian(lambda x: x ** 2, np.ones(3))
+    for v in (np.ones(1), np.ones(4)):
+        with pytest.raises(ValueError, match="`v` has"):
+            ch(np.ones(3), v)
+    h = sparsejac.SparseHessian(lambda x, v: np.sum(v * x ** 2), np.ones(3), params=(np.ones(3),))
+    with pytest.raises(ValueError, match="`params`"):
+        h.evaluate(np.ones(3), params=(np.ones(1),))
+
+
+def test_hessians_pickle_and_copy(tmp_path, monkeypatch):
+    """SparseHessian, constraint and Lagrangian Hessians pickle and deep-copy (prepared again
+    from their inputs) when their functions pickle."""
+    import copy
+    import pickle
+
+    (tmp_path / "hmod.py").write_text(
+        "import numpy as np\n"
+        "def obj(x):\n    return np.sum(x ** 4) + x[0] * x[1]\n"
+        "def cons(x):\n    return x[1:] ** 2 - x[:-1]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import hmod
+
+    x = np.array([0.5, 1.5, 2.5])
+    h = sparsejac.SparseHessian(hmod.obj, np.ones(3), order="natural")
+    for other in (pickle.loads(pickle.dumps(h)), copy.deepcopy(h)):
+        np.testing.assert_array_equal(other(x).toarray(), h(x).toarray())
+    ch = sparsejac.constraint_hessian(hmod.cons, np.ones(3))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(ch))(x, [1.0, 2.0]).toarray(),
+                                  ch(x, [1.0, 2.0]).toarray())
+    hl = sparsejac.lagrangian_hessian(hmod.obj, hmod.cons, np.ones(3))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(hl)).values(x, [1.0, 2.0], 2.0),
+                                  hl.values(x, [1.0, 2.0], 2.0))
+
+
+def test_unknown_order_is_refused_on_every_path():
+    with pytest.raises(ValueError, match="Unknown `order`"):
+        sparsejac.SparseHessian(lambda x: np.sum(x ** 3), np.ones(3), order="nope")

@@ -166,6 +166,10 @@ def _generators(seed: int | np.random.Generator | None) -> Callable[[], np.rando
     """
     if isinstance(seed, np.random.Generator):
         return lambda: seed
+    if seed is not None and not (isinstance(seed, (int, np.integer))
+                                 and not isinstance(seed, bool) and seed >= 0):
+        raise ValueError("`seed` must be an integer >= 0, a numpy.random.Generator or None; "
+                         f"got {seed!r}")
     return lambda: np.random.default_rng(seed)
 
 

@@ -175,11 +175,15 @@ def a(a: Any, b: Any, out: Any) -> Any:
 
 @reads(1)
 def div_a(a: Any, b: Any, out: Any) -> Any:
-    return 1.0 / b
+    # numpy's division, also for a Python float b (1.0 / 0.0 would raise ZeroDivisionError);
+    # the value's division has warned already
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(1.0, b)
 
 
 def div_b(a: Any, b: Any, out: Any) -> Any:
-    return -out / b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.negative(np.divide(out, b))
 
 
 def pow_a(a: Any, b: Any, out: Any) -> Any:
