@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.sparse_jacobian import SparseJacobian
-from sparsejac.validation import check_args, check_callable
+from sparsejac.validation import as_float_input, check_args, check_callable, check_x
 
 __all__ = [
     "BvpJacobian",
@@ -166,13 +166,15 @@ class OdeJacobian:
         """
         if self.format == "dense" or (self._auto and _dense_only_caller()):
             return self._dense(t, y, args)
+        y = check_x(y, self.prepared._x0.shape, "y", x0_name="y0")
         return self.prepared.evaluate(y, params=(_time(t, "t"),), args=args or None)
 
     def _dense(self, t: float, y: Any, args: tuple[Any, ...]) -> np.ndarray:
         prepared = self.prepared
         if args:
             prepared.use_args(tuple(args), {})
-        data = prepared.values(y, params=(_time(t, "t"),))
+        data = prepared.values(check_x(y, prepared._x0.shape, "y", x0_name="y0"),
+                               params=(_time(t, "t"),))
         out, self._dense_positions = _densify(prepared, data, self._dense_positions)
         return out
 
@@ -535,9 +537,7 @@ class BvpJacobian:
 
     def fun_jac(self, x: Any, y: Any, p: Any = None) -> Any:
         """``df_dy`` ``(n, n, m)``, or ``(df_dy, df_dp)`` with ``df_dp`` ``(n, k, m)``."""
-        xa = np.asarray(x, dtype=np.float64)
-        ya = np.asarray(y, dtype=np.float64)
-        pa = None if self._k == 0 else np.atleast_1d(np.asarray(p, dtype=np.float64))
+        xa, ya, pa = self._checked(x, y, p)
         n, m, k = self._n, ya.shape[1], self._k
         J = self._jac_for(xa, ya, pa).tocoo()
         i, q = np.divmod(J.row, m)
@@ -555,11 +555,36 @@ class BvpJacobian:
         df_dp[i[~dy], J.col[~dy] - n * m, q[~dy]] = J.data[~dy]
         return df_dy, df_dp
 
+    def _checked(self, x: Any, y: Any, p: Any) -> tuple[np.ndarray, np.ndarray, Any]:
+        """``x`` (m,), ``y`` (n, m) and ``p`` (k,) as float arrays, each checked by name."""
+        n = self._n
+        ya = as_float_input(y, "y")
+        if ya.ndim != 2 or ya.shape[0] != n:
+            raise ValueError(f"`y` must have shape ({n}, m); got shape {ya.shape}")
+        xa = as_float_input(x, "x")
+        if xa.shape != (ya.shape[1],):
+            raise ValueError(f"`x` must have shape ({ya.shape[1]},), one node per column of "
+                             f"`y`; got shape {xa.shape}")
+        return xa, ya, self._p(p)
+
+    def _p(self, p: Any) -> np.ndarray | None:
+        if self._k == 0:
+            return None
+        if p is None:
+            raise ValueError(f"`p` is missing: the problem has {self._k} parameters")
+        pa = np.atleast_1d(as_float_input(p, "p"))
+        if pa.shape != (self._k,):
+            raise ValueError(f"`p` must have shape ({self._k},); got shape {pa.shape}")
+        return pa
+
     def bc_jac(self, ya: Any, yb: Any, p: Any = None) -> Any:
         """``(dbc_dya, dbc_dyb)`` (``(n + k, n)`` each), and ``dbc_dp`` ``(n + k, k)``."""
-        parts = [np.asarray(ya, dtype=np.float64), np.asarray(yb, dtype=np.float64)]
+        parts = [as_float_input(ya, "ya"), as_float_input(yb, "yb")]
+        for name, a in zip(("ya", "yb"), parts, strict=True):
+            if a.shape != (self._n,):
+                raise ValueError(f"`{name}` must have shape ({self._n},); got shape {a.shape}")
         if self._k:
-            parts.append(np.atleast_1d(np.asarray(p, dtype=np.float64)))
+            parts.append(self._p(p))  # type: ignore[arg-type]
         J = self._bc(np.concatenate(parts)).toarray()
         n = self._n
         if self._k == 0:

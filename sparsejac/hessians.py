@@ -399,7 +399,7 @@ class SparseHessian(PlanView):
 
     def _data(self, x: Any, params: Sequence[Any] | None) -> tuple[np.ndarray, Any, Plan]:
         """H's values (CSR order), the gradient at ``x``, and the plan used."""
-        xa = check_x(x, self._x0.shape)
+        xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else tuple(params)
         state = self._checked_state(xa, ps)
         data, grad = state.plan.evaluate_with_value(xa, ps)
@@ -491,7 +491,7 @@ class SparseHessian(PlanView):
         array([2., 4., 6.])
         """
         self._use_args(tuple(args) if args else None)
-        xa = check_x(x, self._x0.shape)
+        xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else tuple(params)
         g = gradient_call(self._checked_state(xa, ps).program)(xa, *ps)
         return np.asarray(g, dtype=np.float64).reshape(self._x0.shape)
@@ -512,7 +512,7 @@ class SparseHessian(PlanView):
         array([0., 1., 0.])
         """
         self._use_args(tuple(args) if args else None)
-        xa = check_x(x, self._x0.shape)
+        xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else tuple(params)
         key = xa.tobytes()
         cache = self._cache

@@ -179,7 +179,8 @@ exact and uses no step. Drop `fd_method`, or pass mode='fd'.
     return method
 
 
-def check_x(x: Any, shape: tuple[int, ...] | None = None, name: str = "x") -> np.ndarray:
+def check_x(x: Any, shape: tuple[int, ...] | None = None, name: str = "x", *,
+            of: str = "this Jacobian", x0_name: str = "x0") -> np.ndarray:
     """``x`` as a fresh float64 array of ``shape`` (a flat vector of its size is reshaped).
 
     Examples
@@ -199,7 +200,7 @@ def check_x(x: Any, shape: tuple[int, ...] | None = None, name: str = "x") -> np
     if arr.ndim == 1 and arr.size == int(np.prod(shape, dtype=np.int64)):
         return arr.reshape(shape)
     raise ValueError(
-        f"`{name}` has shape {arr.shape} but this Jacobian was prepared for `x0` of shape "
+        f"`{name}` has shape {arr.shape} but {of} was prepared for `{x0_name}` of shape "
         f"{shape}")
 
 

@@ -572,3 +572,33 @@ def test_an_empty_output_is_a_clear_error_for_a_prepared_jacobian():
     with pytest.raises(ValueError, match="returns an empty array at x0"):
         sparsejac.SparseJacobian(lambda x: x[1:] * x[:-1], np.ones(1))
     assert sparsejac.jacobian(lambda x: x[1:] * x[:-1], np.ones(1)).shape == (0, 1)
+
+
+def test_adapter_errors_name_the_solver_s_arguments():
+    """ode_jacobian's ``y`` and bvp_jacobian's ``x``, ``y``, ``p``, ``ya``, ``yb`` are named as
+    the solver calls them (they were reported as ``x``/``x0``), and a mesh whose ``x`` and
+    ``y`` disagree is refused."""
+    o = sparsejac.ode_jacobian(lambda t, y: -y ** 2, 0.0, np.ones(3))
+    with pytest.raises(ValueError, match="`y` must be finite"):
+        o(0.0, np.array([1.0, np.nan, 1.0]))
+    with pytest.raises(ValueError, match=r"`y` has shape \(4,\) but .* `y0`"):
+        o(0.0, np.ones(4))
+
+    def fun(x, y, p):
+        return np.vstack([y[1], -p[0] * y[0]])
+
+    def bc(ya, yb, p):
+        return np.array([ya[0], yb[0], ya[1] - 1.0])
+
+    x, y = np.linspace(0.0, 1.0, 5), np.ones((2, 5))
+    j = sparsejac.bvp_jacobian(fun, bc, x, y, p=[1.0])
+    with pytest.raises(ValueError, match="`y` must be finite"):
+        j.fun_jac(x, np.full((2, 5), np.nan), [1.0])
+    with pytest.raises(ValueError, match=r"`y` must have shape \(2, m\)"):
+        j.fun_jac(x, np.zeros((3, 5)), [1.0])
+    with pytest.raises(ValueError, match="`p` is missing"):
+        j.fun_jac(x, y)
+    with pytest.raises(ValueError, match="one node per column"):
+        j.fun_jac(x, np.ones((2, 6)), [1.0])
+    with pytest.raises(ValueError, match="`ya` must have shape"):
+        j.bc_jac(np.zeros(3), np.zeros(2), [1.0])

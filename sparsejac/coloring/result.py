@@ -561,14 +561,17 @@ class ColoringResult:
             not isinstance(out, np.ndarray)
             or out.shape != (self.pattern.nnz,)
             or out.dtype != np.float64
+            or not out.flags.writeable
         ):
             got = (
                 f"{out.dtype} array of shape {out.shape}"
+                + ("" if out.flags.writeable else ", read-only")
                 if isinstance(out, np.ndarray)
                 else type(out).__name__
             )
             raise ValueError(
-                f"`out` must be a float64 array of shape ({self.pattern.nnz},); got {got}"
+                f"`out` must be a writeable float64 array of shape ({self.pattern.nnz},); "
+                f"got {got}"
             )
         if self.partition == "bidirectional":
             b_f = not b.flags.c_contiguous and b.flags.f_contiguous

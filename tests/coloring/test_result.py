@@ -159,7 +159,8 @@ def test_decompress_data_bad_out(out):
     """A wrong `out` is rejected with what was received."""
     a = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1]])
     r = sparsejac.color(a, "column", order="natural")
-    with pytest.raises(ValueError, match=r"`out` must be a float64 array of shape \(6,\); got"):
+    with pytest.raises(ValueError,
+                       match=r"`out` must be a writeable float64 array of shape \(6,\); got"):
         r.decompress_data(B=np.zeros((4, 2)), out=out)
 
 
@@ -280,7 +281,7 @@ def test_bidirectional_layouts_and_out(rng):
     out = np.empty(r.pattern.nnz)
     assert r.decompress_data(B=B, C=C, out=out) is out
     np.testing.assert_array_equal(out, expected)
-    with pytest.raises(ValueError, match=r"`out` must be a float64 array of shape"):
+    with pytest.raises(ValueError, match=r"`out` must be a writeable float64 array of shape"):
         r.decompress_data(B=B, C=C, out=np.empty(3))
 
 
@@ -389,3 +390,14 @@ def test_bidirectional_stats():
     assert s["lower_bound"] == 2
     one = sparsejac.color(a, "row").stats()
     assert (one["n_forward"], one["n_reverse"]) == (0, 8)
+
+
+def test_a_read_only_out_is_refused_by_name():
+    import sparsejac
+
+    r = sparsejac.color(np.eye(3) + np.eye(3, k=1), "column", "natural")
+    B = np.ones((3, r.n_colors))
+    out = np.zeros(r.pattern.nnz)
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        r.decompress_data(B, out=out)
