@@ -22,7 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.sparse_jacobian import SparseJacobian
-from sparsejac.validation import as_float_input, check_args, check_callable, check_x
+from sparsejac.tracing import as_float_input
+from sparsejac.validation import check_args, check_callable, check_x
 
 __all__ = [
     "BvpJacobian",
