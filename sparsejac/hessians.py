@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.ad import evaluate as replay_value
-from sparsejac.ad.second_order import gradient_call
+from sparsejac.ad.second_order import gradient_call, trace_gradient
 from sparsejac.coloring import color
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.orders import resolve_order
@@ -119,8 +119,7 @@ def hessian_sparsity(f: Callable[..., Any], x: Any, *, local: bool = False,
     xa = check_x(x, name="x")
     call = bind_arguments(fn, check_args(args), check_kwargs(kwargs))
     prog = _scalar_program(call, xa, tuple(params), "f", local=local)
-    g = gradient_call(prog, local=local)
-    gprog = trace(g, xa, params=tuple(params), name="gradient of f", local=local)
+    gprog = trace_gradient(prog, xa, params=tuple(params), name="gradient of f", local=local)
     return _symmetric(program_sparsity(gprog, local=local))
 
 
@@ -302,7 +301,8 @@ class SparseHessian(PlanView):
         call = bind_arguments(self._f, args, kwargs)
         prog = _scalar_program(call, self._x0, self._params0, self._name)
         grad = gradient_call(prog)
-        gprog = trace(grad, self._x0, params=self._params0, name=f"gradient of {self._name}")
+        gprog = trace_gradient(prog, self._x0, params=self._params0,
+                               name=f"gradient of {self._name}")
         gpattern = program_sparsity(gprog)
         detected = _symmetric(gpattern)
         if self._user_sparsity is None:

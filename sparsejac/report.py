@@ -260,6 +260,8 @@ def function_report(
     >>> rep["shape"], rep["nnz"], rep["colors"]["forward"], rep["auto"]["n_products"] <= 3
     ([5, 6], 10, 2, True)
     """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"`repeats` must be an integer >= 1; got {repeats!r}")
     t0 = time.perf_counter()
     jac = SparseJacobian(f, x0, order=order, args=args)
     jac.search()  # a report shows the colourings of the whole search

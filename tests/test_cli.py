@@ -215,3 +215,11 @@ def test_errors_after_the_options_are_one_line_messages(tmp_path, capsys, monkey
     with pytest.raises(ValueError, match="unknown order 'foo'"):
         matrix_report(sp.csr_array(np.eye(3)), ["column"], ["foo"])
     assert len(matrix_report(sp.csr_array(np.eye(3)), "column", "natural")["results"]) == 1
+
+
+def test_function_report_refuses_no_repeats():
+    from sparsejac.report import function_report
+
+    for repeats in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="`repeats`"):
+            function_report(lambda x: x[1:] * x[:-1], np.ones(4), repeats=repeats)

@@ -568,3 +568,13 @@ def test_hessians_pickle_and_copy(tmp_path, monkeypatch):
 def test_unknown_order_is_refused_on_every_path():
     with pytest.raises(ValueError, match="Unknown `order`"):
         sparsejac.SparseHessian(lambda x: np.sum(x ** 3), np.ones(3), order="nope")
+
+
+def test_a_gradient_rule_without_a_rule_of_its_own_says_where_it_came_from():
+    """np.interp's derivative uses np.searchsorted, which has no rule: the Hessian's error
+    says it came from tracing the gradient, and that Hessians have no mode='fd'."""
+    xp = np.linspace(0.0, 1.0, 5)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError,
+                       match="while tracing the gradient of f for second derivatives"):
+        sparsejac.hessian(lambda x: np.sum(np.interp(x, xp, xp ** 2) ** 2),
+                          np.array([0.3, 0.6]))

@@ -29,7 +29,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.ad.interpret import program_jvp, program_vjp
-from sparsejac.errors import ConcretizationError, TracedConversionError, UnsupportedPrimitiveError
+from sparsejac.errors import (
+    ConcretizationError,
+    TracedConversionError,
+    UnsupportedPrimitiveError,
+    with_hint,
+)
 from sparsejac.numeric import is_arange
 from sparsejac.primitives.core import LocalJac, Primitive, bind
 from sparsejac.primitives.derive import local_jacobians
@@ -39,7 +44,7 @@ from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer
 from sparsejac.tracing.walk import pull_back
 
-__all__ = ["gradient_call", "gradient_program", "hvp"]
+__all__ = ["gradient_call", "gradient_program", "hvp", "trace_gradient"]
 
 
 class LocalValues(Primitive):
@@ -252,7 +257,35 @@ def gradient_program(f: Callable[..., Any], x: Any, params: Sequence[Any] = ()) 
     """
     x = np.asarray(x, dtype=np.float64)
     prog = trace(f, x, params=params)
-    return trace(gradient_call(prog), x, params=params, name="gradient")
+    return trace_gradient(prog, x, params=params, name="gradient")
+
+
+def trace_gradient(prog: Program, x: np.ndarray, *, params: Sequence[Any] = (),
+                   name: str = "gradient", local: bool = False) -> Program:
+    """The traced program of ``prog``'s gradient (what second derivatives differentiate).
+
+    A function the gradient's rules call without a rule of its own (``np.searchsorted``, from
+    the derivative of ``np.interp``) is refused with a hint saying where it came from.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.ad.second_order import trace_gradient
+    >>> g = trace_gradient(trace(lambda x: np.sum(x ** 3), np.ones(2)), np.ones(2))
+    >>> g.out.shape
+    (2,)
+    """
+    try:
+        return trace(gradient_call(prog, local=local), x, params=params, name=name,
+                     local=local)
+    except UnsupportedPrimitiveError as exc:
+        raise with_hint(exc, (
+            f" It was called while tracing the {name} for second derivatives: the derivative "
+            "rule of a function f uses (np.interp, say) needs it, and second derivatives "
+            "need every step of the gradient traced. Hessians have no mode='fd': for such an "
+            "f, take the Jacobian of a gradient you write by hand, "
+            "sparsejac.SparseJacobian(grad, x0, mode='fd', sparsity=pattern).")) from exc
 
 
 def hvp(f: Callable[..., Any], x: Any, V: Any, *, args: tuple[Any, ...] = ()) -> np.ndarray:
