@@ -289,6 +289,10 @@ class LstsqSolution(MatrixFunction):
         return np.asarray(np.linalg.pinv(floats(vals[0]),
                                          rcond=node.params["cutoff"]))
 
+    def has_column_matrix(self, node: Node, k: int) -> bool:
+        """The right-hand side's (the pseudo-inverse)."""
+        return k == 1
+
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """dX/dB reads A only (a constant when A is)."""
         return (0, 1) if k == 0 else (0,)

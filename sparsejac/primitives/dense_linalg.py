@@ -151,6 +151,14 @@ class MatrixFunction(Primitive):
         """
         return None
 
+    def has_column_matrix(self, node: Node, k: int) -> bool:
+        """Whether :meth:`column_matrix` gives a matrix for operand ``k``.
+
+        Decided from the node alone: the prepared engine asks after the trace-point values of
+        traced operands are released.
+        """
+        return False
+
     def column_mask(self, node: Node, k: int) -> np.ndarray | None:
         """Structural nonzeros of :meth:`column_matrix` ``(out_rows, in_rows)``; None: dense."""
         return None
@@ -168,7 +176,7 @@ class MatrixFunction(Primitive):
                 continue
             ic = int(np.prod(var.shape[len(batch):], dtype=np.int64))
             base = np.arange(nb, dtype=np.int64)[:, None]
-            if self.column_matrix(node, k, consts, node.out.value) is not None:
+            if self.has_column_matrix(node, k):
                 rows, cols, fn = self._columnwise(node, k)
             else:
                 m = self.mask(node, k)
@@ -269,6 +277,10 @@ class Solve(MatrixFunction):
             return None
         a = floats(vals[0])
         return _inv(_mT(a) if node.params.get("transposed") else a)
+
+    def has_column_matrix(self, node: Node, k: int) -> bool:
+        """The right-hand side's (``A⁻¹``)."""
+        return k == 1
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
         """A triangular A (``params["triangle"]``): the structure of the derivative in A.

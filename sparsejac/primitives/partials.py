@@ -374,11 +374,13 @@ def y1(x: Any, out: Any) -> Any:
 
 
 def j1(x: Any, out: Any) -> Any:
-    return sc.j0(x) - out / x
+    # J1' = (J0 - J2) / 2: finite at x = 0 (1/2), where J0 - J1/x is 0/0
+    return 0.5 * (sc.j0(x) - sc.jv(2, x))
 
 
 def i1(x: Any, out: Any) -> Any:
-    return sc.i0(x) - out / x
+    # I1' = (I0 + I2) / 2: finite at x = 0 (1/2), where I0 - I1/x is 0/0
+    return 0.5 * (sc.i0(x) + sc.iv(2, x))
 
 
 def rgamma(x: Any, out: Any) -> Any:

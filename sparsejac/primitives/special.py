@@ -38,6 +38,14 @@ def _squeeze(a: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     return a if keepdims else np.squeeze(a, axis=axes)
 
 
+#: ``x`` with a zero derivative (the value itself): a constant shift of a log-sum-exp.
+STOP_GRADIENT = ew.Elementwise(np.positive, (None,), zero_derivative=True, name="stop_gradient")
+
+
+def _stop(x: Any) -> Any:
+    return bind(STOP_GRADIENT, (x,), {}) if isinstance(x, Tracer) else x
+
+
 @register_library(sc.logsumexp, name="scipy.special.logsumexp", family="reductions",
                   via="composite: max, exp, sum, log1p",
                   note="real `a` and `b` (both may be traced), `return_sign`")
@@ -64,6 +72,15 @@ def _logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
         sgn = np.sign(s + 1) * np.sign(m)
         s = np.where(s < -1, -s - 2, s)
         out = np.log1p(s) + np.log(np.abs(m)) + a_max
+        # The value above is scipy's, bit for bit, but its derivative sends a tied maximum's
+        # share to one of the tied entries (np.max's choice). The derivative is taken instead
+        # from g - g, zero in value, where g is the log-sum-exp shifted by a constant: its
+        # derivative is the softmax weights (times b), ties or not.
+        c = _stop(a_max)
+        c = np.where(np.isfinite(c), c, 0.0)
+        e_all = np.exp(a - c)
+        g = np.log(np.abs(np.sum(e_all if b is None else b * e_all, axis=axes, keepdims=True)))
+        out = _stop(out) + np.where(np.isfinite(g), g - _stop(g), 0.0)
         if not return_sign:
             out = np.where(sgn < 0, np.nan, out)
     out = _squeeze(out, axes, keepdims)

@@ -242,3 +242,25 @@ def test_prepared_replays_at_several_points(mode: str) -> None:
         np.testing.assert_allclose(got, jac(_mixed_linalg, x), rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(got, fd_jacobian(_mixed_linalg, x), atol=2e-6)
     assert prepared.stats()["preparations"] == 1
+
+
+def test_prepared_lstsq_and_transposed_solve_with_both_operands_traced():
+    """The prepared engine asks whether an operand's local Jacobian is one matrix for every
+    column after the trace-point values are released: it must not read them (lstsq raised
+    numpy's LinAlgError, solve(transposed=True) an AxisError)."""
+    import scipy.linalg as sla
+
+    import sparsejac
+    from tests.test_rules import fd4_jacobian
+
+    x = np.random.default_rng(0).standard_normal(16)
+    cases = [
+        (lambda z: np.linalg.lstsq(z[:12].reshape(4, 3), z[12:], rcond=None)[0], x),
+        (lambda z: sla.solve(z[:9].reshape(3, 3) + 4 * np.eye(3), z[9:12], transposed=True),
+         x[:12]),
+    ]
+    for fn, x0 in cases:
+        for mode in ("forward", "reverse", "mixed"):
+            jac = sparsejac.SparseJacobian(fn, x0, mode=mode)
+            np.testing.assert_allclose(jac(x0 + 0.1).toarray(), fd4_jacobian(fn, x0 + 0.1),
+                                       rtol=1e-6, atol=1e-8)

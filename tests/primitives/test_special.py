@@ -157,3 +157,26 @@ def test_multigammaln_checks_its_domain_at_the_trace_point() -> None:
     """As scipy, a <= (d-1)/2 raises ValueError (checked at the trace point)."""
     with pytest.raises(ValueError, match="not met"):
         sparsejac.jacobian(lambda t: sc.multigammaln(t, 4), np.array([1.0, 2.0]))
+
+
+def test_logsumexp_at_a_tied_maximum_has_the_softmax_gradient():
+    """At tied maxima (all zeros, a common start) the gradient is the softmax weights (times
+    b), in every mode; the value stays scipy's bit for bit. It sent the whole weight of the
+    ties to one entry (the maximum's choice)."""
+    np.testing.assert_allclose(sparsejac.jacobian(sc.logsumexp, np.zeros(3)).toarray(),
+                               np.full((1, 3), 1 / 3), rtol=1e-15)
+    for mode in ("forward", "reverse", "mixed"):
+        jac = sparsejac.SparseJacobian(lambda x: sc.logsumexp(x, b=np.array([1.0, 2.0])),
+                                       np.ones(2), mode=mode)
+        np.testing.assert_allclose(jac(np.array([3.0, 3.0])).toarray(), [[1 / 3, 2 / 3]],
+                                   rtol=1e-15)
+    rows = sparsejac.jacobian(lambda x: sc.logsumexp(x.reshape(2, 2), axis=1), np.zeros(4))
+    np.testing.assert_allclose(rows.toarray(), [[0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5]],
+                               rtol=1e-15)
+    h = sparsejac.hessian(sc.logsumexp, np.zeros(3)).toarray()
+    np.testing.assert_allclose(h, np.eye(3) / 3 - 1 / 9, rtol=1e-14, atol=1e-15)
+
+
+def test_bessel_i1_j1_derivatives_at_zero_are_one_half():
+    for fn in (sc.i1, sc.j1):
+        np.testing.assert_allclose(sparsejac.jacobian(fn, np.zeros(1)).toarray(), [[0.5]])
