@@ -153,3 +153,14 @@ def test_outside_a_trace_numpy_is_unchanged() -> None:
     x = np.linspace(0, 1, 5)
     np.testing.assert_array_equal(np.abs(np.fft.fft(x)), np.abs(np.fft.fft(x.copy())))
     assert np.fft.fft(x).dtype == np.complex128
+
+
+def test_binary_ufuncs_without_a_complex_rule_are_refused_by_name():
+    """``**`` and ``np.maximum`` of a complex intermediate: UnsupportedPrimitiveError naming
+    numpy's function (it was Python's TypeError from unpacking inside sparsejac)."""
+    import sparsejac
+
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=r"numpy\.power"):
+        sparsejac.jacobian(lambda x: ((x + 1j) ** 2).real, np.ones(2))
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=r"numpy\.maximum"):
+        sparsejac.jacobian(lambda x: np.maximum(x + 1j, 0).real, np.ones(2))

@@ -266,7 +266,9 @@ def pair_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: di
             inputs[1]))), {})
         nr, ni = _split(num)
         return _make(_apply(lambda p: p / den, nr), _apply(lambda p: p / den, ni), shape)
-    (ar, ai), = parts if len(parts) == 1 else (None,)  # type: ignore[misc]
+    if len(parts) != 1:  # a binary ufunc without a rule for complex values (power, maximum)
+        raise _refuse(name)
+    (ar, ai), = parts
     if ufunc is np.negative:
         return _make(_neg(ar), _neg(ai), shape)
     if ufunc is np.positive:
