@@ -28,7 +28,11 @@ def spread_onehot(rows, cols, vals, groups, out):  # type: ignore[no-untyped-def
 
 @kernel(interpret=True)
 def spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``out[rows[e], :] += vals[e] * src[cols[e], :]``."""
+    """``out[rows[e], :] += vals[e] * src[cols[e], :]``.
+
+    A zero on either side contributes nothing, even against inf or nan: a derivative that does
+    not exist (nan) stays out of the rows whose seed or cotangent does not reach it.
+    """
     p = out.shape[1]
     for e in range(rows.size):
         v = vals[e]
@@ -37,7 +41,9 @@ def spread_dense(rows, cols, vals, src, out):  # type: ignore[no-untyped-def]  #
         r = rows[e]
         c = cols[e]
         for j in range(p):
-            out[r, j] += v * src[c, j]
+            t = src[c, j]
+            if t != 0.0:
+                out[r, j] += v * t
 
 
 @kernel(interpret=True)
@@ -170,7 +176,13 @@ def _spread_onehot_numpy(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
 def _spread_dense_numpy(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
                         src: np.ndarray, out: np.ndarray) -> None:
     keep = vals != 0.0
-    np.add.at(out, rows[keep], vals[keep][:, None] * src[cols[keep]])
+    s = src[cols[keep]]
+    with np.errstate(invalid="ignore"):
+        add = vals[keep][:, None] * s
+    r = np.broadcast_to(rows[keep][:, None], s.shape)
+    j = np.broadcast_to(np.arange(s.shape[1]), s.shape)
+    nz = s != 0.0  # zeros of src are skipped, as the kernel does (an out of -0.0 stays -0.0)
+    np.add.at(out, (r[nz], j[nz]), add[nz])  # in entry order, then column order, as the kernel
 
 
 def _contribute_numpy(acc: np.ndarray, target: np.ndarray, r: np.ndarray, r_idx: np.ndarray,

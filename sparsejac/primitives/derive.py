@@ -140,6 +140,26 @@ def derived_pattern(node: Node, deps: Sequence[Any], local: bool) -> Any:
     return depsets.union(terms)
 
 
+def _mul0_matmul(m: sp.csr_array, d: np.ndarray) -> np.ndarray:
+    """``m @ d``, where an inf or nan entry of ``m`` times a zero of ``d`` contributes nothing.
+
+    The convention of :func:`sparsejac.numeric.mul0`: a derivative that does not exist (the
+    non-unique columns of a complete QR, say) stays out of the entries whose tangent or
+    cotangent does not reach it. Only matrices with such entries take the second path.
+    """
+    bad = ~np.isfinite(m.data)
+    if not bad.any():
+        return np.asarray(m @ d)
+    good = sp.csr_array((np.where(bad, 0.0, m.data), m.indices, m.indptr), shape=m.shape)
+    res = np.array(good @ d, dtype=np.float64)
+    rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))[bad]
+    dcols = d[m.indices[bad]]
+    with np.errstate(invalid="ignore"):
+        contrib = np.where(dcols == 0.0, 0.0, m.data[bad][:, None] * dcols)
+    np.add.at(res, rows, contrib)
+    return res
+
+
 def derived_jvp(node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
                 out: Any) -> np.ndarray | None:
     """``sum_k t_k @ R_k.T``, shape ``(p, *out_shape)``."""
@@ -148,7 +168,7 @@ def derived_jvp(node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray |
         if s is None or t is None:
             continue
         p = t.shape[0]
-        term = np.asarray(_matrix(s, vals, out) @ t.reshape(p, -1).T)  # (out_size, p)
+        term = _mul0_matmul(_matrix(s, vals, out), t.reshape(p, -1).T)  # (out_size, p)
         acc = term if acc is None else acc + term
     if acc is None:
         return None
@@ -165,6 +185,8 @@ def derived_vjp(node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
         if s is None or not var.active:
             res.append(None)
             continue
-        g = np.asarray(_matrix(s, vals, out).T @ c2.T)  # (size_k, q)
+        m = _matrix(s, vals, out)
+        g = (np.asarray(m.T @ c2.T) if np.isfinite(m.data).all()  # (size_k, q)
+             else _mul0_matmul(sp.csr_array(m.T), c2.T))
         res.append(np.ascontiguousarray(g.T).reshape((q, *var.shape)))
     return res

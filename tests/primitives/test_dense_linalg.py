@@ -264,3 +264,35 @@ def test_prepared_lstsq_and_transposed_solve_with_both_operands_traced():
             jac = sparsejac.SparseJacobian(fn, x0, mode=mode)
             np.testing.assert_allclose(jac(x0 + 0.1).toarray(), fd4_jacobian(fn, x0 + 0.1),
                                        rtol=1e-6, atol=1e-8)
+
+
+def _simple_eigenvector(z: np.ndarray) -> np.ndarray:
+    """The vector of the simple eigenvalue 2 next to the double 1, its sign fixed (an oracle
+    by differences must not see it flip)."""
+    v = np.linalg.eigh(np.diag([1.0, 1.0, 2.0]) + z.reshape(3, 3))[1][:, 2]
+    return v * np.sign(v[2])
+
+
+def test_non_unique_columns_keep_their_nan_out_of_the_unique_ones_in_every_mode():
+    """A complete QR's extra column, a full SVD's, and the vectors of coincident eigenvalues
+    have no derivative (NaN); the unique columns do, and reverse and mixed mode must give them
+    as forward mode does (a NaN local derivative times a zero cotangent contributed NaN)."""
+    import sparsejac
+    from tests.test_rules import fd4_jacobian
+
+    x = np.random.default_rng(0).standard_normal(12)
+    cases = [
+        (lambda z: np.linalg.qr(z.reshape(4, 3), mode="complete")[0][:, :3].ravel(), x),
+        (lambda z: np.linalg.svd(z.reshape(4, 3), full_matrices=True)[0][:, :3].ravel(), x),
+        (lambda z: np.linalg.qr(z.reshape(4, 3), mode="complete")[0][:, 0], x),
+        (_simple_eigenvector, np.zeros(9)),
+    ]
+    for fn, x0 in cases:
+        want = fd4_jacobian(fn, x0)
+        for mode in ("forward", "reverse", "mixed"):
+            for got in (sparsejac.jacobian(fn, x0, mode=mode),
+                        sparsejac.SparseJacobian(fn, x0, mode=mode)(x0)):
+                np.testing.assert_allclose(got.toarray(), want, rtol=1e-6, atol=1e-8)
+    full = sparsejac.jacobian(lambda z: np.linalg.qr(z.reshape(4, 3), mode="complete")[0]
+                              .ravel(), x, mode="reverse").toarray()
+    assert np.isnan(full).sum() == 4 * 12  # the fourth column's 4 entries, each row all NaN
