@@ -164,3 +164,26 @@ def test_binary_ufuncs_without_a_complex_rule_are_refused_by_name():
         sparsejac.jacobian(lambda x: ((x + 1j) ** 2).real, np.ones(2))
     with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=r"numpy\.maximum"):
         sparsejac.jacobian(lambda x: np.maximum(x + 1j, 0).real, np.ones(2))
+
+
+def test_matmul_methods_and_comparisons_of_complex_intermediates():
+    """``@`` with a complex operand is real-linear part by part; ``.copy()``, ``.ravel()``,
+    ``.flatten()``, ``.astype(complex)`` work as their functions; comparisons and other
+    ndarray methods raise sparsejac's errors (they were Python's TypeError/AttributeError)."""
+    import sparsejac
+    from tests.test_rules import fd4_jacobian
+
+    x = np.linspace(0.2, 1.0, 3)
+    c = np.exp(1j * np.arange(9.0).reshape(3, 3))
+    for fn in (lambda z: (c @ z).imag, lambda z: (z @ c).real,
+               lambda z: (np.exp(1j * z) @ c).real, lambda z: np.exp(1j * z).copy().real,
+               lambda z: np.exp(1j * z).ravel().imag, lambda z: np.exp(1j * z).flatten().real,
+               lambda z: np.exp(1j * z).astype(complex).real):
+        np.testing.assert_allclose(sparsejac.jacobian(fn, x).toarray(), fd4_jacobian(fn, x),
+                                   rtol=1e-7, atol=1e-9)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="comparison"):
+        sparsejac.jacobian(lambda z: np.where((z + 1j * z) > 0, z, 0), x)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="astype"):
+        sparsejac.jacobian(lambda z: np.exp(1j * z).astype(float), x)
+    with pytest.raises(AttributeError, match="not supported on a complex intermediate"):
+        sparsejac.jacobian(lambda z: (z + 1j).max().real, x)

@@ -111,6 +111,40 @@ class ComplexPair:
         """As ndarray.sum."""
         return np.sum(self, *args, **kwargs)
 
+    def copy(self) -> Any:
+        """As ndarray.copy."""
+        return np.copy(self)
+
+    def ravel(self) -> Any:
+        """As ndarray.ravel."""
+        return np.ravel(self)
+
+    flatten = ravel
+
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+        """To a complex dtype only (a real one would drop the imaginary part)."""
+        if np.dtype(dtype).kind != "c":
+            raise UnsupportedPrimitiveError(
+                "ndarray.astype", f"of a complex intermediate to {np.dtype(dtype)}: take "
+                ".real, .imag or np.abs explicitly")
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # an ndarray attribute without a rule for complex values: say so (still an
+        # AttributeError, so that hasattr() works)
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise AttributeError(
+                f"ndarray.{name} is not supported on a complex intermediate (complex "
+                "intermediates support + - * /, conj, exp, abs, square, real, imag, angle, "
+                "real-linear functions and np.fft; see docs/limitations.md)")
+        raise AttributeError(name)
+
+    def _compare(self, *_: Any) -> Any:
+        raise UnsupportedPrimitiveError(
+            "comparison", "of a complex intermediate (complex numbers have no order)")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _compare
+
     def mean(self, *args: Any, **kwargs: Any) -> Any:
         """As ndarray.mean."""
         return np.mean(self, *args, **kwargs)
@@ -215,6 +249,12 @@ def _mul(a: Part, b: Part) -> Part:
     return a * b
 
 
+def _mm(a: Part, b: Part) -> Part:
+    if _is_zero(a) or _is_zero(b):
+        return None
+    return np.matmul(a, b)
+
+
 def involves_complex(args: Any, kwargs: dict[str, Any] | None = None) -> bool:
     """Whether a call with Tracers has a complex operand (a ComplexPair or a complex constant).
 
@@ -259,6 +299,11 @@ def pair_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: di
         (ar, ai), (br, bi) = parts
         return _make(_add(_mul(ar, br), _neg(_mul(ai, bi))), _add(_mul(ar, bi), _mul(ai, br)),
                      shape)
+    if ufunc is np.matmul and not kwargs:  # (ar + i ai) @ (br + i bi), part by part
+        (ar, ai), (br, bi) = parts
+        out_shape = np.matmul(np.empty(_shape(inputs[0])), np.empty(_shape(inputs[1]))).shape
+        return _make(_add(_mm(ar, br), _neg(_mm(ai, bi))), _add(_mm(ar, bi), _mm(ai, br)),
+                     out_shape)
     if ufunc is np.true_divide:
         (ar, ai), (br, bi) = parts
         den = _add(_mul(br, br), _mul(bi, bi))
