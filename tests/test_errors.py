@@ -361,3 +361,15 @@ def test_jacobian_sparsity_passes_kwargs() -> None:
     """``kwargs=`` as in jacobian and SparseJacobian."""
     p = sparsejac.jacobian_sparsity(lambda y, k=0: y[k:] * y[0], np.ones(3), kwargs={"k": 1})
     assert p.toarray().astype(int).tolist() == [[1, 1, 0], [1, 0, 1]]
+
+
+def test_library_errors_name_the_function_the_user_called() -> None:
+    """A decorated scipy function is named after itself, not scipy's decorator (the message
+    said 'scipy.wrapper'); a scipy.stats method carries its distribution's name."""
+    import scipy.linalg as sla
+    import scipy.stats as st
+
+    with pytest.raises(sparsejac.TracedConversionError, match=r"^scipy\.linalg\.lu_factor "):
+        sparsejac.jacobian(lambda x: sla.lu_factor(x.reshape(2, 2))[0], np.arange(1.0, 5.0))
+    with pytest.raises(sparsejac.TracedConversionError, match=r"^scipy\.stats\.norm\.ppf "):
+        sparsejac.jacobian(lambda x: st.norm.ppf(x * 0.1), np.arange(1.0, 5.0))

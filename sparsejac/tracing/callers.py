@@ -68,10 +68,30 @@ def library_caller() -> str | None:
         path = frame.f_code.co_filename
         if not any(p in path for p in ("site-packages", "dist-packages")) or not top:
             break  # the user's code
-        public = ".".join(part for part in module.split(".") if not part.startswith("_"))
-        found = f"{public}.{frame.f_code.co_name}"
+        found = _public_name(frame, module)
         frame = frame.f_back  # type: ignore[assignment]
     return found
+
+
+def _public_name(frame: Any, module: str) -> str:
+    """``package.function`` for a library frame.
+
+    A decorator's ``wrapper`` is named after the function it wraps, a ``scipy.stats`` method
+    after its distribution.
+    """
+    name = frame.f_code.co_name
+    space = frame.f_locals
+    if name in ("wrapper", "inner", "wrapped", "decorated"):
+        for key in ("f", "func", "fun", "function"):
+            fn = space.get(key)
+            if callable(fn) and isinstance(getattr(fn, "__qualname__", None), str):
+                module, name = str(getattr(fn, "__module__", module)), fn.__qualname__
+                break
+    dist = getattr(space.get("self"), "name", None)
+    if module.startswith("scipy.stats") and isinstance(dist, str):
+        name = f"{dist}.{name}"
+    public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+    return f"{public}.{name}"
 
 
 def user_line() -> str:
