@@ -93,8 +93,13 @@ _DENSE_ONLY_CALLERS = frozenset({"scipy.integrate._ode", "scipy.integrate._odepa
 
 
 def _dense_only_caller() -> bool:
-    """Whether ``OdeJacobian.__call__``'s caller is a wrapper of a dense-only integrator."""
-    frame = sys._getframe(2)
+    """Whether ``OdeJacobian.__call__``'s caller is a wrapper of a dense-only integrator.
+
+    ``solve_ivp(..., args=...)`` puts a ``lambda`` of its own in between: it is skipped.
+    """
+    frame: Any = sys._getframe(2)
+    if frame is not None and frame.f_globals.get("__name__") == "scipy.integrate._ivp.ivp":
+        frame = frame.f_back
     return frame is not None and frame.f_globals.get("__name__") in _DENSE_ONLY_CALLERS
 
 

@@ -186,9 +186,9 @@ class SparseHessian(PlanView):
     the Hessian's pattern and prepares the recorded program. Where that program gives the
     Hessian's entries directly, a call assembles them; otherwise the pattern is coloured
     symmetrically and a call costs one forward-over-reverse pass with ``p`` seed columns
-    (``p`` = the number of colours) and the recovery. The object is a drop-in ``hess=`` for
-    ``scipy.optimize.minimize`` (``trust-constr``, ``trust-exact``, ``Newton-CG``, ...);
-    :meth:`gradient` is its ``jac=`` and :meth:`hessp` its ``hessp=``.
+    (``p`` = the number of colours) and the recovery. It is a drop-in ``hess=`` for
+    ``minimize``'s ``trust-constr`` and ``Newton-CG`` (``trust-exact`` and ``dogleg`` need
+    ``lambda x: H(x).toarray()``); :meth:`gradient` is a ``jac=``, :meth:`hessp` a ``hessp=``.
 
     Parameters
     ----------
@@ -386,26 +386,27 @@ class SparseHessian(PlanView):
         with self._lock:
             self._prepare(self._state.args, self._state.kwargs)
 
-    def _use_args(self, args: tuple[Any, ...] | None) -> None:
-        if args is None:
-            return
-        state = self._state
-        if len(args) != len(state.args) or any(a is not b for a, b in zip(args, state.args,
-                                                                          strict=False)):
-            with self._lock:
+    def _use_args(self, args: tuple[Any, ...] | None) -> _State:
+        """The preparation for ``args`` (None: the current one), for the asking call only."""
+        with self._lock:
+            state = self._state
+            if args is not None and (len(args) != len(state.args) or any(
+                    a is not b for a, b in zip(args, state.args, strict=False))):
                 self._prepare(tuple(args), state.kwargs)
+            return self._state
 
     # -- evaluation ------------------------------------------------------------------------
 
-    def _data(self, x: Any, params: Sequence[Any] | None) -> tuple[np.ndarray, Any, Plan]:
-        """H's values (CSR order), the gradient at ``x``, and the plan used."""
+    def _data(self, x: Any, params: Sequence[Any] | None, state: _State
+              ) -> tuple[np.ndarray, Any, _State]:
+        """H's values (CSR order), the gradient at ``x``, and the preparation used."""
         xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else tuple(params)
-        state = self._checked_state(xa, ps)
+        state = self._checked_state(xa, ps, state)
         data, grad = state.plan.evaluate_with_value(xa, ps)
-        return data, grad, state.plan
+        return data, grad, state
 
-    def _checked_state(self, xa: np.ndarray, ps: Sequence[Any]) -> _State:
+    def _checked_state(self, xa: np.ndarray, ps: Sequence[Any], state: _State) -> _State:
         """The preparation, checked against a real call (``verify=True``): prepared again."""
         if len(ps) != len(self._params0) or any(
                 np.size(p) != np.size(p0) for p, p0 in zip(ps, self._params0, strict=False)):
@@ -413,10 +414,9 @@ class SparseHessian(PlanView):
                 f"`params` must be {len(self._params0)} values of sizes "
                 f"{[int(np.size(p)) for p in self._params0]}, as at the preparation; got "
                 f"{len(ps)} of sizes {[int(np.size(p)) for p in ps]}")
-        state = self._state
         if self._verify and not self._agrees(state, xa, ps):
-            with self._lock:
-                if self._state is state:
+            with self._lock:  # (another thread may have prepared for other arguments)
+                if self._state is state or self._state.args is not state.args:
                     self._prepare(state.args, state.kwargs)
                 state = self._state
             if not self._agrees(state, xa, ps):
@@ -471,11 +471,11 @@ class SparseHessian(PlanView):
         """
         if format not in ("csr", "csc"):
             raise ValueError(f"`format` must be 'csr' or 'csc'; got {format!r}")
-        self._use_args(None if args is None else tuple(args))
-        data, _, plan = self._data(x, params)
+        state = self._use_args(None if args is None else tuple(args))
+        data, _, state = self._data(x, params, state)
         # H[i, j] and H[j, i] come from different products or paths, equal to rounding: the
         # lower one is copied onto the upper, so that the matrix is exactly symmetric
-        return plan.matrix(data[self._state.mirror], format)
+        return state.plan.matrix(data[state.mirror], format)
 
     def gradient(self, x: Any, *args: Any, params: Sequence[Any] | None = None) -> np.ndarray:
         """The gradient of ``f`` at ``x`` (reverse mode on the recorded program), ``x``'s shape.
@@ -490,10 +490,10 @@ class SparseHessian(PlanView):
         >>> hess.gradient(np.array([1.0, 2.0, 3.0]))
         array([2., 4., 6.])
         """
-        self._use_args(tuple(args) if args else None)
+        state = self._use_args(tuple(args) if args else None)
         xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else tuple(params)
-        g = gradient_call(self._checked_state(xa, ps).program)(xa, *ps)
+        g = gradient_call(self._checked_state(xa, ps, state).program)(xa, *ps)
         return np.asarray(g, dtype=np.float64).reshape(self._x0.shape)
 
     def hessp(self, x: Any, p: Any, *args: Any, params: Sequence[Any] | None = None
@@ -511,12 +511,12 @@ class SparseHessian(PlanView):
         >>> hess.hessp(np.ones(3), np.array([1.0, 0.0, 0.0]))
         array([0., 1., 0.])
         """
-        self._use_args(tuple(args) if args else None)
+        state = self._use_args(tuple(args) if args else None)
         xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else tuple(params)
         key = xa.tobytes()
         cache = self._cache
-        state = self._checked_state(xa, ps)  # a kept H is stale once f has changed
+        state = self._checked_state(xa, ps, state)  # a kept H is stale once f has changed
         if cache is not None and cache[0] == key and _same(cache[1], ps) and cache[3] is state:
             h = cache[2]
         else:
@@ -551,8 +551,8 @@ class SparseHessian(PlanView):
 
     def values(self, x: Any, *, params: Sequence[Any] | None = None) -> np.ndarray:
         """The lower triangle's values at ``x`` in the order of :meth:`structure`."""
-        data, _, _ = self._data(x, params)
-        return np.ascontiguousarray(data[self._state.lower])
+        data, _, state = self._data(x, params, self._state)
+        return np.ascontiguousarray(data[state.lower])
 
     # -- reporting -------------------------------------------------------------------------
 

@@ -57,6 +57,14 @@ def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
 _NO_POINT = np.zeros(0)
 
 
+def _same_args(state: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``state`` was prepared with these very argument objects."""
+    return len(args) == len(state.args) and all(
+        a is b for a, b in zip(args, state.args, strict=True)
+    ) and kwargs.keys() == state.kwargs.keys() and all(
+        kwargs[k] is state.kwargs[k] for k in kwargs)
+
+
 @dataclass(frozen=True)
 class _State:
     """What a preparation produced: the arguments, the bound ``f`` and the plan."""
@@ -523,17 +531,19 @@ class SparseJacobian(PlanView):
               ) -> tuple[np.ndarray, Plan]:
         """J's values in CSR order (written into ``out`` if given), and the plan used."""
         if args is not None or kwargs is not None:
-            self.use_args(() if args is None else tuple(args), kwargs or {})
+            state = self.use_args(() if args is None else tuple(args), kwargs or {})
+        else:
+            state = self._state
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else tuple(params)
-        state = self._state
         plan = state.plan
         data, fx = plan.evaluate_with_value(xa, ps, out)
         if plan.replays and self._verify and not self._check.agrees(state, fx, xa, ps):
             # f no longer computes what was recorded (a global, a closure variable or a
             # mutable container changed since the preparation): prepare again
-            with self._lock:
-                if self._state is state:
+            with self._lock:  # (another thread may have prepared for other arguments)
+                if self._state is state or not _same_args(self._state, state.args,
+                                                          state.kwargs):
                     self._prepare(state.args, state.kwargs)
                 state = self._state
             plan = state.plan
@@ -590,17 +600,17 @@ class SparseJacobian(PlanView):
             if better is not None:
                 self._state = dataclasses.replace(state, plan=better)
 
-    def use_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Prepare again unless ``args``/``kwargs`` are the preparation's own objects."""
+    def use_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _State:
+        """Prepare again unless ``args``/``kwargs`` are the preparation's own objects.
+
+        Returns the preparation for them: a call uses it, not ``self._state``, which another
+        thread may replace meanwhile (for its own arguments).
+        """
         args, kwargs = check_args(args), check_kwargs(kwargs)
         with self._lock:
-            st = self._state
-            same = len(args) == len(st.args) and all(
-                a is b for a, b in zip(args, st.args, strict=True)
-            ) and kwargs.keys() == st.kwargs.keys() and all(
-                kwargs[k] is st.kwargs[k] for k in kwargs)
-            if not same:
+            if not _same_args(self._state, args, kwargs):
                 self._prepare(args, kwargs)
+            return self._state
 
     def f(self, x: Any) -> Any:
         """``f(x, *params, *args, **kwargs)`` with the preparation's arguments."""

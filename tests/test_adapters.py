@@ -602,3 +602,19 @@ def test_adapter_errors_name_the_solver_s_arguments():
         j.fun_jac(x, np.ones((2, 6)), [1.0])
     with pytest.raises(ValueError, match="`ya` must have shape"):
         j.bc_jac(np.zeros(3), np.zeros(2), [1.0])
+
+
+def test_lsoda_with_args_gets_dense_jacobians_at_any_size():
+    """solve_ivp(method="LSODA", args=...) calls jac through a lambda of its own: the dense
+    answer for LSODA must see through it (a csr_array made scipy's ode raise)."""
+    from scipy.integrate import solve_ivp
+
+    def rhs(t, u, d):
+        return d * (np.roll(u, 1) - 2 * u + np.roll(u, -1)) - u ** 3
+
+    u0, args = np.linspace(0.5, 1.0, 100), (400.0,)
+    jac = sparsejac.ode_jacobian(rhs, 0.0, u0, args=args)
+    ours = solve_ivp(rhs, (0.0, 1.0), u0, method="LSODA", jac=jac, args=args)
+    theirs = solve_ivp(rhs, (0.0, 1.0), u0, method="LSODA", args=args)
+    assert ours.success
+    np.testing.assert_allclose(ours.y[:, -1], theirs.y[:, -1], rtol=1e-6)

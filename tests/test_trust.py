@@ -430,3 +430,36 @@ def test_a_prepared_jacobian_goes_to_a_process_pool():
         got = pool.starmap(_jacobian_in_a_worker, [(jac, x) for x in points])
     for x, g in zip(points, got, strict=True):
         np.testing.assert_array_equal(g, jac(x, 2.0).toarray())
+
+
+def test_threads_calling_with_different_args_each_get_their_own_jacobian():
+    """Threads calling one prepared Jacobian (and Hessian) with different ``args`` objects:
+    each call uses the preparation for its own arguments. The call read the shared state
+    again after preparing, and another thread's preparation could be there by then (wrong
+    values, or an IndexError when the pattern differed)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cs = [np.full(50, float(k)) for k in (1, 2, 3)]
+    jac = sparsejac.SparseJacobian(lambda x, c: c * x ** 2, np.ones(50), args=(cs[0],))
+
+    def work(i):
+        c = cs[i % 3]
+        return float(np.abs(jac(np.ones(50), c).diagonal() - 2 * c).max())
+
+    with ThreadPoolExecutor(4) as ex:
+        assert max(ex.map(work, range(300))) == 0.0
+
+    ws = [np.ones(30), np.linspace(0.0, 1.0, 30)]  # two patterns (a zero weight)
+    hess = sparsejac.SparseHessian(lambda x, c: np.sum(c * x ** 4) + np.sum(x[1:] * x[:-1]),
+                                   np.ones(30), args=(ws[0],))
+    x = np.full(30, 0.5)
+
+    def hwork(i):
+        c = ws[i % 2]
+        want = np.diag(12 * c * x ** 2) + np.eye(30, k=1) + np.eye(30, k=-1)
+        grad = 4 * c * x ** 3 + np.r_[x[1:], 0.0] + np.r_[0.0, x[:-1]]
+        return max(float(np.abs(hess(x, c).toarray() - want).max()),
+                   float(np.abs(hess.gradient(x, c) - grad).max()))
+
+    with ThreadPoolExecutor(4) as ex:
+        assert max(ex.map(hwork, range(200))) < 1e-12
