@@ -100,6 +100,19 @@ class _Hook:
         self._owner = owner
 
     def setup(self, x: np.ndarray, f: np.ndarray, func: Any) -> None:
+        # scipy's F binds the solver's args: a Jacobian prepared with others (or for another
+        # function) would steer every Newton step wrong; compare once, at the start
+        rng = np.random.default_rng(20261125)  # a fixed generic point near x: at a special
+        y = x + 1e-3 * (1.0 + np.abs(x)) * rng.choice([-1.0, 1.0], np.shape(x))  # x, they agree
+        mine = np.ravel(np.asarray(self._owner.jacobian.f(y), dtype=np.float64))
+        theirs = np.ravel(np.asarray(func(y), dtype=np.float64))
+        if mine.shape != theirs.shape or not np.allclose(mine, theirs, rtol=1e-9, atol=1e-12,
+                                                         equal_nan=True):
+            raise ValueError(
+                "KrylovMethod: the solver's F differs from the SparseJacobian's f near the "
+                "starting point: it was prepared with other arguments than the solver passes "
+                "(give SparseJacobian(f, x0, args=...) the solver's `args`), or for another "
+                "function")
         self._owner.update(x)
 
     def update(self, x: np.ndarray, f: np.ndarray) -> None:

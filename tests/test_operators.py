@@ -194,3 +194,22 @@ def test_krylov_method_arguments_are_checked():
         sparsejac.KrylovMethod(jac, solver="cg-ish")
     with pytest.raises(TypeError, match="`jacobian` must be a SparseJacobian"):
         sparsejac.KrylovMethod(np.eye(5))
+
+
+def test_krylov_method_refuses_a_solver_with_other_args():
+    """root(..., args=...) with a KrylovMethod prepared for other arguments: refused at the
+    solver's first step (it steered every Newton step with the wrong Jacobian: 10,100
+    iterations). A point where the arguments cancel (a constant x0) does not hide it."""
+    from scipy.optimize import root
+
+    def F(x, c):
+        return c * (np.roll(x, 1) - 2 * x + np.roll(x, -1)) + x ** 3 - 1.0
+
+    x0 = np.full(50, 0.5)
+    jac = sparsejac.SparseJacobian(F, x0, args=(1.0,))
+    ok = root(F, x0, args=(1.0,), method="krylov",
+              options={"jac_options": sparsejac.KrylovMethod(jac).jac_options})
+    assert ok.success
+    with pytest.raises(ValueError, match="prepared with other arguments"):
+        root(F, x0, args=(2.0,), method="krylov",
+             options={"jac_options": sparsejac.KrylovMethod(jac).jac_options})
