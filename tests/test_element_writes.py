@@ -173,3 +173,56 @@ def test_local_mode_and_hessians_see_the_writes() -> None:
     h = sparsejac.hessian(energy, x).toarray()
     i, j = np.nonzero(h)
     assert (np.abs(i - j) <= 1).all()
+
+
+def test_writes_into_fortran_ordered_arrays_keep_their_values():
+    """numpy gives Fortran-ordered results for exp of a transpose; a write into such an array
+    was applied to a temporary copy of its values (reshape(-1) of an F-ordered copy), so the
+    values the trace carried on were stale: the one-off Jacobian was silently wrong where the
+    outputs happened to agree, and refused elsewhere. Also writes through y.real of a real
+    array, which numpy makes a view."""
+    import sparsejac
+    from tests.test_rules import fd4_jacobian
+
+    def element(x):
+        y = np.exp(x[:4].reshape(2, 2).T)
+        y[0, 1] = x[0] ** 2
+        return y.ravel() * x[4]
+
+    def through_transpose(x):
+        y = x[:4].reshape(2, 2) * 1.0
+        y.T[0] *= 3.0
+        return y.ravel() * x[4]
+
+    def rows(x):
+        y = np.exp(x.reshape(2, 3).T)
+        y[1:] -= y[:-1]
+        np.add.at(y, (0, 1), x[0])
+        return y.ravel()
+
+    def real_view(x):
+        y = x[:2] * 1.0
+        y.real[0] = 3.0 * x[0]
+        return y * x[2]
+
+    cases = [(element, np.array([0.1, 0.2, 0.3, 0.4, 0.0])),
+             (through_transpose, np.array([1.0, 2.0, 3.0, 4.0, 0.0])),
+             (rows, np.linspace(0.1, 0.6, 6)), (real_view, np.array([1.0, 2.0, 0.0]))]
+    for fn, x0 in cases:
+        np.testing.assert_allclose(sparsejac.jacobian(fn, x0).toarray(), fd4_jacobian(fn, x0),
+                                   rtol=1e-7, atol=1e-9)
+        jac = sparsejac.SparseJacobian(fn, x0, mode="reverse", verify=False)
+        np.testing.assert_allclose(jac(x0 + 0.5).toarray(), fd4_jacobian(fn, x0 + 0.5),
+                                   rtol=1e-7, atol=1e-9)
+
+
+def test_pad_forms_without_a_gather_and_complex_writes_are_refused():
+    import sparsejac
+
+    x = np.arange(1.0, 4.0)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="mode='empty'"):
+        sparsejac.jacobian(lambda z: np.pad(z, 2, mode="empty")[2:5], x)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="reflect_type='odd'"):
+        sparsejac.jacobian(lambda z: np.pad(z, 2, mode="reflect", reflect_type="odd"), x)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="item assignment"):
+        sparsejac.jacobian(lambda z: ((w := z + 1j * z).__setitem__(0, z[1]), w.real)[1], x)

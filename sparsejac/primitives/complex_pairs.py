@@ -87,10 +87,22 @@ class ComplexPair:
         """The real part (a real traced array)."""
         return _full(self.re, self.shape)
 
+    @real.setter
+    def real(self, value: Any) -> None:
+        raise UnsupportedPrimitiveError(
+            "assignment to .real", "of a complex intermediate: build it from its parts, "
+            "z = re + 1j * im")
+
     @property
     def imag(self) -> Any:
         """The imaginary part (a real traced array)."""
         return _full(self.im, self.shape)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        raise UnsupportedPrimitiveError(
+            "assignment to .imag", "of a complex intermediate: build it from its parts, "
+            "z = re + 1j * im")
 
     @property
     def T(self) -> Any:
@@ -156,6 +168,11 @@ class ComplexPair:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise UnsupportedPrimitiveError(
+            "item assignment", "into a complex intermediate: build it from its parts instead, "
+            "z = re + 1j * im, with the writes done into re and im")
 
     def __add__(self, o: Any) -> Any:
         return np.add(self, o)

@@ -95,7 +95,7 @@ def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
     :class:`~sparsejac.tracing.program.Var` or a number of the array's dtype).
     """
     size = var.size
-    new_value = np.array(var.value, copy=True)
+    new_value = np.array(var.value, copy=True, order="C")  # reshape(-1) below must be a view
     flat_value = new_value.reshape(-1)
     in_vars: list[Var] = []
     if var.is_const:

@@ -494,14 +494,17 @@ def register_movement(
 # the table
 # ---------------------------------------------------------------------------------------
 
-_PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric", "empty")
+_PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric")
 
 
 def _check_pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> None:
-    if callable(mode) or mode not in _PAD_MODES:
+    if callable(mode) or mode not in _PAD_MODES:  # "empty": uninitialised values, no gather
         raise UnsupportedPrimitiveError(
             "numpy.pad", f"mode={mode!r}; supported modes are {list(_PAD_MODES)}"
         )
+    if kwargs.get("reflect_type", "even") != "even":  # 2 * edge - x: not a gather
+        raise UnsupportedPrimitiveError(
+            "numpy.pad", f"reflect_type={kwargs['reflect_type']!r}; only 'even' (the default)")
     if _contains_tracer(kwargs.get("constant_values")):
         raise UnsupportedPrimitiveError("numpy.pad", "a traced `constant_values=`")
 

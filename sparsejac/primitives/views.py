@@ -83,8 +83,8 @@ def sync(t: Tracer) -> None:
 def _write_back(base: Tracer, index: np.ndarray, view: Tracer) -> Tracer:
     """Return ``base`` with the elements at ``index`` (flat) replaced by those of ``view``."""
     bvar, vvar = base._var, view._var
-    value = np.array(bvar.value, copy=True)
-    value.reshape(-1)[index] = np.asarray(vvar.value).reshape(-1)
+    value = np.array(bvar.value, copy=True, order="C")  # (a Fortran-ordered copy's reshape(-1)
+    value.reshape(-1)[index] = np.asarray(vvar.value).reshape(-1)  # would be another copy)
     pos = np.zeros(bvar.size, dtype=np.int64)
     in_vars = []
     offset = 1

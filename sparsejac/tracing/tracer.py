@@ -155,7 +155,9 @@ class Tracer:
 
     @property
     def real(self) -> Tracer:
-        """Real part (the array itself for real dtypes)."""
+        """Real part: for a real dtype a view of the array, as in numpy (it writes through)."""
+        if self.dtype.kind != "c":
+            return self[...]  # type: ignore[no-any-return]
         return np.real(self)
 
     def __len__(self) -> int:
