@@ -89,8 +89,24 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
 
     _transpose = _adjoint  # real
 
+    #: ``(jacobian, x, params)`` it was made from (set by ``SparseJacobian.linear_operator``)
+    source: tuple[Any, np.ndarray, Any] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.source is None:
+            raise TypeError("a JacobianOperator pickles only when made by "
+                            "SparseJacobian.linear_operator")
+        jac, x, params = self.source
+        return (_linear_operator, (jac, x, params))
+
     def __repr__(self) -> str:
         return f"JacobianOperator(shape={self.shape}, matrix_free={self.matrix_free})"
+
+
+def _linear_operator(jac: Any, x: np.ndarray, params: Any) -> JacobianOperator:
+    """A JacobianOperator made again (unpickling): ``jac.linear_operator(x, params)``."""
+    op: JacobianOperator = jac.linear_operator(x, params=params)
+    return op
 
 
 class _Hook:
@@ -181,7 +197,6 @@ class KrylovMethod:
                                  f"'tfqmr', 'gcrotmk' or a callable; got {solver!r}")
             solver = getattr(sla, solver)
         self.solver = solver
-        self._sla = sla
         self._outer_v: list[Any] = []
         self.options = dict(options)
         self.operator: JacobianOperator | None = None
@@ -199,14 +214,16 @@ class KrylovMethod:
             raise RuntimeError("KrylovMethod used before scipy called its setup hook")
         counted = LinearOperator(A.shape, dtype=A.dtype, matvec=self._counted(A))
         options = {"atol": 0.0, **kw, **self.options}
-        if self.solver is self._sla.lgmres:  # scipy's own settings for its default solver:
+        import scipy.sparse.linalg as sla
+
+        if self.solver is sla.lgmres:  # scipy's own settings for its default solver:
             # one LGMRES cycle per Newton step, the outer vectors carried across steps
             options.setdefault("maxiter", 1)
             options.setdefault("outer_k", 10)
             options.setdefault("outer_v", self._outer_v)
             options.setdefault("prepend_outer_v", True)
             options.setdefault("store_outer_Av", False)
-        elif self.solver is self._sla.gmres and maxiter is not None:
+        elif self.solver is sla.gmres and maxiter is not None:
             options.setdefault("restart", maxiter)  # as scipy: one restart cycle per step
             options.setdefault("maxiter", 1)
         if maxiter is not None:

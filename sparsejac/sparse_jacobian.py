@@ -701,14 +701,15 @@ class SparseJacobian(PlanView):
             # the assembled J(x) once, products by sparse multiplication
             matrix = self.evaluate(xa, params=ps)
             value = self._state.call(np.array(xa, copy=True), *ps)
-            return JacobianOperator(plan.shape, matrix=matrix, value=value)
-        lin = program.linearize(xa, ps)
-        if self._verify and not self._check.agrees(state, lin.value, xa, ps):
-            # f no longer computes what was recorded: evaluate prepares again (or says why
-            # it cannot), then linearise the new preparation
-            self.evaluate(xa, params=ps)
-            return self.linear_operator(xa, params=ps)
-        return JacobianOperator(plan.shape, linearization=lin, value=lin.value)
+            op = JacobianOperator(plan.shape, matrix=matrix, value=value)
+        else:
+            lin = program.linearize(xa, ps)
+            if self._verify and not self._check.agrees(state, lin.value, xa, ps):
+                self.evaluate(xa, params=ps)  # f changed: prepare again (or say why not)
+                return self.linear_operator(xa, params=ps)
+            op = JacobianOperator(plan.shape, linearization=lin, value=lin.value)
+        op.source = (self, xa, None if params is None else ps)  # what a pickle rebuilds from
+        return op
 
     def _chain_program(self, plan: Plan) -> PreparedProgram | None:
         """The chain engine's prepared program of ``plan``, or None if it replays no program.

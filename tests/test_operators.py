@@ -213,3 +213,27 @@ def test_krylov_method_refuses_a_solver_with_other_args():
     with pytest.raises(ValueError, match="prepared with other arguments"):
         root(F, x0, args=(2.0,), method="krylov",
              options={"jac_options": sparsejac.KrylovMethod(jac).jac_options})
+
+
+def test_operators_and_krylov_method_pickle(tmp_path, monkeypatch):
+    """A JacobianOperator pickles as the linear_operator call that made it; a KrylovMethod
+    as its Jacobian and options (both failed: a local function, a module)."""
+    import pickle
+
+    (tmp_path / "kmod.py").write_text(
+        "import numpy as np\n"
+        "def F(x):\n    return np.roll(x, 1) - 2 * x + np.roll(x, -1) + x ** 3 - 1.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import kmod
+
+    jac = sparsejac.SparseJacobian(kmod.F, np.full(20, 0.5))
+    op = jac.linear_operator(np.linspace(0.0, 1.0, 20))
+    again = pickle.loads(pickle.dumps(op))
+    v = np.arange(20.0)
+    np.testing.assert_array_equal(again @ v, op @ v)
+    np.testing.assert_array_equal(again.T @ v, op.T @ v)
+    km = pickle.loads(pickle.dumps(sparsejac.KrylovMethod(jac)))
+    from scipy.optimize import root
+
+    assert root(kmod.F, np.full(20, 0.5), method="krylov",
+                options={"jac_options": km.jac_options}).success
