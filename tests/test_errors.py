@@ -373,3 +373,29 @@ def test_library_errors_name_the_function_the_user_called() -> None:
         sparsejac.jacobian(lambda x: sla.lu_factor(x.reshape(2, 2))[0], np.arange(1.0, 5.0))
     with pytest.raises(sparsejac.TracedConversionError, match=r"^scipy\.stats\.norm\.ppf "):
         sparsejac.jacobian(lambda x: st.norm.ppf(x * 0.1), np.arange(1.0, 5.0))
+
+
+def test_elementwise_and_composite_edge_cases_from_outside() -> None:
+    """heaviside(x1, x2) is x2 where x1 == 0 (it was treated as constant: a wrong Jacobian and
+    a global pattern missing an entry); arctan2 at extreme scales (x**2 + y**2 overflowed);
+    average(returned=True) without weights returns the weights' sum in the average's shape;
+    piecewise with one traced mask; polyval of a poly1d."""
+    from tests.test_rules import fd4_jacobian
+
+    c = np.array([0.0, 1.0, -1.0])
+    np.testing.assert_array_equal(
+        sparsejac.jacobian(lambda x: np.heaviside(c, x), np.array([0.3, 0.7, 2.0])).toarray(),
+        np.diag([1.0, 0.0, 0.0]))
+    pattern = sparsejac.jacobian_sparsity(lambda x: np.heaviside(x[:1] - x[1:2], x[2:]),
+                                          np.array([1.0, 2.0, 0.5]))
+    assert pattern.toarray().tolist() == [[False, False, True]]
+    for scale in (1e-200, 1e200, 1.0):
+        got = sparsejac.jacobian(lambda z: np.arctan2(z[:1], z[1:]),
+                                 np.array([3.0, 4.0]) * scale).toarray()
+        np.testing.assert_allclose(got, [[0.16 / scale, -0.12 / scale]], rtol=1e-14)
+    x = np.array([-1.0, 2.0, 3.0, 0.5, 1.0, 2.0])
+    for fn in (lambda z: np.concatenate(np.average(z.reshape(2, 3), axis=1, returned=True)),
+               lambda z: np.piecewise(z, z < 0, [lambda v: v ** 2, np.exp]),
+               lambda z: np.polyval(np.poly1d([3.0, 1.0, 2.0]), z)):
+        np.testing.assert_allclose(sparsejac.jacobian(fn, x).toarray(), fd4_jacobian(fn, x),
+                                   rtol=1e-7, atol=1e-8)

@@ -195,8 +195,10 @@ def _select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0
                         "function on all of x")
 def _piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     ndim = np.ndim(x)
-    if np.isscalar(condlist) or (
-        not isinstance(condlist[0], (list, np.ndarray, Tracer)) and ndim != 0
+    first = None if np.isscalar(condlist) else condlist[0]
+    if np.isscalar(condlist) or (  # numpy's test; an element of a traced mask is a 0-d Tracer
+        not (isinstance(first, (list, np.ndarray)) or (isinstance(first, Tracer)
+                                                       and first.ndim > 0)) and ndim != 0
     ):
         condlist = [condlist]
     conds = list(condlist)
@@ -235,6 +237,8 @@ def _piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw:
 @register_function(np.polyval, family="elementwise", via="composite: multiply, add",
                    note="coefficients and points may both be traced")
 def _polyval(p: Any, x: Any) -> Any:
+    if isinstance(p, np.poly1d):  # (len() of a poly1d is its order, p[i] the x**i term)
+        p = p.coeffs
     y = np.zeros_like(x) if isinstance(x, Tracer) else np.zeros(np.shape(x))
     for i in range(len(p)):
         y = y * x + p[i]

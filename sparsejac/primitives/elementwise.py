@@ -381,6 +381,8 @@ BINARY_ROWS = [
     Row(np.fmin, (dp.fmin_a, dp.fmin_b), REAL, (dp.sel_le, dp.sel_gt)),
     Row(np.arctan2, (dp.arctan2_a, dp.arctan2_b), NONZERO),
     Row(np.hypot, (dp.hypot_a, dp.hypot_b), NONZERO),
+    # x2 where x1 == 0 (a local pattern keeps it there only); piecewise constant in x1
+    Row(np.heaviside, (None, dp.heaviside_b), REAL, (None, dp.sel_a_zero)),
     Row(np.logaddexp, (dp.logaddexp_a, dp.logaddexp_b)),
     Row(np.logaddexp2, (dp.logaddexp2_a, dp.logaddexp2_b)),
     Row(np.remainder, (dp.one, dp.remainder_b), POSITIVE),
@@ -421,7 +423,6 @@ ZERO_DERIVATIVE: list[np.ufunc] = [
     np.floor_divide, np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
     np.not_equal, np.logical_and, np.logical_or, np.logical_xor, np.bitwise_and,
     np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift, np.gcd, np.lcm,
-    np.heaviside,
 ]
 
 ELEMENTWISE: dict[str, Elementwise] = {}

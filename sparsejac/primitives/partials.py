@@ -247,11 +247,13 @@ def sel_gt(a: Any, b: Any, out: Any) -> Any:
 
 
 def arctan2_a(a: Any, b: Any, out: Any) -> Any:
-    return b / (a * a + b * b)
+    h = np.hypot(a, b)  # (b/h)/h: a * a + b * b would overflow or underflow at extreme scales
+    return (b / h) / h
 
 
 def arctan2_b(a: Any, b: Any, out: Any) -> Any:
-    return -a / (a * a + b * b)
+    h = np.hypot(a, b)
+    return -(a / h) / h
 
 
 def hypot_a(a: Any, b: Any, out: Any) -> Any:
@@ -483,7 +485,9 @@ def xlogy_a(a: Any, b: Any, out: Any) -> Any:
 
 
 def xlogy_b(a: Any, b: Any, out: Any) -> Any:
-    return a / b
+    # xlogy(0, y) is 0 for every y: its derivative in y is 0, also at y = 0 (not 0/0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.equal(a, 0), 0.0, np.divide(a, b))
 
 
 def xlog1py_a(a: Any, b: Any, out: Any) -> Any:
@@ -491,7 +495,18 @@ def xlog1py_a(a: Any, b: Any, out: Any) -> Any:
 
 
 def xlog1py_b(a: Any, b: Any, out: Any) -> Any:
-    return a / (1.0 + b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.equal(a, 0), 0.0, np.divide(a, np.add(1.0, b)))
+
+
+def sel_a_zero(a: Any, b: Any, out: Any) -> Any:
+    return np.equal(a, 0)
+
+
+@reads(0)
+def heaviside_b(a: Any, b: Any, out: Any) -> Any:
+    # heaviside(x1, x2) is x2 where x1 == 0 (and constant elsewhere)
+    return np.equal(a, 0).astype(np.float64)
 
 
 # where(cond, a, b)

@@ -518,7 +518,7 @@ def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fal
              keepdims: Any = False) -> Any:
     if weights is None:
         avg = np.mean(a, axis=axis, keepdims=keepdims)
-        scl = _count(a, axis)
+        scl = np.full(np.shape(avg), float(_count(a, axis)))  # as numpy: the average's shape
     else:
         if np.ndim(weights) != np.ndim(a):
             if axis is None or np.ndim(weights) != 1:

@@ -58,8 +58,10 @@ def _logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
         b = None if b is None else np.reshape(b, (1,))
     axes = _axes(a, axis)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a_g = a  # (the derivative's exponents below: a zero weight's own, where it is finite)
         if b is not None:
             a = np.where(b == 0, -np.inf, a)
+            a_g = np.where((b == 0) & np.isfinite(a_g), a_g, a)
         # scipy's _logsumexp: the maximum is separated out of the sum, for precision
         a_max = np.max(a, axis=axes, keepdims=True)
         i_max = a == a_max
@@ -78,7 +80,7 @@ def _logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
         # derivative is the softmax weights (times b), ties or not.
         c = _stop(a_max)
         c = np.where(np.isfinite(c), c, 0.0)
-        e_all = np.exp(a - c)
+        e_all = np.exp(a_g - c)  # d/db_j = e^(a_j - c) / sum, also where b_j == 0
         g = np.log(np.abs(np.sum(e_all if b is None else b * e_all, axis=axes, keepdims=True)))
         out = _stop(out) + np.where(np.isfinite(g), g - _stop(g), 0.0)
         if not return_sign:

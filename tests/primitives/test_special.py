@@ -180,3 +180,16 @@ def test_logsumexp_at_a_tied_maximum_has_the_softmax_gradient():
 def test_bessel_i1_j1_derivatives_at_zero_are_one_half():
     for fn in (sc.i1, sc.j1):
         np.testing.assert_allclose(sparsejac.jacobian(fn, np.zeros(1)).toarray(), [[0.5]])
+
+
+def test_edge_points_of_special_functions():
+    """logsumexp's derivative in a zero weight b_j is e^a_j / sum (it was 0); xlogy(0, y) and
+    xlog1py(0, y) have derivative 0 in y also where y's own term is singular (it was 0/0)."""
+    x = np.array([1.0, 2.0, 3.0, 0.0])
+    jac = sparsejac.jacobian(lambda z: sc.logsumexp(z[:2], b=z[2:]), x).toarray()
+    np.testing.assert_allclose(jac, [[1.0, 0.0, 1 / 3, np.e / 3]], rtol=1e-14)
+    np.testing.assert_array_equal(
+        sparsejac.jacobian(lambda y: sc.xlogy(np.zeros(1), y), np.zeros(1)).toarray(), [[0.0]])
+    np.testing.assert_array_equal(
+        sparsejac.jacobian(lambda y: sc.xlog1py(np.zeros(1), y), -np.ones(1)).toarray(),
+        [[0.0]])
