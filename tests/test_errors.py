@@ -399,3 +399,17 @@ def test_elementwise_and_composite_edge_cases_from_outside() -> None:
                lambda z: np.polyval(np.poly1d([3.0, 1.0, 2.0]), z)):
         np.testing.assert_allclose(sparsejac.jacobian(fn, x).toarray(), fd4_jacobian(fn, x),
                                    rtol=1e-7, atol=1e-8)
+
+
+def test_sinc_derivative_keeps_its_digits_near_zero() -> None:
+    """(cos(pi x) - sinc(x)) / x cancels near 0 (relative error 1.7e-5 at 1e-6, exactly 0 at
+    1e-9); the series there gives full precision. Oracle: the Taylor series to 24 terms."""
+    import math
+
+    def ref(v: float) -> float:
+        return sum((-1) ** k * math.pi ** (2 * k) * 2 * k * v ** (2 * k - 1)
+                   / math.factorial(2 * k + 1) for k in range(1, 25))
+
+    for v in (1e-9, 1e-6, 1e-3, 0.0999, 0.1001, 0.3):
+        got = sparsejac.jacobian(np.sinc, np.array([v])).toarray()[0, 0]
+        assert abs(got - ref(v)) <= 1e-14 * abs(ref(v))
