@@ -50,12 +50,11 @@ def _sinc_d(x: Any, out: Any) -> Any:
     # d/dx sin(pi x) / (pi x) = (cos(pi x) - sinc(x)) / x, with the limit 0 at x = 0; near 0
     # that difference cancels, so |x| < 0.1 takes the series sum_k (-1)^k pi^2k 2k x^(2k-1) /
     # (2k+1)!, k = 1..6 (the next term is below 1e-17 of the sum there)
-    x = np.asarray(x, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # (traceable: Hessians trace it)
         exact = (np.cos(np.pi * x) - out) / np.where(np.equal(x, 0), 1.0, x)
     x2 = x * x
-    series = np.zeros_like(x)
-    for c in _SINC_D_SERIES[::-1]:  # Horner in x^2
+    series: Any = _SINC_D_SERIES[-1]
+    for c in _SINC_D_SERIES[-2::-1]:  # Horner in x^2
         series = series * x2 + c
     return np.where(np.abs(x) < 0.1, series * x, exact)
 
