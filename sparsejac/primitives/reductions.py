@@ -173,7 +173,11 @@ class ReduceProd(_Reduction):
             return None
         axes = node.params["axes"]
         part = self._partials(vals[0], axes)
-        res = np.einsum("pol,ol->po", _lanes(t, axes, lead=1), part)
+        tl = _lanes(t, axes, lead=1)
+        if np.isfinite(part).all():
+            res = np.einsum("pol,ol->po", tl, part)
+        else:  # an overflowed partial times a zero tangent contributes nothing (mul0)
+            res = _mul0(tl, part[None]).sum(axis=2)
         return np.asarray(res).reshape((t.shape[0], *node.out.shape))
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
@@ -181,7 +185,7 @@ class ReduceProd(_Reduction):
         """``partial * ct`` broadcast over each lane."""
         axes = node.params["axes"]
         part = self._partials(vals[0], axes)
-        g = ct.reshape(ct.shape[0], -1)[:, :, None] * part[None]
+        g = _mul0(ct.reshape(ct.shape[0], -1)[:, :, None], part[None])
         return [_unlanes(g, node.inputs[0].shape, axes)]
 
     def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
@@ -290,6 +294,12 @@ class CumSum(Primitive):
         return [LocalJac(rows, cols, const=1.0)]
 
 
+def _mul0(t: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``t * d`` (broadcast), zero where ``t`` is zero even against an inf or nan ``d``."""
+    with np.errstate(invalid="ignore"):
+        return np.where(t == 0.0, 0.0, t * d)
+
+
 class CumProd(Primitive):
     """``np.cumprod`` along one axis; the lane Jacobian is built exactly (zeros allowed)."""
 
@@ -324,7 +334,11 @@ class CumProd(Primitive):
             return None
         axis = node.params["axis"]
         d = self._lane_jacobian(vals[0], axis)
-        res = np.einsum("okj,poj->pok", d, _lanes(t, (axis,), lead=1))
+        tl = _lanes(t, (axis,), lead=1)
+        if np.isfinite(d).all():
+            res = np.einsum("okj,poj->pok", d, tl)
+        else:  # an overflowed entry times a zero tangent contributes nothing (mul0)
+            res = _mul0(tl[:, :, None, :], d[None]).sum(axis=3)
         return _unlanes(res, node.out.shape, (axis,))
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
@@ -332,7 +346,11 @@ class CumProd(Primitive):
         """Transposed lane Jacobian times the cotangent lanes."""
         axis = node.params["axis"]
         d = self._lane_jacobian(vals[0], axis)
-        g = np.einsum("okj,pok->poj", d, _lanes(ct, (axis,), lead=1))
+        cl = _lanes(ct, (axis,), lead=1)
+        if np.isfinite(d).all():
+            g = np.einsum("okj,pok->poj", d, cl)
+        else:
+            g = _mul0(cl[:, :, :, None], d[None]).sum(axis=2)
         return [_unlanes(g, node.inputs[0].shape, (axis,))]
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:

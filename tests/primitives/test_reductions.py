@@ -197,3 +197,19 @@ def test_bad_axis_raises_numpy_error() -> None:
     """An out-of-range axis raises numpy's AxisError, as numpy would."""
     with pytest.raises(np.exceptions.AxisError):
         sparsejac.jacobian_sparsity(lambda x: np.sum(x, axis=3), X234)
+
+
+def test_prod_and_cumprod_with_an_overflowed_entry_agree_in_every_path():
+    """Where one Jacobian entry overflows to inf, the others stay finite: the one-off (eager)
+    rules multiplied the inf partial by zero seeds and cotangents (NaN), where the prepared
+    engines gave the values."""
+    import sparsejac
+
+    for x in (np.array([1e200, 1e-200, 3e200]), np.array([0.0, 1e200, 1e200])):
+        with np.errstate(over="ignore", invalid="ignore"):
+            for fn in (lambda z: np.array([np.prod(z)]), np.cumprod):
+                want = sparsejac.SparseJacobian(fn, np.ones(3))(x).toarray()
+                assert not np.isnan(want).any()
+                for mode in ("forward", "reverse", "mixed"):
+                    np.testing.assert_array_equal(sparsejac.jacobian(fn, x, mode=mode).toarray(),
+                                                  want)
