@@ -36,6 +36,7 @@ from sparsejac.detection import program_sparsity
 from sparsejac.engines import PreparedEngine
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
+from sparsejac.primitives.derive import _mul0_matmul
 from sparsejac.sparse_jacobian import bind_arguments
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_args, check_callable, check_kwargs, check_subset, check_x
@@ -526,7 +527,7 @@ class SparseHessian(PlanView):
         pa = np.asarray(p, dtype=np.float64)
         if pa.size != xa.size:
             raise ValueError(f"`p` has {pa.size} elements; expected {xa.size} (x's size)")
-        return np.asarray(h @ pa.ravel()).reshape(pa.shape)
+        return _mul0_matmul(h, pa.reshape(-1, 1)).reshape(pa.shape)  # 0 * inf is 0 there
 
     def structure(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cols)`` of the lower triangle's nonzeros (``row >= col``), row by row.

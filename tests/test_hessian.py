@@ -578,3 +578,17 @@ def test_a_gradient_rule_without_a_rule_of_its_own_says_where_it_came_from():
                        match="while tracing the gradient of f for second derivatives"):
         sparsejac.hessian(lambda x: np.sum(np.interp(x, xp, xp ** 2) ** 2),
                           np.array([0.3, 0.6]))
+
+
+def test_hessp_is_the_column_where_the_hessian_has_an_overflowed_entry():
+    """hessp(x, e_j) equals column j of H(x) also when another entry of H is NaN: a zero of p
+    times it contributes nothing (it made whole products NaN)."""
+    def f(x):
+        return np.sum(1.0 / (1.0 + np.exp(x[1:] * x[:-1])))
+
+    x = np.array([30.0, 30.0, -30.0, 30.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        hess = sparsejac.SparseHessian(f, np.ones(4))
+        full = hess(x).toarray()
+        for j in range(4):
+            np.testing.assert_array_equal(hess.hessp(x, np.eye(4)[j]), full[:, j])
