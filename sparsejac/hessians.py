@@ -36,8 +36,8 @@ from sparsejac.detection import program_sparsity
 from sparsejac.engines import PreparedEngine
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
-from sparsejac.primitives.derive import _mul0_matmul
-from sparsejac.sparse_jacobian import bind_arguments
+from sparsejac.primitives.derive import mul0_matmul
+from sparsejac.sparse_jacobian import _same_args, bind_arguments
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_args, check_callable, check_kwargs, check_subset, check_x
 
@@ -391,8 +391,7 @@ class SparseHessian(PlanView):
         """The preparation for ``args`` (None: the current one), for the asking call only."""
         with self._lock:
             state = self._state
-            if args is not None and (len(args) != len(state.args) or any(
-                    a is not b for a, b in zip(args, state.args, strict=False))):
+            if args is not None and not _same_args(state, tuple(args), state.kwargs):
                 self._prepare(tuple(args), state.kwargs)
             return self._state
 
@@ -417,7 +416,8 @@ class SparseHessian(PlanView):
                 f"{len(ps)} of sizes {[int(np.size(p)) for p in ps]}")
         if self._verify and not self._agrees(state, xa, ps):
             with self._lock:  # (another thread may have prepared for other arguments)
-                if self._state is state or self._state.args is not state.args:
+                if self._state is state or not _same_args(self._state, state.args,
+                                                          state.kwargs):
                     self._prepare(state.args, state.kwargs)
                 state = self._state
             if not self._agrees(state, xa, ps):
@@ -527,7 +527,7 @@ class SparseHessian(PlanView):
         pa = np.asarray(p, dtype=np.float64)
         if pa.size != xa.size:
             raise ValueError(f"`p` has {pa.size} elements; expected {xa.size} (x's size)")
-        return _mul0_matmul(h, pa.reshape(-1, 1)).reshape(pa.shape)  # 0 * inf is 0 there
+        return mul0_matmul(h, pa.reshape(-1, 1)).reshape(pa.shape)  # 0 * inf is 0 there
 
     def structure(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cols)`` of the lower triangle's nonzeros (``row >= col``), row by row.

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsejac.numeric import mul0
 from sparsejac.primitives import depsets
 from sparsejac.tracing.program import Node
 
@@ -140,7 +141,7 @@ def derived_pattern(node: Node, deps: Sequence[Any], local: bool) -> Any:
     return depsets.union(terms)
 
 
-def _mul0_matmul(m: sp.csr_array, d: np.ndarray) -> np.ndarray:
+def mul0_matmul(m: sp.csr_array, d: np.ndarray) -> np.ndarray:
     """``m @ d``, where an inf or nan entry of ``m`` times a zero of ``d`` contributes nothing.
 
     The convention of :func:`sparsejac.numeric.mul0`: a derivative that does not exist (the
@@ -153,10 +154,7 @@ def _mul0_matmul(m: sp.csr_array, d: np.ndarray) -> np.ndarray:
     good = sp.csr_array((np.where(bad, 0.0, m.data), m.indices, m.indptr), shape=m.shape)
     res = np.array(good @ d, dtype=np.float64)
     rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))[bad]
-    dcols = d[m.indices[bad]]
-    with np.errstate(invalid="ignore"):
-        contrib = np.where(dcols == 0.0, 0.0, m.data[bad][:, None] * dcols)
-    np.add.at(res, rows, contrib)
+    np.add.at(res, rows, mul0(m.data[bad][:, None], d[m.indices[bad]]))
     return res
 
 
@@ -168,7 +166,7 @@ def derived_jvp(node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray |
         if s is None or t is None:
             continue
         p = t.shape[0]
-        term = _mul0_matmul(_matrix(s, vals, out), t.reshape(p, -1).T)  # (out_size, p)
+        term = mul0_matmul(_matrix(s, vals, out), t.reshape(p, -1).T)  # (out_size, p)
         acc = term if acc is None else acc + term
     if acc is None:
         return None
@@ -187,6 +185,6 @@ def derived_vjp(node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
             continue
         m = _matrix(s, vals, out)
         g = (np.asarray(m.T @ c2.T) if np.isfinite(m.data).all()  # (size_k, q)
-             else _mul0_matmul(sp.csr_array(m.T), c2.T))
+             else mul0_matmul(sp.csr_array(m.T), c2.T))
         res.append(np.ascontiguousarray(g.T).reshape((q, *var.shape)))
     return res

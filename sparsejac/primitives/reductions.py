@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
+from sparsejac.numeric import mul0
 from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
     Deps,
@@ -177,7 +178,7 @@ class ReduceProd(_Reduction):
         if np.isfinite(part).all():
             res = np.einsum("pol,ol->po", tl, part)
         else:  # an overflowed partial times a zero tangent contributes nothing (mul0)
-            res = _mul0(tl, part[None]).sum(axis=2)
+            res = mul0(tl, part[None]).sum(axis=2)
         return np.asarray(res).reshape((t.shape[0], *node.out.shape))
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
@@ -185,7 +186,7 @@ class ReduceProd(_Reduction):
         """``partial * ct`` broadcast over each lane."""
         axes = node.params["axes"]
         part = self._partials(vals[0], axes)
-        g = _mul0(ct.reshape(ct.shape[0], -1)[:, :, None], part[None])
+        g = mul0(ct.reshape(ct.shape[0], -1)[:, :, None], part[None])
         return [_unlanes(g, node.inputs[0].shape, axes)]
 
     def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
@@ -294,12 +295,6 @@ class CumSum(Primitive):
         return [LocalJac(rows, cols, const=1.0)]
 
 
-def _mul0(t: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """``t * d`` (broadcast), zero where ``t`` is zero even against an inf or nan ``d``."""
-    with np.errstate(invalid="ignore"):
-        return np.where(t == 0.0, 0.0, t * d)
-
-
 class CumProd(Primitive):
     """``np.cumprod`` along one axis; the lane Jacobian is built exactly (zeros allowed)."""
 
@@ -338,7 +333,7 @@ class CumProd(Primitive):
         if np.isfinite(d).all():
             res = np.einsum("okj,poj->pok", d, tl)
         else:  # an overflowed entry times a zero tangent contributes nothing (mul0)
-            res = _mul0(tl[:, :, None, :], d[None]).sum(axis=3)
+            res = mul0(tl[:, :, None, :], d[None]).sum(axis=3)
         return _unlanes(res, node.out.shape, (axis,))
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
@@ -350,7 +345,7 @@ class CumProd(Primitive):
         if np.isfinite(d).all():
             g = np.einsum("okj,pok->poj", d, cl)
         else:
-            g = _mul0(cl[:, :, :, None], d[None]).sum(axis=2)
+            g = mul0(cl[:, :, :, None], d[None]).sum(axis=2)
         return [_unlanes(g, node.inputs[0].shape, (axis,))]
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:

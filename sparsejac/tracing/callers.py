@@ -66,7 +66,7 @@ def library_caller() -> str | None:
             frame = frame.f_back  # type: ignore[assignment]
             continue
         path = frame.f_code.co_filename
-        if not any(p in path for p in ("site-packages", "dist-packages")) or not top:
+        if not _installed(path) or not top:
             break  # the user's code
         found = _public_name(frame, module)
         frame = frame.f_back  # type: ignore[assignment]
@@ -102,8 +102,7 @@ def user_line() -> str:
     while frame is not None:
         top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
         path = frame.f_code.co_filename
-        if top not in _OWN_PACKAGES and not any(
-                p in path for p in ("site-packages", "dist-packages")):
+        if top not in _OWN_PACKAGES and not _installed(path):
             line = linecache.getline(path, frame.f_lineno).strip()
             where = f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno}"
             return f" (at {where}: `{line}`)" if line else f" (at {where})"
