@@ -538,7 +538,22 @@ def test_ode_jacobian_gives_dense_integrators_a_dense_matrix() -> None:
     r.set_initial_value(y0, 0.0)
     end = r.integrate(2.0)
     assert r.successful()
-    np.testing.assert_allclose(end, theirs.y[:, -1], rtol=1e-6, atol=1e-8)
+
+    def exact(t, y):  # hand-derived, dense: vode's answer with the exact Jacobian
+        i = np.arange(1, n - 1)
+        full = np.zeros((n, n))
+        full[i, i - 1] = full[i, i + 1] = 5000.0
+        full[i, i] = -10000.0
+        full[np.arange(n), np.arange(n)] -= 3 * y ** 2
+        return full
+
+    # vode's own answer moves with its Jacobian (y[0] stays 0 with its finite differences,
+    # 3e-8 with the exact Jacobian on some builds): the oracle is vode given the exact one
+    r_exact = ode(rhs, exact).set_integrator("vode", method="bdf", rtol=1e-8, atol=1e-10,
+                                             nsteps=100_000)
+    r_exact.set_initial_value(y0, 0.0)
+    np.testing.assert_allclose(end, r_exact.integrate(2.0), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(end, theirs.y[:, -1], rtol=1e-6, atol=1e-7)
     bdf = solve_ivp(rhs, (0, 2), y0, method="BDF", jac=jac, **opts)
     np.testing.assert_allclose(bdf.y[:, -1], theirs.y[:, -1], rtol=1e-6, atol=1e-8)
 
