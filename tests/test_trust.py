@@ -463,3 +463,28 @@ def test_threads_calling_with_different_args_each_get_their_own_jacobian():
 
     with ThreadPoolExecutor(4) as ex:
         assert max(ex.map(hwork, range(200))) < 1e-12
+
+
+def test_a_traced_scalar_as_a_dict_key_is_a_branch_on_its_value():
+    """``table[y[0]]`` hashes the element, as with numpy's scalars: a one-off Jacobian at x
+    follows it (the value picked there), a global pattern refuses it as a branch on values
+    (``ConcretizationError``, a TypeError as Python's unhashable error is), and a traced array
+    stays unhashable like an ndarray."""
+    table = {1.0: 3.0, 2.0: 5.0}
+
+    def f(y):
+        return y * table[y[0]]
+
+    np.testing.assert_array_equal(sparsejac.jacobian(f, np.ones(3)).toarray(), 3 * np.eye(3))
+    np.testing.assert_array_equal(sparsejac.jacobian(f, np.full(3, 2.0)).toarray(),
+                                  5 * np.eye(3))
+    with pytest.raises(sparsejac.ConcretizationError, match=r"hash\(\).*table\[y\[0\]\]"):
+        sparsejac.jacobian_sparsity(f, np.ones(3))
+
+    def g(y):
+        return y * len({y: 1})
+
+    with pytest.raises(TypeError, match="unhashable type: 'numpy.ndarray'"):
+        sparsejac.jacobian(g, np.ones(3))
+    with pytest.raises(TypeError, match="unhashable type: 'numpy.ndarray'"):
+        g(np.ones(3))

@@ -69,7 +69,6 @@ class Tracer:
 
     __slots__ = ("__weakref__", "_base", "_pending", "_trace", "_v", "_views")
     __array_priority__ = 1000.0
-    __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
 
     def __init__(self, trace: Trace, var: Var) -> None:
         self._trace = trace
@@ -259,6 +258,13 @@ class Tracer:
 
     def __bool__(self) -> bool:
         return bool(self._concrete_zero_derivative("bool()"))
+
+    def __hash__(self) -> int:
+        # like numpy: an array is unhashable (its == is elementwise), a scalar hashes its
+        # value (a dict key or set member: a branch on the value, as bool())
+        if self.ndim:
+            raise TypeError("unhashable type: 'numpy.ndarray'")
+        return hash(self._concrete_zero_derivative("hash() (a dict key or set member)").item())
 
     def __int__(self) -> int:
         return int(self._concrete_zero_derivative("int()"))
