@@ -40,6 +40,7 @@ from sparsejac.primitives.derive import mul0_matmul
 from sparsejac.sparse_jacobian import _same_args, bind_arguments
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_args, check_callable, check_kwargs, check_subset, check_x
+from sparsejac.verifying import Verifier
 
 __all__ = ["ConstraintHessian", "LagrangianHessian", "SparseHessian", "constraint_hessian",
            "hessian", "hessian_sparsity", "lagrangian_hessian"]
@@ -280,6 +281,7 @@ class SparseHessian(PlanView):
         self._name = "f" if name is None else str(name)
         self._params0 = tuple(params)
         self._verify = bool(verify)
+        self._check = Verifier(self._x0)
         self._user_sparsity = sparsity
         self._lock = threading.RLock()
         self._n_prepared = 0
@@ -359,6 +361,7 @@ class SparseHessian(PlanView):
         # the pattern is symmetric: its k-th entry in CSC order is the transpose of its k-th in
         # CSR order, so csc_to_csr[k] is where the transpose of CSR entry k sits
         mirror = np.where(below, np.arange(pat.nnz), pat.csc_to_csr)
+        prog.snapshot_constants()  # replays (the check, the gradient) compute f as recorded
         self._state = _State(args, kwargs, call, prog, plan, lower, mirror)
         self._cache = None
         self._n_prepared += 1
@@ -428,18 +431,11 @@ class SparseHessian(PlanView):
         return state
 
     def _agrees(self, state: _State, x: np.ndarray, params: Sequence[Any]) -> bool:
-        """Whether the recorded program of ``f`` still computes ``f(x)``, to rounding."""
+        """Whether the recorded program of ``f`` still computes ``f``, to rounding."""
         prog = state.program
-        try:
-            real = float(np.asarray(state.call(np.array(x, copy=True), *params),
-                                    dtype=np.float64).ravel()[0])
-        except (TypeError, ValueError):
-            return False
-        rec = float(np.asarray(replay_value(prog, x=x, params=list(params) if prog.params
-                                            else None)[prog.out.id]).ravel()[0])
-        if not (np.isfinite(real) and np.isfinite(rec)):
-            return bool(np.isnan(real) == np.isnan(rec) and (np.isnan(real) or real == rec))
-        return abs(real - rec) <= 1e-9 * max(1.0, abs(real))
+        return self._check.agrees_scalar(state, x, params, lambda at: (
+            prog.out.value if prog.out.is_const else replay_value(
+                prog, x=at, params=list(params) if prog.params else None)[prog.out.id]))
 
     def __call__(self, x: Any, *args: Any) -> sp.csr_array:
         """The Hessian at ``x`` as a new, exactly symmetric ``csr_array`` (``args``: to ``f``).

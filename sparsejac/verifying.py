@@ -83,9 +83,11 @@ class Verifier:
     """
 
     def __init__(self, x0: np.ndarray) -> None:
-        rng = np.random.default_rng(20261124)  # a fixed, generic offset
-        offset = (1e-3 * (1.0 + np.abs(x0)) * rng.uniform(0.5, 1.0, x0.shape)
-                  * rng.choice([-1.0, 1.0], x0.shape))
+        # a fixed, generic offset, large enough that a changed coefficient of a cubic term
+        # shows at x0 = 0 (1e-3 hid it below the tolerance), and upwards: states that are
+        # concentrations or densities stay in f's domain
+        rng = np.random.default_rng(20261124)
+        offset = 0.05 * (1.0 + np.abs(x0)) * rng.uniform(0.5, 1.0, x0.shape)
         #: where the check compares f with the recording
         self.y = x0 + offset
         #: ``y`` flat (what the fused tape call replays the program at)
@@ -108,7 +110,8 @@ class Verifier:
         False also when ``f`` cannot be evaluated at ``y``: :meth:`agrees` then decides.
         """
         try:
-            got = state.call(self.y.copy(), *params)
+            with np.errstate(all="ignore"):  # (outside f's domain: NaN, no warnings)
+                got = state.call(self.y.copy(), *params)
         except Exception:  # outside f's domain at y: the general check handles it
             return False
         if type(got) is np.ndarray and got.dtype == np.float64 and got.size <= 4096 and (
@@ -133,13 +136,14 @@ class Verifier:
         """
         y = self.y
         try:
-            real = _values(state.call(y.copy(), *params))
-            key = param_key(params)
-            recorded = self.kept(state, key)
-            if recorded is None:
-                recorded = _values(state.plan.replay_value(y, params))
-                if recorded is not None:
-                    self.keep(state, key, recorded)
+            with np.errstate(all="ignore"):  # (outside f's domain: NaN, no warnings)
+                real = _values(state.call(y.copy(), *params))
+                key = param_key(params)
+                recorded = self.kept(state, key)
+                if recorded is None:
+                    recorded = _values(state.plan.replay_value(y, params))
+                    if recorded is not None:
+                        self.keep(state, key, recorded)
         except Exception:  # outside f's domain at y: check at x
             real = _values(state.call(np.array(x, copy=True), *params))
             recorded = _values(fx)
@@ -151,6 +155,36 @@ class Verifier:
         elif np.array_equal(real, recorded):
             return True
         return _close(real, recorded)
+
+    def agrees_scalar(self, state: Any, x: np.ndarray, params: Sequence[Any],
+                      replay: Callable[[np.ndarray], Any]) -> bool:
+        """Whether a scalar ``f`` (a Hessian's) agrees with ``replay(point)``, its recording.
+
+        At ``y`` (``w * x ** 2`` at ``x = 0`` is 0 for every ``w``), else at ``x``; the
+        recorded value at ``y`` is kept per parameter values.
+        """
+        at = self.y
+        for point in (self.y, x):
+            try:
+                with np.errstate(all="ignore"):
+                    real = float(np.asarray(state.call(np.array(point, copy=True), *params),
+                                            dtype=np.float64).ravel()[0])
+                break
+            except (TypeError, ValueError, ArithmeticError):
+                if point is x:
+                    return False
+                at = x
+        key = param_key(params)
+        kept = self.kept(state, key) if at is self.y else None
+        if kept is None:
+            with np.errstate(all="ignore"):
+                kept = np.asarray(replay(at), dtype=np.float64).ravel()
+            if at is self.y:
+                self.keep(state, key, kept)
+        rec = float(kept[0])
+        if not (np.isfinite(real) and np.isfinite(rec)):
+            return bool(np.isnan(real) == np.isnan(rec) and (np.isnan(real) or real == rec))
+        return abs(real - rec) <= VERIFY_RTOL * max(1.0, abs(real))
 
 
 def param_key(params: Sequence[Any]) -> bytes:

@@ -488,3 +488,57 @@ def test_a_traced_scalar_as_a_dict_key_is_a_branch_on_its_value():
         sparsejac.jacobian(g, np.ones(3))
     with pytest.raises(TypeError, match=r"unhashable type: 'numpy\.ndarray'"):
         g(np.ones(3))
+
+
+def test_hessians_follow_arrays_changed_in_place():
+    """An argument or a global array changed in place after preparation: the Hessian, its
+    products and the constraint Hessian are those of the new ``f`` (the recording's replays
+    read copies of the trace's constants, so the check sees the change), also where the
+    changed term vanishes at the evaluation point (``w * x ** 2`` at ``x = 0``)."""
+    w = np.array([1.0, 1.0])
+
+    def f(x, w):
+        return np.sum(w * x ** 4)
+
+    x = np.array([1.0, 2.0])
+    hs = sparsejac.SparseHessian(f, x, args=(w,))
+    ch = sparsejac.constraint_hessian(lambda z: w * z ** 3, x)
+    np.testing.assert_array_equal(hs(x, w).diagonal(), 12 * w * x ** 2)
+    np.testing.assert_array_equal(ch(x, np.ones(2)).diagonal(), 6 * w * x)
+    w[:] = [2.0, 0.0]
+    np.testing.assert_array_equal(hs(x, w).diagonal(), 12 * w * x ** 2)
+    np.testing.assert_array_equal(hs.hessp(x, np.ones(2), w), 12 * w * x ** 2)
+    np.testing.assert_array_equal(hs.gradient(x, w), 4 * w * x ** 3)
+    np.testing.assert_array_equal(ch(x, np.ones(2)).diagonal(), 6 * w * x)
+
+    k = np.array([1.0, 1.0])
+    quad = sparsejac.SparseHessian(lambda z: np.sum(k * z ** 2), np.ones(2))
+    np.testing.assert_array_equal(quad(np.zeros(2)).diagonal(), [2.0, 2.0])
+    k[:] = [3.0, 0.5]
+    np.testing.assert_array_equal(quad(np.zeros(2)).diagonal(), [6.0, 1.0])
+
+
+def test_a_changed_argument_shows_when_x0_is_zero():
+    """Zeros is a common starting point: the check's point must be far enough from it that a
+    changed coefficient of a cubic term shows (1e-3 hid it under the tolerance)."""
+    def F(x, c):
+        return 4 * x - np.roll(x, 1) - np.roll(x, -1) + c * x ** 3 - 1.0
+
+    c = np.ones(5)
+    jac = sparsejac.SparseJacobian(F, np.zeros(5), args=(c,))
+    x = np.full(5, 0.5)
+    np.testing.assert_allclose(jac(x, c).diagonal(), 4 + 3 * 0.25)
+    c[:] = 3.0
+    np.testing.assert_allclose(jac(x, c).diagonal(), 4 + 9 * 0.25)
+    assert jac.stats()["preparations"] == 2
+
+
+@pytest.mark.parametrize("value", [0.0, np.float64(5.0), np.zeros(1)],
+                         ids=["float", "float64", "array"])
+def test_a_constant_objective_has_zero_derivatives(value):
+    """A constant objective (a feasibility problem for trust-constr) is prepared and called:
+    zero gradient, empty Hessian, zero products (its check read a value that is not replayed)."""
+    hs = sparsejac.SparseHessian(lambda x: value, np.ones(3))
+    np.testing.assert_array_equal(hs.gradient(np.ones(3)), np.zeros(3))
+    assert hs(np.ones(3)).nnz == 0
+    np.testing.assert_array_equal(hs.hessp(np.ones(3), np.ones(3)), np.zeros(3))

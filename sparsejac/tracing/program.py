@@ -207,6 +207,27 @@ class Program:
                 if release is not None:
                     release()
 
+    def snapshot_constants(self) -> None:
+        """Copy the writeable arrays the trace read as constants (its inputs and parameters).
+
+        A constant of the trace is the caller's own array (a global, an argument); replays
+        read it where it lives, so after an in-place change they follow the new values. With
+        copies, a replay computes ``f`` as recorded, and a check against a real call sees the
+        change.
+        """
+        seen: set[int] = set()
+        for node in self.nodes:
+            for v in (*node.inputs, node.out):
+                if (v.kind == CONST and id(v) not in seen and isinstance(v.value, np.ndarray)
+                        and v.value.flags.writeable):
+                    seen.add(id(v))
+                    v.value = v.value.copy()
+            for k, p in node.params.items():
+                if isinstance(p, np.ndarray) and p.flags.writeable:
+                    node.params[k] = p.copy()
+        if self.out.kind == CONST and isinstance(self.out.value, np.ndarray):
+            self.out.value = self.out.value.copy()
+
     def active_nodes(self) -> list[Node]:
         """The nodes whose output is active, in execution order."""
         return [nd for nd in self.nodes if nd.out.active]
