@@ -25,11 +25,13 @@ def _make_like(fill: float) -> Any:
     def handler(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
                 shape: Any = None, **kw: Any) -> Any:
         trace = find_trace([a])
-        shp = np.shape(a._var.value) if isinstance(a, Tracer) else np.shape(a)
-        shp = shp if shape is None else shape
-        dt = (a.dtype if isinstance(a, Tracer) else np.asarray(a).dtype) if dtype is None \
-            else np.dtype(dtype)
-        return wrap_const(trace, np.full(shp, fill, dtype=dt))
+        proto = a._var.value if isinstance(a, Tracer) else np.asarray(a)
+        dt = proto.dtype if dtype is None else np.dtype(dtype)
+        # numpy's layout too (order="K": a transpose's buffer is Fortran-ordered), which
+        # ravel(order="K") of the buffer reads
+        made: Any = np.full_like  # (numpy's overloads want a literal order)
+        return wrap_const(trace, made(proto, fill, dtype=dt, order=order, subok=False,
+                                      shape=shape))
 
     return handler
 

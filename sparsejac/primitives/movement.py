@@ -349,10 +349,14 @@ def apply_movement(
 
     pos_leaves, val_leaves, in_vars = [], [], []
     offset = 1
+    # ravel/reshape in memory order ("K", "A") follow the operand's layout: so do positions
+    layout = func in (np.ravel, np.reshape) and any(
+        isinstance(v, str) and v in ("A", "K") for v in (*args[1:], *kwargs.values()))
     for leaf in leaves:
         if isinstance(leaf, Tracer) and not leaf._var.is_const:
             var = leaf._var
-            pos_leaves.append(position_range(offset, var.size).reshape(var.shape))
+            pos = position_range(offset, var.size).reshape(var.shape)
+            pos_leaves.append(_same_layout(pos, var.value) if layout else pos)
             offset += var.size
             val_leaves.append(var.value)
             in_vars.append(var)
@@ -386,6 +390,28 @@ def apply_movement(
         result = gather_from_positions(trace, in_vars, positions, value, replay)
     _link_views(func, leaves, val_leaves, rebuild, value, result)
     return result
+
+
+def _same_layout(pos: np.ndarray, val: Any) -> np.ndarray:
+    """``pos`` in an array with ``val``'s strides (in elements), when numpy can mimic them.
+
+    A call whose result depends on memory order (``U.T.ravel(order="K")``) then reads the
+    positions in the order it reads the values. Otherwise ``pos`` itself (the one real call
+    of ``f`` after the trace compares values, and refuses what differs).
+    """
+    if not isinstance(val, np.ndarray) or val.flags.c_contiguous or not val.size or any(
+            s % val.itemsize for s in val.strides):
+        return pos
+    steps = [s // val.itemsize for s in val.strides]
+    lo = sum(min(0, s * (d - 1)) for s, d in zip(steps, val.shape, strict=True))
+    hi = sum(max(0, s * (d - 1)) for s, d in zip(steps, val.shape, strict=True))
+    if hi - lo + 1 < val.size:  # broadcast or overlapping: no layout to mimic
+        return pos
+    buf = np.empty(hi - lo + 1, dtype=pos.dtype)
+    out = np.lib.stride_tricks.as_strided(buf[-lo:], val.shape,
+                                          tuple(s * buf.itemsize for s in steps))
+    out[...] = pos
+    return out if np.array_equal(out, pos) else pos
 
 
 _POSITIONS: dict[tuple[int, int], np.ndarray] = {}

@@ -184,3 +184,43 @@ def test_unsupported_pad_mode_is_refused(mode: str) -> None:
     """np.pad modes that are not position maps are refused by name."""
     with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=f"mode='{mode}'"):
         sparsejac.jacobian_sparsity(lambda x: np.pad(x, 1, mode=mode), X34)
+
+
+_MEMORY_ORDER = {
+    "T.ravel(K)": lambda u: u.reshape(3, 4).T.ravel(order="K") ** 2,
+    "T.ravel(A)": lambda u: u.reshape(3, 4).T.ravel("A") ** 2,
+    "T.flatten(K)": lambda u: u.reshape(3, 4).T.flatten("K") ** 2,
+    "T.reshape(A)": lambda u: u.reshape(3, 4).T.reshape(-1, order="A") ** 2,
+    "np.reshape(T, A)": lambda u: np.reshape(u.reshape(3, 4).T, -1, order="A") ** 2,
+    "np.ravel(T, K)": lambda u: np.ravel(u.reshape(3, 4).T, order="K") ** 2,
+    "F-reshape.ravel(A)": lambda u: u.reshape((3, 4), order="F").ravel(order="A") ** 2,
+    "reversed.ravel(K)": lambda u: u.reshape(3, 4)[:, ::-1].ravel("K") * u,
+    "strided.T.ravel(K)": lambda u: u.reshape(3, 4)[::2, 1:].T.ravel("K") ** 3,
+    "flipped.T.ravel(A)": lambda u: u.reshape(3, 4)[::-1].T.ravel("A") ** 2,
+    "empty_like(T).ravel(K)": lambda u: _filled(np.empty_like(u.reshape(3, 4).T),
+                                                u.reshape(3, 4).T ** 2).ravel("K"),
+}
+
+
+def _filled(buf, value):
+    buf[...] = value
+    return buf
+
+
+@pytest.mark.parametrize("name", list(_MEMORY_ORDER))
+def test_memory_order_ravel_and_reshape_follow_the_layout(name):
+    """``ravel``/``flatten``/``reshape`` with ``order="K"`` or ``"A"`` read a transpose, a
+    reversed or strided view, or a Fortran-ordered buffer in memory order, as numpy does:
+    the one-off Jacobian, the global pattern and the prepared Jacobian are those of numpy's
+    ``f`` (complex step), not of a C-order read."""
+    from scipy.optimize._numdiff import approx_derivative
+
+    f = _MEMORY_ORDER[name]
+    x = np.arange(1.0, 13.0)
+    want = approx_derivative(f, x, method="cs")
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-12)
+    pattern = sparsejac.jacobian_sparsity(f, x).toarray()
+    assert pattern[want != 0].all()
+    y = x + 0.5
+    np.testing.assert_allclose(sparsejac.SparseJacobian(f, x)(y).toarray(),
+                               approx_derivative(f, y, method="cs"), rtol=1e-12)
