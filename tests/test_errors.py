@@ -186,19 +186,18 @@ def test_store_into_plain_array_shows_the_ways_to_write_it() -> None:
 
 
 def test_element_store_into_plain_array_chains_the_explanation() -> None:
-    """``out[i] = traced`` into a plain array made outside f: numpy's ValueError carries our
-    error as cause.
+    """``out[i] = traced`` into a plain array made outside f: sparsejac's error, which names
+    the fixes.
 
     numpy converts the element with ``float()`` and replaces any failure by its own
-    "setting an array element with a sequence" ValueError, but keeps the original as
-    ``__cause__``; that one names the fixes.
+    "setting an array element with a sequence" ValueError, keeping the original as
+    ``__cause__``: the trace raises the original, with numpy's message as a note.
     """
-    with pytest.raises(ValueError, match="setting an array element") as info:
+    with pytest.raises(TracedConversionError) as info:
         sparsejac.jacobian_sparsity(_store_element, X)
-    cause = info.value.__cause__
-    assert isinstance(cause, TracedConversionError)
+    assert "setting an array element" in "".join(info.value.__notes__)
     for way in WAYS:
-        assert way in str(cause)
+        assert way in str(info.value)
 
 
 def test_ways_to_create_output_arrays_work() -> None:
@@ -413,3 +412,29 @@ def test_sinc_derivative_keeps_its_digits_near_zero() -> None:
     for v in (1e-9, 1e-6, 1e-3, 0.0999, 0.1001, 0.3):
         got = sparsejac.jacobian(np.sinc, np.array([v])).toarray()[0, 0]
         assert abs(got - ref(v)) <= 1e-14 * abs(ref(v))
+
+
+def test_errors_raised_inside_other_libraries_name_the_call():
+    """Code of another library that fails on a traced array: its own error (a ValueError
+    from scipy.sparse.diags reading a traced vector as a list of diagonals) carries a note
+    naming the function f called; a conversion sparsejac refused first is raised as
+    sparsejac's error even when numpy or scipy turned it into another one (np.fromiter's
+    "setting an array element with a sequence", csr_matrix's "unrecognized input"); the
+    user's own errors are left as they are."""
+    import scipy.sparse as sp
+
+    x = np.linspace(0.1, 1.0, 5)
+    with pytest.raises(ValueError, match="diagonals") as info:
+        sparsejac.jacobian(lambda u: sp.diags(u) @ u, x)
+    assert "inside scipy.sparse.diags while f was traced" in "".join(info.value.__notes__)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError) as info:
+        sparsejac.jacobian(lambda u: sp.diags_array([u], offsets=[0]) @ u, x)
+    assert "inside scipy.sparse.diags_array" in "".join(info.value.__notes__)
+    with pytest.raises(sparsejac.TracedConversionError, match=r"scipy\.sparse\.csr_matrix"):
+        sparsejac.jacobian(lambda u: sp.csr_matrix(np.diag(u)) @ u, x)
+    with pytest.raises(sparsejac.TracedConversionError, match=r"float\(\)") as info:
+        sparsejac.jacobian(lambda u: np.fromiter((v ** 2 for v in u), float), x)
+    assert "setting an array element" in "".join(info.value.__notes__)
+    with pytest.raises(ValueError, match="could not be broadcast") as info:
+        sparsejac.jacobian(lambda u: u[:3] + u, x)
+    assert not getattr(info.value, "__notes__", None)

@@ -20,6 +20,7 @@ import numpy as np
 from sparsejac.errors import TracedConversionError, TraceMismatchError, UnsupportedPrimitiveError
 from sparsejac.tracing import library
 from sparsejac.tracing.buffers import buffers_traced
+from sparsejac.tracing.callers import explain_failure
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.library import library_traced
 from sparsejac.tracing.program import (
@@ -326,10 +327,16 @@ def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any
                     "the numpy functions of docs/supported.md, or pass `sparsity=` and use "
                     "mode='fd'."
                 ) from exc
-            raise
+            explained = explain_failure(exc)
+            if explained is exc:
+                raise
+            raise explained from exc
         except Exception as exc:
             if type(exc).__module__.partition(".")[0] != "numba":
-                raise
+                explained = explain_failure(exc)
+                if explained is exc:
+                    raise
+                raise explained from exc
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise TracedConversionError(
                 f"a numba-compiled function failed while f was traced ({first}): compiled "

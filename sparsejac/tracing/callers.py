@@ -11,7 +11,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["library_caller", "library_message", "user_frame", "user_line"]
+from sparsejac.errors import UnsupportedPrimitiveError
+
+__all__ = ["explain_failure", "library_caller", "library_message", "user_frame", "user_line"]
 
 _OWN_PACKAGES = ("numpy", "sparsejac")
 
@@ -81,6 +83,8 @@ def _public_name(frame: Any, module: str) -> str:
     """
     name = frame.f_code.co_name
     space = frame.f_locals
+    if name == "__init__" and "self" in space:  # a constructor: the class
+        name = type(space["self"]).__name__
     if name in ("wrapper", "inner", "wrapped", "decorated"):
         for key in ("f", "func", "fun", "function"):
             fn = space.get(key)
@@ -119,3 +123,45 @@ def library_message(site: str) -> str:
         "with the numpy functions of docs/supported.md, or pass `sparsity=` and use "
         "mode='fd' (finite differences) for this f."
     )
+
+
+def explain_failure(exc: BaseException) -> BaseException:
+    """What to raise for a foreign exception that ``f`` raised while it was traced.
+
+    * the error numpy or a library raised after a conversion sparsejac refused
+      (``np.fromiter`` over a traced array: "setting an array element with a sequence"):
+      sparsejac's own error, with the other as a note;
+    * an error raised inside another library's Python code (``scipy.sparse.diags(y)``
+      reading a traced array as a list of diagonals): ``exc`` with a note naming the
+      function the traced code called, which sparsejac has no rule for.
+
+    Anything else is returned unchanged.
+    """
+    own = type(exc).__module__.partition(".")[0] == "sparsejac"
+    inner = None if own else (exc.__cause__ or exc.__context__)
+    while inner is not None:
+        if type(inner).__module__.partition(".")[0] == "sparsejac":
+            inner.add_note(f"(it then surfaced as {type(exc).__name__}: {exc})")
+            return inner
+        inner = inner.__cause__ or inner.__context__
+    tb, site, seen_user = exc.__traceback__, None, False
+    while tb is not None:
+        frame = tb.tb_frame
+        top = _top(frame)
+        if top not in _OWN_PACKAGES and _installed(frame.f_code.co_filename):
+            if seen_user and site is None:
+                site = _public_name(frame, str(frame.f_globals.get("__name__", "")))
+        elif top not in _OWN_PACKAGES:
+            seen_user, site = True, None  # the traced code again: a later call failed
+        tb = tb.tb_next
+    if site is not None and own:
+        if isinstance(exc, UnsupportedPrimitiveError):  # a call made inside the library's code
+            exc.add_note(f"sparsejac: the call was made inside {site}, which f called.")
+    elif site is not None:
+        exc.add_note(
+            f"sparsejac: this was raised inside {site} while f was traced. sparsejac has no "
+            f"rule for {site} (docs/supported.md lists the calls it follows), and its code "
+            "does not work on a traced array. Write this step with the supported numpy "
+            "functions, or pass `sparsity=` and use mode='fd' (finite differences) for this "
+            "f.")
+    return exc
