@@ -213,6 +213,8 @@ class FdEngine:
     kind: str = "fd"
     #: how the evaluations run (:func:`sparsejac.fd.worker_map`)
     workers: Any = None
+    #: the dtype f returned at preparation, which sizes the steps (:func:`sparsejac.fd.step_eps`)
+    out_dtype: Any = None
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
@@ -220,7 +222,7 @@ class FdEngine:
         with _fd.worker_map(self.workers) as evaluate_all:
             return _fd.fd_jacobian_data(_fd.BoundParams(self.call, tuple(params)), x, c,
                                         method=self.method, n_out=self.n_out, out=out,
-                                        map=evaluate_all), None
+                                        map=evaluate_all, out_dtype=self.out_dtype), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""

@@ -32,6 +32,7 @@ __all__ = [
     "fd_jacobian_data",
     "fd_steps",
     "missing_entries",
+    "step_eps",
     "worker_map",
 ]
 
@@ -73,8 +74,29 @@ def check_method(method: Any) -> str:
     return str(method)
 
 
-def fd_steps(x: np.ndarray, method: str) -> np.ndarray:
+def step_eps(out_dtype: Any) -> float:
+    """The machine epsilon steps are sized by: float64's, or that of ``f``'s coarser output.
+
+    As scipy does, an ``f`` that returns float32 (or float16) gets steps sized by that
+    type's epsilon: float64-sized steps would vanish in its rounding, giving a zero Jacobian.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.fd import step_eps
+    >>> bool(step_eps(np.float32) == np.finfo(np.float32).eps), step_eps(np.int64) == step_eps(float)
+    (True, True)
+    """
+    dt = np.dtype(out_dtype)
+    if dt.kind in "fc":
+        return max(float(_EPS), float(np.finfo(dt).eps))
+    return float(_EPS)
+
+
+def fd_steps(x: np.ndarray, method: str, eps: float = float(_EPS)) -> np.ndarray:
     """Absolute steps per element of ``x`` by scipy's rule (see the module docstring).
+
+    ``eps`` is the machine epsilon of :func:`step_eps` (float64's by default).
 
     Examples
     --------
@@ -83,7 +105,7 @@ def fd_steps(x: np.ndarray, method: str) -> np.ndarray:
     >>> fd_steps(np.array([0.0, -100.0]), "2-point") / np.sqrt(np.finfo(float).eps)
     array([   1., -100.])
     """
-    rel = _EPS ** (1.0 / 3.0) if method == "3-point" else _EPS**0.5
+    rel = eps ** (1.0 / 3.0) if method == "3-point" else eps**0.5
     sign = np.where(x >= 0, 1.0, -1.0)
     h = rel * sign * np.maximum(1.0, np.abs(x))
     if method != "cs":
@@ -230,6 +252,7 @@ def fd_jacobian_data(
     n_out: int,
     out: np.ndarray | None = None,
     map: Callable[..., Any] | None = None,
+    out_dtype: Any = None,
 ) -> np.ndarray:
     """Nonzeros of an *approximate* Jacobian (CSR order) by compressed finite differences.
 
@@ -254,6 +277,10 @@ def fd_jacobian_data(
         every point, in any way (a process pool, a cluster); the results, in the order of
         the points, are combined here in a fixed order, so they are bit-identical whatever
         evaluates them.
+    out_dtype : dtype, optional
+        The dtype ``fun`` returns, which sizes the steps (:func:`step_eps`); if not given,
+        ``fun(x)`` is evaluated first, in this process, to find it (for ``"2-point"`` that is
+        the evaluation at ``x`` it needs anyway).
 
     Returns
     -------
@@ -278,12 +305,19 @@ def fd_jacobian_data(
     xf = x.ravel()
     groups = coloring.column_groups
     p = coloring.n_colors
-    h = fd_steps(xf, method)
+    f0: np.ndarray | None = None
+    if out_dtype is None:
+        f0 = _evaluate(fun, x, n_out)
+        out_dtype = f0.dtype
+        if method != "2-point":
+            f0 = None
+    h = fd_steps(xf, method, step_eps(out_dtype))
     order = np.argsort(groups, kind="stable")
     bounds = np.searchsorted(groups[order], np.arange(p + 1))
+    need_f0 = method == "2-point" and f0 is None
 
     def points() -> Iterator[np.ndarray]:  # generated one at a time (p can be n)
-        if method == "2-point":
+        if need_f0:
             yield np.array(x, copy=True)
         for c in range(p):
             cols = order[bounds[c]:bounds[c + 1]]
@@ -299,7 +333,7 @@ def fd_jacobian_data(
                 yield (xf - dx).reshape(x.shape)
 
     cs = method == "cs"
-    expected = p + 1 if method == "2-point" else (2 * p if method == "3-point" else p)
+    expected = p + need_f0 if method == "2-point" else (2 * p if method == "3-point" else p)
     results = iter((builtins.map if map is None else map)(fun, points()))
     got = 0
 
@@ -312,7 +346,8 @@ def fd_jacobian_data(
         return _checked(value, n_out, complex_step=cs)
 
     b = np.empty((n_out, p))
-    f0 = take() if method == "2-point" else None
+    if need_f0:
+        f0 = take()
     for c in range(p):
         if method == "cs":
             b[:, c] = take().imag
@@ -367,9 +402,10 @@ def missing_entries(
     pattern = coloring.pattern
     m = pattern.shape[0]
     f0 = _evaluate(fun, x, m)
+    eps = step_eps(f0.dtype)
     jp = fd_jacobian_data(fun, x, coloring, method="2-point", n_out=m)
     j_p = sp.csr_array((jp, pattern.indices, pattern.indptr), shape=pattern.shape)
-    h = fd_steps(xf, "2-point")
+    h = fd_steps(xf, "2-point", eps)
     scale = float(np.max(np.abs(f0), initial=0.0))
     rng = np.random.default_rng(seed)
 
@@ -380,7 +416,7 @@ def missing_entries(
         df = f1 - f0
         pred = j_p @ dx
         # rounding of the two evaluations, and the differences' relative truncation error
-        tol = 1e-6 * np.abs(pred) + 100 * _EPS * (np.abs(f0) + np.abs(f1) + 1e-6 * scale)
+        tol = 1e-6 * np.abs(pred) + 100 * eps * (np.abs(f0) + np.abs(f1) + 1e-6 * scale)
         return np.asarray(np.abs(df - pred) > tol, dtype=bool)
 
     flagged = np.zeros(m, dtype=bool)

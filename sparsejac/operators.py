@@ -25,9 +25,10 @@ __all__ = ["JacobianOperator", "KrylovMethod"]
 class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no type stubs
     """``J(x)`` as a ``scipy.sparse.linalg.LinearOperator`` (JVPs and VJPs, matrix-free).
 
-    Build it with :meth:`sparsejac.SparseJacobian.linear_operator`. Products with vectors
-    and matrices are exact (to rounding): ``A @ v`` is ``J(x) v``, ``A.T @ w`` (``rmatvec``) is
-    ``J(x)ᵀ w``; a matrix operand is pushed through in one sweep (all its columns at once).
+    Build it with :meth:`sparsejac.SparseJacobian.linear_operator`. ``A @ v`` is ``J(x) v``,
+    ``A.T @ w`` (``rmatvec``) is ``J(x)ᵀ w``; a matrix operand is pushed through in one sweep
+    (all its columns at once). Products are exact (to rounding), except for a Jacobian by
+    finite differences (``approximate`` is then True and the repr says so).
 
     Attributes
     ----------
@@ -37,6 +38,9 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
         True when products are sweeps of the prepared program; False when the plan does not
         replay a program (``mode="fd"``, a value-dependent ``f``) and the products multiply
         the sparse Jacobian assembled once at ``x``.
+    approximate : bool
+        True when that Jacobian is by finite differences (``mode="fd"``): products are then
+        only as accurate as the differences.
 
     Examples
     --------
@@ -55,8 +59,10 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
     """
 
     def __init__(self, shape: tuple[int, int], *, linearization: Linearization | None = None,
-                 matrix: sp.csr_array | None = None, value: Any = None) -> None:
+                 matrix: sp.csr_array | None = None, value: Any = None,
+                 fd: bool = False) -> None:
         super().__init__(dtype=np.dtype(np.float64), shape=shape)
+        self.approximate = bool(fd and linearization is None)
         self._lin = linearization
         self._matrix = matrix
         self.matrix_free = linearization is not None
@@ -101,7 +107,8 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
         return (_linear_operator, (jac, x, params))
 
     def __repr__(self) -> str:
-        return f"JacobianOperator(shape={self.shape}, matrix_free={self.matrix_free})"
+        note = ", approximate (finite differences)" if self.approximate else ""
+        return f"JacobianOperator(shape={self.shape}, matrix_free={self.matrix_free}{note})"
 
 
 def _linear_operator(jac: Any, x: np.ndarray, params: Any) -> JacobianOperator:

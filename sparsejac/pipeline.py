@@ -36,11 +36,7 @@ from sparsejac import fd as _fd
 from sparsejac import kernels
 from sparsejac.ad import PreparedProgram
 from sparsejac.ad.tape import Tape
-from sparsejac.coloring import (
-    DEFAULT_REVERSE_COST,
-    ColoringResult,
-    partition_cost,
-)
+from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult, partition_cost
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.by_mode import (
     ONE_SHOT_FEW,
@@ -317,13 +313,15 @@ def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name
 
 
 def _check_fd_shape(pattern: SparsityPattern, call: Callable[..., Any], x0: np.ndarray,
-                    params: Sequence[Any]) -> None:
-    """A trusted pattern must have the Jacobian's shape: checked now, not at the first call."""
-    m = int(np.size(_fd.evaluate_output(lambda z: call(z, *params), x0)))
+                    params: Sequence[Any]) -> np.dtype[Any]:
+    """A trusted pattern must have the Jacobian's shape (checked now); f(x0)'s dtype."""
+    y0 = _fd.evaluate_output(lambda z: call(z, *params), x0)
+    m = y0.size
     if pattern.shape != (m, x0.size):
         raise ValueError(
             f"`sparsity` has shape {pattern.shape} but the Jacobian of f has shape "
             f"{(m, x0.size)} (f(x0) has {m} values, x0 has {x0.size})")
+    return y0.dtype
 
 
 def _check_trusted(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any],
@@ -516,10 +514,10 @@ def prepare(
         sparsity = saved.pattern
     t0 = time.perf_counter()
     program: Program | None = None
-    retrace = False
+    retrace, fd_dtype = False, None
     if sparsity is not None and mode == "fd":
         pattern = as_pattern(sparsity, name="sparsity")
-        _check_fd_shape(pattern, call, x0, params)
+        fd_dtype = _check_fd_shape(pattern, call, x0, params)
     elif traced is not None:
         program, local = traced[0], False
         pattern = as_pattern(traced[1]) if sparsity is None else as_pattern(sparsity)
@@ -596,7 +594,8 @@ def prepare(
     runner: Engine
     pending = call_work = 0.0
     if mode == "fd":
-        runner = FdEngine(call, fd_method, pattern.shape[0], workers=workers)
+        runner = FdEngine(call, fd_method, pattern.shape[0], workers=workers,
+                          out_dtype=fd_dtype if program is None else program.out.dtype)
     elif retrace:
         runner = RetraceEngine(call, pattern, name)
     elif one_shot or (program is not None and program.value_dependent):

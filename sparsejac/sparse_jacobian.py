@@ -701,7 +701,7 @@ class SparseJacobian(PlanView):
             # the assembled J(x) once, products by sparse multiplication
             matrix = self.evaluate(xa, params=ps)
             value = self._state.call(np.array(xa, copy=True), *ps)
-            op = JacobianOperator(plan.shape, matrix=matrix, value=value)
+            op = JacobianOperator(plan.shape, matrix=matrix, value=value, fd=self.mode == "fd")
         else:
             lin = program.linearize(xa, ps)
             if self._verify and not self._check.agrees(state, lin.value, xa, ps):

@@ -21,7 +21,7 @@ from scipy.optimize._numdiff import _compute_absolute_step, approx_derivative
 
 import sparsejac
 from sparsejac.errors import UnsupportedPrimitiveError
-from sparsejac.fd import METHODS, check_method, fd_jacobian_data, fd_steps
+from sparsejac.fd import METHODS, check_method, fd_jacobian_data, fd_steps, step_eps
 from tests.scenarios import by_name, random_point
 
 #: Largest error relative to max |J| on the catalogue (x in [0.5, 1.5], modest curvature):
@@ -225,6 +225,33 @@ def test_equals_scipy_approx_derivative_with_the_same_groups(name, method, rng):
     theirs = sp.csr_array(theirs).toarray()
     scale = np.abs(theirs).max()
     np.testing.assert_allclose(ours.toarray(), theirs, rtol=0, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("method", ["2-point", "3-point"])
+@pytest.mark.parametrize("prepared", [False, True])
+def test_float32_output_gets_float32_steps_as_in_scipy(method, prepared):
+    """An f returning float32 gets steps sized by float32's eps, as scipy sizes them.
+
+    float64-sized steps (1.5e-8 relative) vanish in float32 rounding: every difference was
+    zero, a silently wrong all-zero Jacobian.
+    """
+    x = np.linspace(1.0, 3.0, 7)
+
+    def f(z):
+        return (z**2 + z[::-1]).astype(np.float32)
+
+    pattern = np.eye(7) + np.eye(7)[::-1]
+    if prepared:
+        ours = sparsejac.SparseJacobian(f, x, mode="fd", sparsity=pattern, fd_method=method)(x)
+    else:
+        ours = sparsejac.jacobian(f, x, mode="fd", sparsity=pattern, fd_method=method)
+    exact = np.diag(2 * x) + np.eye(7)[::-1]
+    theirs = approx_derivative(f, x, method=method)
+    np.testing.assert_allclose(theirs, exact, atol=5e-2)  # the oracle is a sane float32 FD
+    np.testing.assert_allclose(ours.toarray(), exact, atol=5e-2)
+    np.testing.assert_allclose(ours.toarray(), theirs, atol=2e-3)
+    h_scipy = _compute_absolute_step(None, x, np.zeros(1, np.float32), method)
+    np.testing.assert_allclose(fd_steps(x, method, step_eps(np.float32)), h_scipy, rtol=1e-6)
 
 
 def test_equals_scipy_group_columns_result_for_its_own_groups(rng):

@@ -99,6 +99,8 @@ def test_both_engines_give_the_same_products(engine):
     x = rng.uniform(-1, 1, 12)
     A = sparsejac.SparseJacobian(chain, np.ones(12), engine=engine).linear_operator(x)
     assert A.matrix_free
+    assert not A.approximate
+    assert "approximate" not in repr(A)
     V = rng.normal(size=(12, 2))
     np.testing.assert_allclose(A @ V, chain_jac(x) @ V, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(A.T @ V, chain_jac(x).T @ V, rtol=1e-13, atol=1e-13)
@@ -110,6 +112,8 @@ def test_fd_mode_falls_back_to_the_assembled_matrix():
     A = sparsejac.SparseJacobian(chain, np.ones(10), mode="fd",
                                  sparsity=chain_jac(np.ones(10)) != 0).linear_operator(x)
     assert not A.matrix_free
+    assert A.approximate
+    assert "approximate (finite differences)" in repr(A)
     np.testing.assert_allclose(A @ np.ones(10), chain_jac(x) @ np.ones(10), rtol=1e-6)
     np.testing.assert_allclose(A.T @ np.ones(10), chain_jac(x).T @ np.ones(10), rtol=1e-6)
     np.testing.assert_allclose(A.value, chain(x))
