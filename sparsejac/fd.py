@@ -84,7 +84,7 @@ def step_eps(out_dtype: Any) -> float:
     --------
     >>> import numpy as np
     >>> from sparsejac.fd import step_eps
-    >>> bool(step_eps(np.float32) == np.finfo(np.float32).eps), step_eps(np.int64) == step_eps(float)
+    >>> bool(step_eps(np.float32) == np.finfo(np.float32).eps), step_eps(int) == step_eps(float)
     (True, True)
     """
     dt = np.dtype(out_dtype)
