@@ -387,15 +387,23 @@ def read_pattern_file(path: str | os.PathLike[str]) -> SparsityPattern:
     SparsityPattern(shape=(3, 3), nnz=3)
     """
     p = Path(path)
+    if p.is_dir():
+        raise PatternFileError(f"{p}: is a directory; give a .mtx or .npz file")
     if not p.is_file():
         raise PatternFileError(f"{p}: no such file")
-    suffix = "".join(p.suffixes[-2:]) if p.name.endswith(".mtx.gz") else p.suffix
+    name = p.name.lower()  # extensions in any case: A.MTX from a Windows share
+    suffix = ".mtx.gz" if name.endswith(".mtx.gz") else p.suffix.lower()
     try:
         if suffix in (".mtx", ".mtx.gz"):
             import scipy.io  # only for files: 30 ms that a first Jacobian should not pay
 
             obj: Any = scipy.io.mmread(p)
         elif suffix == ".npz":
+            import zipfile
+
+            if not zipfile.is_zipfile(p):  # np.load would call it a pickle (allow_pickle=)
+                raise PatternFileError(f"{p}: not a readable matrix (not an .npz archive: "
+                                       "save with scipy.sparse.save_npz or numpy.savez)")
             try:
                 obj = sp.load_npz(p)
             except (ValueError, KeyError):

@@ -101,12 +101,24 @@ def _ufunc_out(u):
     return out
 
 
+def _traced_fill(u):
+    """np.full / np.full_like with a traced fill (numpy fills it by copyto, which no rule
+    serves: the fill is broadcast instead), also a list of traced scalars and a plain
+    prototype, then filled in place."""
+    a = np.full(3, u[0], dtype=float) * u[1:4]
+    b = np.full((2, N), u).ravel()
+    c = np.full((2, 2), [u[1], u[2] ** 2])
+    d = np.full_like(np.zeros(3), u[3])
+    d[1] = u[4] * u[5]
+    return np.concatenate([a, b[N - 2:N + 2], c.ravel(), d])
+
+
 #: Programs whose pattern is an upper bound (a product of two traced matrices counts every
 #: element of a traced operand as a possible nonzero, also the buffer's untouched zeros).
 UPPER_BOUND = {"_matrix"}
 
 PROGRAMS = [_slices, _element_loop, _mask_and_fancy, _add_at, _put, _matrix, _full_and_like,
-            _reshaped_and_returned, _int_buffer_as_index, _ufunc_out]
+            _reshaped_and_returned, _int_buffer_as_index, _ufunc_out, _traced_fill]
 
 
 def _check(f: Callable[[Any], Any], x: np.ndarray, got: Any) -> None:

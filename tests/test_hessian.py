@@ -229,7 +229,6 @@ SECOND_ORDER_REFUSED = {
     "linalg.lstsq-solution", "linalg.lstsq-traced_rhs", "linalg.lstsq-residuals",
     "linalg.cond-cond", "linalg.matrix_norm-nuclear", "linalg.norm-matrix_2",
     "linalg.norm-matrix_-2_axes", "scipy.linalg.expm-expm", "scipy.linalg.expm-batched",
-    "scipy.stats.rv_continuous.cdf-norm_t",
 }
 
 

@@ -124,6 +124,34 @@ def test_traced_kernel_is_refused() -> None:
         sparsejac.jacobian(lambda x: ndi.convolve(x[:2, :2], x[2:4, :2]), np.ones(SHAPE))
 
 
+@pytest.mark.parametrize("f", [
+    lambda x: ndi.convolve1d(x, np.ones(3) / 3, mode="nearest"),
+    lambda x: ndi.convolve(x, np.ones(3)),
+    lambda x: ndi.correlate1d(x, weights=np.arange(3.0)),
+    lambda x: sig.convolve(x, np.ones(3), mode="same"),
+    lambda x: sig.convolve(np.ones(3), x, mode="same"),
+    lambda x: sig.fftconvolve(x, np.arange(1.0, 4.0) * np.ones(3), mode="full"),
+], ids=["convolve1d", "convolve", "correlate1d-kw", "signal", "signal-swapped", "fft"])
+def test_kernel_made_in_f_with_np_ones_is_a_constant(f: Any, rng: np.random.Generator) -> None:
+    """np.ones/np.zeros in f are traced buffers (they may be filled); as kernels they are the
+    constants they hold, not a refused traced argument. Checked against unit vectors."""
+    x = rng.uniform(-1, 1, 7)
+    J = sparsejac.jacobian(f, x).toarray()
+    expected = np.column_stack([f(e) for e in np.eye(7)])  # linear in x
+    np.testing.assert_allclose(J, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sparsejac.SparseJacobian(f, x)(2 * x).toarray(), expected,
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_scaled_by_a_parameter_is_refused() -> None:
+    """A kernel that depends on a traced parameter changes between calls: not a constant."""
+    def f(x: np.ndarray, t: float) -> Any:
+        return ndi.convolve1d(x, np.ones(3) * t)
+
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=r"scipy\.ndimage"):
+        sparsejac.SparseJacobian(f, np.ones(5), params=(2.0,))
+
+
 def test_numpy_and_scipy_unchanged_outside_a_trace() -> None:
     """Outside a trace the filters run scipy's own code."""
     x = np.arange(30.0).reshape(SHAPE)

@@ -116,6 +116,22 @@ def test_bad_files(tmp_path):
     (tmp_path / "bad.mtx").write_text("this is not matrix market\n")
     with pytest.raises(PatternFileError, match=r"bad\.mtx: not a readable matrix"):
         read_pattern_file(tmp_path / "bad.mtx")
+    with pytest.raises(PatternFileError, match="is a directory"):
+        read_pattern_file(tmp_path)
+    (tmp_path / "bad.npz").write_bytes(b"garbage")  # np.load would suggest allow_pickle
+    with pytest.raises(PatternFileError, match=r"bad\.npz: .*not an \.npz archive") as info:
+        read_pattern_file(tmp_path / "bad.npz")
+    assert "pickle" not in str(info.value)
+
+
+def test_extensions_in_any_case(tmp_path):
+    """A.MTX and B.NPZ (files from case-insensitive file systems) read as .mtx and .npz."""
+    scipy.io.mmwrite(tmp_path / "a.mtx", sp.coo_array(np.eye(3)))
+    (tmp_path / "a.mtx").rename(tmp_path / "A.MTX")
+    sp.save_npz(tmp_path / "b.npz", sp.csr_array(np.eye(2)))
+    (tmp_path / "b.npz").rename(tmp_path / "B.NPZ")
+    assert read_pattern_file(tmp_path / "A.MTX").nnz == 3
+    assert read_pattern_file(tmp_path / "B.NPZ").shape == (2, 2)
 
 
 @requires_shared

@@ -48,7 +48,7 @@ def _promote(item: Any, ndmin: int, trans1d: int) -> Any:
 
 @register_library(AxisConcatenator.__getitem__, name="numpy.r_ / numpy.c_", family="movement",
                   via="composite: reshape, concatenate",
-                  note="no string directives, no matrix output")
+                  note="no string directives, no matrix output", lift=False)
 def _axis_concatenate(self: Any, key: Any) -> Any:
     items = key if isinstance(key, tuple) else (key,)
     if self.matrix or any(isinstance(k, str) for k in items):

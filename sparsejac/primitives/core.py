@@ -254,13 +254,18 @@ def register_function(
     def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
         for f in funcs:
             FUNCTIONS[f] = Entry(public_name(f), family, handler, via, note)
+            if getattr(f, "__module__", None) == "numpy.linalg":
+                # numpy does not dispatch a list of traced values (or np.array([...]) of
+                # traced scalars, an object array) to the tracer: its code is intercepted
+                library.intercept(f)
         return handler
 
     return deco
 
 
 def register_library(
-    func: Any, *, name: str, family: str, via: str, note: str = "", always: bool = False
+    func: Any, *, name: str, family: str, via: str, note: str = "", always: bool = False,
+    lift: bool = True,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``handler`` for a library function that converts its inputs.
 
@@ -268,12 +273,13 @@ def register_library(
     arguments, so numpy never hands them to the tracer; while a trace runs they are
     intercepted (:mod:`sparsejac.tracing.library`) and reach ``handler`` when given Tracers
     (or, with ``always``, whenever the traced function's code calls them). ``name`` is the
-    public name shown in the table of supported functions.
+    public name shown in the table of supported functions; ``lift`` (the default) hands
+    lists of traced values to ``handler`` as traced arrays.
     """
 
     def deco(handler: Callable[..., Any]) -> Callable[..., Any]:
         FUNCTIONS[func] = Entry(name, family, handler, via, note)
-        library.intercept(func, always=always)
+        library.intercept(func, always=always, lift=lift)
         return handler
 
     return deco

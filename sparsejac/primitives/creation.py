@@ -44,13 +44,15 @@ register_function(np.ones_like, family="creation", via="constant")(_make_like(1.
 
 @register_function(np.full_like, family="creation", via="constant | gather",
                    note="a traced fill value is broadcast")
-def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
-               shape: Any = None, **kw: Any) -> Any:
+def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K",
+                     subok: bool = True, shape: Any = None, **kw: Any) -> Any:
+    """``np.full_like`` in a trace (also reached from the buffer wrappers, for a plain ``a``)."""
     trace = find_trace([a, fill_value])
-    shp = a.shape if shape is None else shape
-    dt = a.dtype if dtype is None else np.dtype(dtype)
-    if isinstance(fill_value, Tracer) and not fill_value._var.is_const:
-        return np.broadcast_to(fill_value, shp).astype(dt)
+    proto = a if isinstance(a, Tracer) else np.asarray(a)
+    shp = proto.shape if shape is None else shape
+    dt = proto.dtype if dtype is None else np.dtype(dtype)
+    if _varies(fill_value):
+        return np.broadcast_to(_stacked(fill_value), shp).astype(dt)
     fv = fill_value._var.value if isinstance(fill_value, Tracer) else fill_value
     return wrap_const(trace, np.full(shp, fv, dtype=dt))
 
@@ -78,13 +80,32 @@ def _active(a: Any) -> bool:
 @register_function(np.full, family="creation", via="constant | gather",
                    note="a traced fill value is broadcast")
 def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *,
-          like: Any = None, **kwargs: Any) -> Any:
-    if not _active(fill_value):
+                like: Any = None, **kwargs: Any) -> Any:
+    """``np.full`` in a trace (also reached from the buffer wrappers, without ``like=``).
+
+    A fill value that varies (with x or the parameters; a list of traced scalars too) is
+    broadcast to ``shape``, cast to ``dtype``; a constant one gives a constant array.
+    """
+    if not _varies(fill_value):
         return _with_like(np.full)(shape, fill_value, dtype=dtype, order=order, like=like,
                                    **kwargs)
     shp = concretize(shape, "the shape of numpy.full")
-    out = np.broadcast_to(fill_value, shp)
+    out = np.broadcast_to(_stacked(fill_value), shp)
     return np.copy(out) if dtype is None else out.astype(dtype)
+
+
+def _varies(v: Any) -> bool:
+    """A traced fill value (or a list of them) that is not a constant."""
+    if isinstance(v, (list, tuple)):
+        return any(_varies(b) for b in v)
+    return isinstance(v, Tracer) and not v._var.is_const
+
+
+def _stacked(v: Any) -> Any:
+    """A list or tuple of (traced) scalars as one array; anything else as it is."""
+    if isinstance(v, (list, tuple)) and any(isinstance(b, Tracer) for b in v):
+        return np.stack([b if isinstance(b, Tracer) else np.asarray(b) for b in v])
+    return v
 
 
 @register_function(np.linspace, family="creation", via="composite: multiply, add",

@@ -139,9 +139,24 @@ def operator_matrix(op: Callable[[np.ndarray], np.ndarray], shape: tuple[int, ..
     return mat, b
 
 
+def _unwrap_constants(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``values`` with traced constants (and those in lists and tuples) as their values."""
+    def one(a: Any) -> Any:
+        if isinstance(a, Tracer) and a._var.is_const:
+            return a._var.value
+        if isinstance(a, (list, tuple)) and any(isinstance(b, Tracer) for b in a):
+            return type(a)(one(b) for b in a)
+        return a
+    return tuple(one(a) for a in values)
+
+
 def _apply(name: str, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
            at: int = 0) -> Any:
-    """``func(*args, **kwargs)``: the traced operand is ``args[at]``, everything else constant."""
+    """``func(*args, **kwargs)``: the traced operand is ``args[at]``, everything else constant.
+
+    Traced constants (a kernel made in ``f`` with ``np.ones``, which the tracer records as a
+    buffer that could be filled) are their values.
+    """
     others = [a for i, a in enumerate(args) if i != at] + list(kwargs.values())
     if not isinstance(args[at], Tracer) or any(
             isinstance(a, Tracer) or (isinstance(a, (list, tuple)) and any(
@@ -171,6 +186,10 @@ def _register(module: Any, modname: str, names: tuple[str, ...], note: str,
 
         def handler(*args: Any, _f: Any = func, _n: str = f"{modname}.{fname}",
                     **kwargs: Any) -> Any:
+            args = _unwrap_constants(args)
+            kwargs = dict(zip(kwargs, _unwrap_constants(tuple(kwargs.values())), strict=True))
+            if not any(isinstance(a, Tracer) for a in (*args, *kwargs.values())):
+                return _f(*args, **kwargs)  # nothing traced after all: the library's result
             return _apply(_n, _f, args, kwargs, operand(args))
 
         register_library(func, name=f"{modname}.{fname}", family="linalg",

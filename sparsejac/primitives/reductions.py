@@ -560,6 +560,13 @@ def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any =
 @register_function(np.diff, family="reductions", via="composite: indexing, subtract")
 def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = _NoValue, append: Any = _NoValue
           ) -> Any:
+    if np.ndim(a) == 0:
+        raise ValueError("diff requires input that is at least one dimensional")  # numpy's
+    n = int(n)
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    if n == 0:
+        return a
     if prepend is not _NoValue or append is not _NoValue:
         parts = []
         nd = np.ndim(a)

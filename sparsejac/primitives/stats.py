@@ -30,7 +30,9 @@ from scipy.stats._distn_infrastructure import rv_continuous, rv_discrete
 
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import elementwise as ew
+from sparsejac.primitives import partials
 from sparsejac.primitives.core import register_library
+from sparsejac.tracing.tracer import Tracer
 
 __all__ = ["DISTRIBUTIONS", "Distribution"]
 
@@ -87,8 +89,7 @@ def _norm_rules() -> dict[str, Callable[..., Any]]:
 
 
 def _t_logpdf(y: Any, df: Any) -> Any:
-    return (np.log(sc.poch(0.5 * df, 0.5)) - 0.5 * (np.log(df) + np.log(np.pi))
-            - (df + 1) / 2 * np.log1p(y * y / df))
+    return partials.t_log_density(y, df)
 
 
 def _gamma_logpdf(y: Any, a: Any) -> Any:
@@ -190,10 +191,23 @@ def _refuse(dist: Any, rules: Distribution, method: str, shapes: tuple[Any, ...]
                      [(n, why) if n in refused else None for n in names])
 
 
+def _as_array(v: Any) -> Any:
+    """A list or tuple argument (``loc=[0, 1]``, traced scalars among them) as one array."""
+    if isinstance(v, (list, tuple)):
+        if any(isinstance(b, (list, tuple)) for b in v):
+            return np.stack([_as_array(b) for b in v])
+        return np.stack([b if isinstance(b, Tracer) else np.asarray(b, dtype=float)
+                         for b in v]) if any(isinstance(b, Tracer) for b in v) else np.asarray(
+                             v, dtype=float)
+    return v
+
+
 def _evaluate(dist: Any, method: str, x: Any, args: tuple[Any, ...],
               kwds: dict[str, Any]) -> Any:
     rules = _distribution(dist, method)
     shapes, loc, scale = dist._parse_args(*args, **kwds)
+    x, loc, scale, *shape_list = (_as_array(v) for v in (x, loc, scale, *shapes))
+    shapes = tuple(shape_list)
     _refuse(dist, rules, method, tuple(shapes))
     a, b = rules.support
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

@@ -110,6 +110,15 @@ def _callee(code: types.CodeType, lasti: int) -> tuple[str, str] | None:
 
 def _wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     def create(*args: Any, **kwargs: Any) -> Any:
+        if name in ("full", "full_like"):
+            fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
+            from sparsejac.tracing.tracer import Tracer
+
+            if isinstance(fill, Tracer) or (isinstance(fill, (list, tuple)) and any(
+                    isinstance(v, Tracer) for v in fill)):  # a traced fill: the tracer's rule
+                from sparsejac.tracing.hooks import registry
+
+                return registry().function(original, args, kwargs)
         value = original(*args, **kwargs)
         trace = current_trace()
         if (trace is None or trace.closed or not isinstance(value, np.ndarray)

@@ -38,6 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from sparsejac.tracing.callers import user_frame
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.program import current_trace
@@ -57,6 +59,8 @@ class _Hook:
     original: types.FunctionType  # a copy of the function running its own code
     always: bool
     active: bool = True  # False once forgotten (its key stays, so keys never move)
+    key: Any = None  # what the registry knows it by (a numpy dispatcher), if not func
+    lift: bool = True  # lists of traced values and object arrays become traced arrays
 
 
 _HOOKS: list[_Hook] = []
@@ -88,7 +92,7 @@ def _trampoline(func: types.FunctionType, key: int) -> types.CodeType:
     return code.replace(co_qualname=func.__code__.co_qualname)
 
 
-def intercept(func: Callable[..., Any], *, always: bool = False) -> None:
+def intercept(func: Callable[..., Any], *, always: bool = False, lift: bool = True) -> None:
     """Trace ``func`` (a pure-Python library function) through the registry while tracing.
 
     Parameters
@@ -99,6 +103,11 @@ def intercept(func: Callable[..., Any], *, always: bool = False) -> None:
     always : bool
         Hand it to the registry also without Tracer arguments, when the traced function's own
         code calls it (a factorisation of a constant matrix, whose result will meet Tracers).
+    lift : bool
+        Hand a list of traced values (``[u[0], u[1]]``, nested too) or ``np.array([...])``
+        of traced scalars (an object array) to the registry as one traced array, as the
+        function's own ``np.asarray`` would make it (False for a function that takes a tuple
+        of separate arrays, such as ``np.r_[a, b]``).
 
     Examples
     --------
@@ -107,11 +116,18 @@ def intercept(func: Callable[..., Any], *, always: bool = False) -> None:
     >>> scipy.special.logsumexp in intercepted()   # registered by sparsejac.primitives
     True
     """
+    dispatcher = None
+    if not isinstance(func, types.FunctionType) and isinstance(
+            getattr(func, "_implementation", None), types.FunctionType):
+        # a numpy function (np.linalg.det): __array_function__ serves Tracers, its Python
+        # implementation is reached by lists of them and np.array([...]) of traced scalars
+        dispatcher, func = func, getattr(func, "_implementation")  # noqa: B009
     if not isinstance(func, types.FunctionType):
         raise TypeError(
             f"only pure-Python functions can be intercepted; got {type(func).__name__}")
     if id(func) in _BY_ID:
         _HOOKS[_BY_ID[id(func)]].always = always
+        _HOOKS[_BY_ID[id(func)]].lift = lift
         return
     key = len(_HOOKS)
     code = func.__code__
@@ -120,7 +136,8 @@ def intercept(func: Callable[..., Any], *, always: bool = False) -> None:
     original.__kwdefaults__ = func.__kwdefaults__
     original.__qualname__ = func.__qualname__
     with _LOCK:
-        _HOOKS.append(_Hook(func, code, _trampoline(func, key), original, always))
+        _HOOKS.append(_Hook(func, code, _trampoline(func, key), original, always,
+                            key=dispatcher, lift=lift))
         _BY_ID[id(func)] = key
         if _ACTIVE[0]:  # registered while traces run: install now
             func.__code__ = _HOOKS[key].trampoline
@@ -205,13 +222,32 @@ def run_deferred(force: bool = False) -> None:
 
 
 def _has_tracer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(_holds_tracer(a, 3) for a in (*args, *kwargs.values()))
+
+
+def _lifted(a: Any) -> Any:
+    """A list of traced values or an object array holding Tracers as one traced array.
+
+    What numpy's ``asarray`` would make of it, had it values (a ragged list stays as it is).
+    """
+    if not _holds_tracer(a, 3) or not isinstance(a, (list, tuple, np.ndarray)):
+        return a
+    try:
+        return registry().as_array(a.tolist() if isinstance(a, np.ndarray) else a)
+    except (ValueError, TypeError):
+        return a
+
+
+def _holds_tracer(a: Any, depth: int) -> bool:
+    """A Tracer, or a list, tuple (``depth`` levels) or object array holding one."""
     from sparsejac.tracing.tracer import Tracer
 
-    for a in (*args, *kwargs.values()):
-        if isinstance(a, Tracer):
-            return True
-        if isinstance(a, (list, tuple)) and any(isinstance(b, Tracer) for b in a):
-            return True
+    if isinstance(a, Tracer):
+        return True
+    if isinstance(a, (list, tuple)) and depth > 0:
+        return any(_holds_tracer(b, depth - 1) for b in a)
+    if isinstance(a, np.ndarray) and a.dtype == object:  # np.array([...]) of traced scalars
+        return any(isinstance(b, Tracer) for b in a.flat)
     return False
 
 
@@ -226,7 +262,10 @@ def _enter(key: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     trace = current_trace()
     if trace is not None and not trace.closed and (
             _has_tracer(args, kwargs) or (hook.always and _from_user_code())):
-        return registry().function(hook.func, args, kwargs)
+        if hook.lift:
+            args = tuple(_lifted(a) for a in args)
+            kwargs = {k: _lifted(v) for k, v in kwargs.items()}
+        return registry().function(hook.func if hook.key is None else hook.key, args, kwargs)
     return hook.original(*args, **kwargs)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.linalg as sla
+import scipy.special
 
 import sparsejac
 from tests.primitives.util import check_exact, rand
@@ -296,3 +297,24 @@ def test_non_unique_columns_keep_their_nan_out_of_the_unique_ones_in_every_mode(
     full = sparsejac.jacobian(lambda z: np.linalg.qr(z.reshape(4, 3), mode="complete")[0]
                               .ravel(), x, mode="reverse").toarray()
     assert np.isnan(full).sum() == 4 * 12  # the fourth column's 4 entries, each row all NaN
+
+
+@pytest.mark.parametrize(("name", "f"), [
+    ("det of a nested list", lambda u: np.linalg.det([[u[0], u[1]], [u[2], 1.0]])),
+    ("det of np.array([...])", lambda u: np.linalg.det(np.array([[u[0], u[1]], [u[2], 1.0]]))),
+    ("inv of a list", lambda u: np.linalg.inv([[u[0], 0.5], [u[1], u[2]]]).ravel()),
+    ("solve of lists", lambda u: np.linalg.solve([[u[0], 1.0], [0.0, u[2]]], [u[1], 1.0])),
+    ("eigvalsh of np.array", lambda u: np.linalg.eigvalsh(np.array([[u[0], u[1]],
+                                                                      [u[1], u[2]]]))),
+    ("norm of a list", lambda u: np.linalg.norm([u[0], u[1]])),
+    ("logsumexp of a list", lambda u: scipy.special.logsumexp([u[0], u[1], u[2]])),
+])
+def test_lists_of_traced_values_reach_the_rules(name: str, f: Any) -> None:
+    """numpy does not dispatch a list of Tracers, or np.array([...]) of traced scalars (an
+    object array), to the tracer: np.linalg's code then failed on dtype('O') (a foreign
+    UFuncTypeError). Oracle: central differences of numpy's values."""
+    x = np.array([2.0, 0.5, 3.0])
+    want = np.array([(np.asarray(f(x + 1e-6 * e)) - np.asarray(f(x - 1e-6 * e))) / 2e-6
+                     for e in np.eye(3)]).T
+    got = sparsejac.jacobian(f, x).toarray()
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-7, atol=1e-9, err_msg=name)

@@ -147,6 +147,19 @@ def test_diff_hand_written() -> None:
     check_exact(np.diff, rand((4,), 33), expected)
 
 
+
+def test_diff_edge_arguments_as_numpy() -> None:
+    """n=0 is the input; a 0-d input and a negative n are numpy's ValueErrors (not AxisError)."""
+    check_exact(lambda t: np.diff(t, n=0), rand((3,), 34), np.eye(3, dtype=bool))
+    check_exact(lambda t: np.diff(t, n=2, prepend=0.0), rand((3,), 35),
+                np.array([[1, 1, 0], [1, 1, 1]], dtype=bool))
+    for f in (lambda t: np.diff(t[0]), lambda t: np.diff(t, n=-1)):
+        with pytest.raises(ValueError, match=r"diff requires|non-negative"):
+            f(np.ones(3))
+        with pytest.raises(ValueError, match=r"diff requires|non-negative"):
+            sparsejac.jacobian(f, np.ones(3))
+
+
 ZERO = [
     pytest.param(lambda x: np.all(x > 1, axis=1), id="all"),
     pytest.param(lambda x: np.any(x > 1, keepdims=True), id="any"),

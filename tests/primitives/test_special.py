@@ -193,3 +193,44 @@ def test_edge_points_of_special_functions():
     np.testing.assert_array_equal(
         sparsejac.jacobian(lambda y: sc.xlog1py(np.zeros(1), y), -np.ones(1)).toarray(),
         [[0.0]])
+
+
+def test_rgamma_at_the_poles_of_gamma() -> None:
+    """1/gamma has slope (-1)^k k! at x = -k (the rule was -digamma/gamma = 0 * inf: NaN);
+    its curvature at 0 is 2 euler_gamma (1/gamma(x) = x + gamma x^2 + ...). Oracles: the
+    closed forms; central differences of scipy's rgamma at the other points."""
+    poles = np.array([0.0, -1.0, -2.0, -3.0, -6.0])
+    np.testing.assert_allclose(diag(sc.rgamma, poles), [1.0, -1.0, 2.0, -6.0, 720.0],
+                               rtol=1e-13)
+    x = np.array([-0.7, -5.5, -0.5, 0.3, 0.5, 0.6, 2.5, 11.0])
+    fd = (sc.rgamma(x + 1e-6) - sc.rgamma(x - 1e-6)) / 2e-6
+    np.testing.assert_allclose(diag(sc.rgamma, x), fd, rtol=1e-7)
+    h = sparsejac.hessian(lambda u: sc.rgamma(u).sum(), np.array([0.0, -1.0])).toarray()
+    fd2 = [(sc.rgamma(p + 1e-4) - 2 * sc.rgamma(p) + sc.rgamma(p - 1e-4)) / 1e-8
+           for p in (0.0, -1.0)]
+    np.testing.assert_allclose(np.diag(h), fd2, rtol=1e-6)
+    assert np.isclose(h[0, 0], 2 * np.euler_gamma, rtol=1e-13)
+
+
+@pytest.mark.parametrize("df", [3.0, 1e6, 1e12, 1e300, np.inf])
+def test_stdtr_slope_at_large_and_infinite_df(df: float) -> None:
+    """d stdtr(df, t)/dt is the t density: at df = 1e12 the gamma-ratio form was 2e-4 off
+    (cancellation; betaln 2e-10 off at 1e6), at df = inf NaN. Oracle: scipy's t.pdf (the
+    normal pdf at inf)."""
+    t = np.array([0.3, -1.2, 2.0, 4.0])
+    want = st.norm.pdf(t) if np.isinf(df) else st.t.pdf(t, df)
+    np.testing.assert_allclose(diag(lambda u: sc.stdtr(df, u), t), want, rtol=1e-11)
+
+
+@pytest.mark.parametrize(("f", "x", "want"), [
+    pytest.param(lambda u: sc.xlogy(u[0], u[1] + 2.0), [0.0, 0.0], [[0, 0.5], [0.5, 0]],
+                 id="xlogy"),
+    pytest.param(lambda u: sc.xlog1py(u[0], u[1] + 1.0), [0.0, 0.0], [[0, 0.5], [0.5, 0]],
+                 id="xlog1py"),
+    pytest.param(lambda u: sc.xlogy(u[0], 3.0 * u[0] + 1.0), [0.0], [[6.0]], id="xlogy-same"),
+])
+def test_xlogy_hessian_at_a_zero_first_argument(f: Any, x: list[float], want: Any) -> None:
+    """The partial a/y of xlogy(a, y) was replaced by 0 wherever a = 0, so its derivative in
+    a (the mixed second derivative 1/y) was lost: a zero Hessian. Hand-derived oracles."""
+    h = sparsejac.hessian(f, np.array(x)).toarray()
+    np.testing.assert_allclose(h, want, rtol=1e-13, atol=1e-15)

@@ -126,3 +126,33 @@ def test_methods_outside_a_trace_are_scipys() -> None:
     assert not st.norm.logpdf.__func__.__code__.co_filename.startswith("<sparsejac")
     np.testing.assert_allclose(st.norm.logpdf(0.3), -0.5 * 0.09 - 0.5 * np.log(2 * np.pi),
                                rtol=1e-15)
+
+
+@pytest.mark.parametrize("df", [2.5, 1e6, np.inf])
+def test_t_density_at_large_and_infinite_df(df: float) -> None:
+    """t.pdf/logpdf at df = inf were NaN when traced (a refused trace, TraceMismatchError);
+    at large df the gamma ratio lost digits. Oracles: the derivative of the normal density
+    at inf (-y pdf, -y), central differences of scipy's values otherwise."""
+    y = np.array([0.3, -1.2, 2.0])
+    for method in ("pdf", "logpdf"):
+        def f(u: Any, m: str = method) -> Any:
+            return getattr(st.t, m)(u, df)
+
+        j = np.diag(sparsejac.jacobian(f, y).toarray())
+        if np.isinf(df):
+            want = -y * st.norm.pdf(y) if method == "pdf" else -y
+        else:
+            want = (f(y + 1e-6) - f(y - 1e-6)) / 2e-6
+        np.testing.assert_allclose(j, want, rtol=1e-7)
+
+
+def test_list_arguments_are_arrays() -> None:
+    """loc/scale/shape parameters given as lists (traced scalars among them) were a foreign
+    TypeError ('>' between list and int). Oracle: central differences of scipy's values."""
+    def f(u: Any) -> Any:
+        return st.norm.logpdf(u[:2], loc=[u[2], 1.0], scale=(2.0, u[3])) + st.gamma.pdf(
+            u[:2], [2.0, 3.0])
+
+    x = np.array([0.1, 0.2, 0.3, 1.5])
+    want = np.array([(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(4)]).T
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-7, atol=1e-9)
