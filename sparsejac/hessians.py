@@ -40,7 +40,7 @@ from sparsejac.primitives.derive import mul0_matmul
 from sparsejac.sparse_jacobian import _same_args, bind_arguments
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_args, check_callable, check_kwargs, check_subset, check_x
-from sparsejac.verifying import Verifier
+from sparsejac.verifying import Verifier, watch
 
 __all__ = ["ConstraintHessian", "LagrangianHessian", "SparseHessian", "constraint_hessian",
            "hessian", "hessian_sparsity", "lagrangian_hessian"]
@@ -173,6 +173,10 @@ class _State:
     #: for every position (CSR order), the lower-triangle position of its value: ``data[mirror]``
     #: copies each lower entry onto its upper twin (exactly symmetric; each exact to rounding)
     mirror: np.ndarray
+
+    def __post_init__(self) -> None:
+        # what f reads from globals and closures, at preparation (verifying.watch)
+        object.__setattr__(self, "watched", watch(self.call))
 
 
 def _rebuild_hessian(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any]

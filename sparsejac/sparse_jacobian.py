@@ -37,7 +37,7 @@ from sparsejac.validation import (
     check_reverse_cost,
     check_x,
 )
-from sparsejac.verifying import VERIFY_RTOL, Verifier, bind_arguments
+from sparsejac.verifying import VERIFY_RTOL, Verifier, bind_arguments, watch
 
 if TYPE_CHECKING:
     from sparsejac.operators import JacobianOperator
@@ -78,6 +78,7 @@ class _State:
     fast: tuple[Any, ...] | None = dataclasses.field(init=False, default=None)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "watched", watch(self.call))  # f's globals, now (verify)
         plan, engine = self.plan, self.plan.engine
         if (isinstance(engine, PreparedEngine) and isinstance(engine.program, Tape)
                 and engine.direct is None and plan.mode != "fd"):

@@ -8,12 +8,15 @@ evaluation, and the caller prepares again when they differ.
 
 from __future__ import annotations
 
+import dis
+import functools
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["VERIFY_RTOL", "Verifier", "bind_arguments", "param_key"]
+__all__ = ["VERIFY_RTOL", "Verifier", "bind_arguments", "changed", "param_key", "watch"]
 
 #: Relative tolerance of ``verify``: the replayed ``f(x)`` must equal a real call to this,
 #: relative to the largest |f(x)| (the replay runs the same numpy operations, so it agrees to
@@ -45,6 +48,100 @@ class _Bound:
 
     def __call__(self, x: Any, *params: Any) -> Any:
         return self.f(x, *params, *self.args, **self.kwargs)
+
+
+#: Values of globals and closure variables whose rebinding :func:`changed` notices.
+_WATCHED = (int, float, complex, str, np.generic, np.ndarray)
+
+
+def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any], ...]:
+    """The scalars, strings and arrays ``call``'s code reads from globals and closures, now.
+
+    ``f``'s own code, its nested functions and lambdas, and the plain functions of its own
+    module it calls by global name (three levels): ``(namespace or cell, name, value)``.
+    :func:`changed` tells whether any was rebound since: a threshold ``thresh = 0.5`` set
+    between calls shows there even when ``f``'s value at the check point does not change.
+
+    Examples
+    --------
+    >>> from sparsejac.verifying import changed, watch
+    >>> k = 2.0
+    >>> w = watch(lambda x: k * x)
+    >>> changed(w)
+    False
+    """
+    out: list[tuple[Any, Any, Any]] = []
+    seen: set[int] = set()
+
+    def visit(fn: Any, depth: int) -> None:
+        while isinstance(fn, (functools.partial, _Bound)):
+            fn = fn.func if isinstance(fn, functools.partial) else fn.f
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen or depth > 3:
+            return
+        seen.add(id(fn))
+        space = fn.__globals__
+        names, stored = _names(fn.__code__)
+        for name in names - stored:  # (a counter f itself updates is no change of f)
+            v = space.get(name, _MISSING)
+            if isinstance(v, _WATCHED):
+                out.append((space, name, v))
+            elif isinstance(v, types.FunctionType) and v.__module__ == fn.__module__:
+                visit(v, depth + 1)
+        cells = zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False)
+        for name, cell in cells:
+            if name in stored:
+                continue
+            try:
+                v = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if isinstance(v, _WATCHED):
+                out.append((cell, None, v))
+            else:
+                visit(v, depth + 1)
+
+    visit(call, 0)
+    return tuple(out)
+
+
+_MISSING = object()
+
+
+def _names(code: types.CodeType) -> tuple[set[str], set[str]]:
+    """The global names ``code`` reads, and the global and closure names it assigns."""
+    names = set(code.co_names)
+    stored = {i.argval for i in dis.get_instructions(code)
+              if i.opname in ("STORE_GLOBAL", "STORE_DEREF", "DELETE_GLOBAL")}
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):  # lambdas, comprehensions, nested functions
+            n, st = _names(c)
+            names |= n
+            stored |= st
+    return names, stored
+
+
+def changed(watched: tuple[tuple[Any, Any, Any], ...]) -> bool:
+    """Whether a value :func:`watch` saw was rebound (or an equal scalar replaced it: no)."""
+    for space, name, v in watched:
+        try:
+            now = space.get(name, _MISSING) if name is not None else space.cell_contents
+        except ValueError:
+            return True
+        if now is v:
+            continue
+        if isinstance(v, np.ndarray):  # rebound: to an array of the same values is no change
+            if not (isinstance(now, np.ndarray) and now.shape == v.shape
+                    and now.dtype == v.dtype and np.array_equal(now, v, equal_nan=True)):
+                return True
+            continue
+        if type(now) is not type(v):
+            return True
+        try:
+            if not bool(now == v):
+                return True
+        except (TypeError, ValueError):
+            return True
+    return False
 
 
 def _values(v: Any) -> np.ndarray | None:
@@ -107,8 +204,11 @@ class Verifier:
     def agrees_at_y(self, state: Any, recorded: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether a real call of ``f`` at ``y`` equals ``recorded``, the program's value there.
 
-        False also when ``f`` cannot be evaluated at ``y``: :meth:`agrees` then decides.
+        False also when ``f`` cannot be evaluated at ``y``: :meth:`agrees` then decides, and
+        when a global or closure value ``f`` reads was rebound (:func:`changed`).
         """
+        if changed(getattr(state, "watched", ())):
+            return False
         try:
             with np.errstate(all="ignore"):  # (outside f's domain: NaN, no warnings)
                 got = state.call(self.y.copy(), *params)
@@ -132,8 +232,11 @@ class Verifier:
         replayed once per value of ``params`` and kept, so a call without new parameter
         values costs one evaluation of ``f``. If ``f`` cannot be evaluated at ``y`` (outside
         its domain), the check uses ``x`` itself, whose replayed value is a by-product of the
-        Jacobian.
+        Jacobian. A global or closure value ``f`` reads that was rebound since the
+        preparation (:func:`changed`) is a disagreement too, wherever it shows.
         """
+        if changed(getattr(state, "watched", ())):
+            return False
         y = self.y
         try:
             with np.errstate(all="ignore"):  # (outside f's domain: NaN, no warnings)
@@ -161,8 +264,11 @@ class Verifier:
         """Whether a scalar ``f`` (a Hessian's) agrees with ``replay(point)``, its recording.
 
         At ``y`` (``w * x ** 2`` at ``x = 0`` is 0 for every ``w``), else at ``x``; the
-        recorded value at ``y`` is kept per parameter values.
+        recorded value at ``y`` is kept per parameter values; a rebound global or closure
+        value is a disagreement (:func:`changed`).
         """
+        if changed(getattr(state, "watched", ())):
+            return False
         at = self.y
         for point in (self.y, x):
             try:

@@ -187,3 +187,20 @@ def test_matmul_methods_and_comparisons_of_complex_intermediates():
         sparsejac.jacobian(lambda z: np.exp(1j * z).astype(float), x)
     with pytest.raises(AttributeError, match="not supported on a complex intermediate"):
         sparsejac.jacobian(lambda z: (z + 1j).max().real, x)
+
+
+def test_modulus_at_the_origin_has_the_abs_convention() -> None:
+    """|z| at z = 0 (np.hypot, the modulus of a complex intermediate) has derivative 0, as
+    np.abs and np.linalg.norm at 0 have; it was NaN (0/0), so the amplitude spectrum of a
+    constant signal had NaN rows. Oracle: the convention, and central differences where the
+    modulus is smooth (the spectrum's non-zero frequencies are 0 at a constant x only in
+    value; the zero frequency's row is the sign of the sum: ones)."""
+    z = np.zeros(2)
+    for f in (lambda x: np.hypot(x[0], x[1]), lambda x: np.abs(x[0] + 1j * x[1]),
+              lambda x: np.abs(x + 0j), lambda x: np.linalg.norm(x)):
+        np.testing.assert_array_equal(sparsejac.jacobian(f, z).toarray(), 0.0)
+    spectrum = sparsejac.jacobian(lambda x: np.abs(np.fft.rfft(x)), np.ones(4)).toarray()
+    np.testing.assert_array_equal(spectrum, [[1, 1, 1, 1], [0, 0, 0, 0], [0, 0, 0, 0]])
+    x = np.array([0.3, -0.4])
+    np.testing.assert_allclose(sparsejac.jacobian(lambda u: np.hypot(u[0], u[1]), x).toarray(),
+                               [[0.6, -0.8]], rtol=1e-14)

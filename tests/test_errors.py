@@ -136,7 +136,7 @@ CONVERSIONS = [
                  id="list_into_numpy_function"),
     pytest.param(lambda x: np.add(x, 1, out=GLOBAL_OUT), r"numpy\.add\(\.\.\., out=\.\.\.\)",
                  id="ufunc_out"),
-    pytest.param(lambda x: np.sum(x, out=GLOBAL_SCALAR), "a reduction with `out=`",
+    pytest.param(lambda x: np.sum(x, out=GLOBAL_SCALAR), r"numpy\.sum\(\.\.\., out=\.\.\.\)",
                  id="reduction_out"),
 ]
 

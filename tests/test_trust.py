@@ -184,6 +184,71 @@ def test_a_changed_global_is_noticed():
     assert jac.stats()["preparations"] == 2
 
 
+@pytest.mark.parametrize("where", ["global", "closure", "helper", "string", "hessian"])
+def test_a_rebound_threshold_is_noticed_where_the_check_point_cannot_see_it(where):
+    """np.where(x > thresh, x**2, x) prepared at 0 and thresh changed from 10 to 0.5: f's
+    value at the check point near 0 is the same for both, so the replay kept the old
+    branch at x = 1, 2, 3 (a silently wrong diagonal 1 instead of 2x). A rebound global or
+    closure value f reads (its helpers' too) now prepares again. Oracle: 2x by hand."""
+    scope = {"np": np, "thresh": 10.0, "how": "square"}
+    exec("def helper(x):\n    return np.where(x > thresh, x ** 2, x)\n"
+         "def g(x):\n    return np.where(x > thresh, x ** 2, x)\n"
+         "def via(x):\n    return helper(x) * 1.0\n"
+         "def by_name(x):\n    return x ** 2 if how == 'square' else x\n"
+         "def energy(x):\n    return np.sum(g(x) * x)\n", scope)
+    box = [10.0]
+    cell_thresh = 10.0
+
+    def closure(x):
+        return np.where(x > cell_thresh, x ** 2, x)
+
+    f = {"global": scope["g"], "closure": closure, "helper": scope["via"],
+         "string": scope["by_name"], "hessian": scope["energy"]}[where]
+    x = np.array([1.0, 2.0, 3.0])
+    if where == "hessian":
+        hess = sparsejac.SparseHessian(f, np.zeros(3))
+        hess(x)
+        scope["thresh"] = 0.5
+        np.testing.assert_array_equal(hess(x).diagonal(), 6 * x)  # d2(x**3)/dx2
+        return
+    jac = sparsejac.SparseJacobian(f, np.zeros(3))
+    if where != "string":
+        np.testing.assert_array_equal(jac(x).diagonal(), np.ones(3))
+    scope["thresh"] = 0.5
+    scope["how"] = "identity" if where == "string" else "square"
+    cell_thresh = 0.5
+    box[0] = 0.5
+    want = np.ones(3) if where == "string" else 2 * x
+    np.testing.assert_array_equal(jac(x).diagonal(), want)
+    assert jac.stats()["preparations"] == 2
+
+
+def test_a_call_counter_or_an_equal_rebinding_prepares_nothing_again():
+    """What f updates itself (`global ncalls; ncalls += 1`, a nonlocal counter) is not a
+    change of f, nor an array global rebound to equal values each step: one preparation."""
+    scope = {"np": np, "ncalls": 0, "P": np.array([1.0, 2.0])}
+    exec("def f(x):\n    global ncalls\n    ncalls += 1\n    return P[0] * x ** 2\n", scope)
+
+    def counting():
+        c = 0
+
+        def g(x):
+            nonlocal c
+            c += 1
+            return x ** 3
+        return g
+
+    for f in (scope["f"], counting()):
+        jac = sparsejac.SparseJacobian(f, np.ones(3))
+        for i in range(4):
+            scope["P"] = np.array([1.0, 2.0])
+            jac(np.full(3, i + 1.0))
+        assert jac.stats()["preparations"] == 1
+    scope["P"] = np.array([3.0, 2.0])
+    np.testing.assert_array_equal(
+        sparsejac.SparseJacobian(scope["f"], np.ones(3))(np.ones(3)).diagonal(), [6.0] * 3)
+
+
 @pytest.mark.parametrize("mode", EXACT_MODES)
 def test_a_parameter_sweep_through_a_dict_at_a_special_point(mode):
     """p["a"] * sin(x) at x = 0 has the same value for every a, not the same derivative."""

@@ -322,6 +322,24 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         return complex_pairs.pair_function(func, args, kwargs)
     if entry is None:
         raise UnsupportedPrimitiveError(public_name(func))
+    out = kwargs.get("out")
+    if out is not None and not isinstance(out, tuple):
+        # computed, then written into `out` (a buffer made in f, or a slice of one) as numpy
+        # does, and `out` returned: a rule need not know `out=` (one that ignored it left the
+        # buffer unwritten: a silently zero Jacobian)
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        res = _refuse_complex(entry.handler(*args, **kwargs), entry.name)
+        if not isinstance(out, Tracer) and isinstance(res, Tracer) and not res._var.is_const:
+            raise TracedConversionError(
+                f"{entry.name}(..., out=...) writes a traced result into a plain numpy array, "
+                "which would lose its dependence on x; drop `out=` or make the output inside "
+                "f (np.zeros(shape), np.empty_like(x))."
+            )
+        if np.shape(res) != np.shape(out):
+            raise ValueError(f"{entry.name}: `out` has shape {np.shape(out)}, but the result "
+                             f"has shape {np.shape(res)}")
+        out[...] = res
+        return out
     return _refuse_complex(entry.handler(*args, **kwargs), entry.name)
 
 

@@ -164,25 +164,48 @@ def _holds_tracer(obj: Any) -> bool:
     return False
 
 
-def _array(obj: Any, dtype: Any = None, *args: Any, copy: Any = True, like: Any = None,
-           **kwargs: Any) -> Any:
+def _array(obj: Any, dtype: Any = None, *args: Any, copy: Any = True, order: Any = "K",
+           like: Any = None, **kwargs: Any) -> Any:
     if not _holds_tracer(obj):
         trace = find_trace([like])
-        return wrap_const(trace, np.array(obj, dtype=dtype))
+        return wrap_const(trace, np.array(obj, dtype=dtype, order=order))
     res = as_traced_array(obj, dtype)
-    return np.copy(res) if copy and res is obj else res
+    res = np.copy(res) if copy and res is obj else res
+    return _in_layout(res, order)
 
 
-def _asarray(obj: Any, dtype: Any = None, *args: Any, like: Any = None, **kwargs: Any) -> Any:
-    return _array(obj, dtype, copy=False, like=like)
+def _in_layout(res: Any, order: Any) -> Any:
+    """``res``, copied into ``order``'s memory layout ("C" or "F") unless it has it.
+
+    What numpy does, and what ``ravel(order="K")`` after it reads (the traced value has the
+    layout numpy's would have).
+    """
+    if order not in ("C", "F") or not isinstance(res, Tracer):
+        return res
+    value = res._var.value
+    if isinstance(value, np.ndarray) and (
+            value.flags.c_contiguous if order == "C" else value.flags.f_contiguous):
+        return res
+    return np.copy(res, order=order)
+
+
+def _as_layout(order: Any) -> Any:
+    def handler(obj: Any, dtype: Any = None, *args: Any, like: Any = None,
+                **kwargs: Any) -> Any:
+        want = order if order is not None else kwargs.get("order", args[0] if args else None)
+        return _in_layout(_array(obj, dtype, copy=False, like=like), want)
+
+    return handler
 
 
 register_function(np.array, family="creation", via="stack | constant",
                   note="with `like=x`; plain np.array(traced) is refused")(_array)
-_AS_ARRAY: tuple[Any, ...] = (np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
-for _f in _AS_ARRAY:
-    register_function(_f, family="creation", via="identity",
-                      note="with `like=x`; plain np.asarray(traced) is refused")(_asarray)
+_AS_ARRAY: tuple[tuple[Any, Any], ...] = ((np.asarray, None), (np.asanyarray, None),
+                                          (np.ascontiguousarray, "C"), (np.asfortranarray, "F"))
+for _as, _order in _AS_ARRAY:
+    register_function(_as, family="creation", via="identity",
+                      note="with `like=x`; plain np.asarray(traced) is refused")(
+                          _as_layout(_order))
 
 
 # -- queries that need no tracing -----------------------------------------------------------

@@ -354,10 +354,14 @@ def adjugate(a: np.ndarray) -> np.ndarray:
 
     ``a = U S Vᵀ`` gives ``adj(a) = det(V) V adj(S) det(U) Uᵀ`` with
     ``adj(S)_ii = prod_{j≠i} s_j`` (products from both sides, no division). A traced ``a``
-    (a recorded reverse sweep, second order) uses ``det(a) inv(a)``: exact away from singular
-    matrices, whose second derivatives it leaves non-finite.
+    (a recorded reverse sweep, second order) of size up to 3 uses the cofactors, polynomials
+    exact everywhere; a larger one ``det(a) inv(a)``: exact away from singular matrices, where
+    numpy's inverse raises ``LinAlgError``.
     """
     if isinstance(a, Tracer):
+        n = a.shape[-1]
+        if n <= 3:
+            return _cofactor_adjugate(a, n)
         return np.linalg.det(a)[..., None, None] * np.linalg.inv(a)
     u, s, vh = np.linalg.svd(a)
     n = s.shape[-1]
@@ -368,6 +372,21 @@ def adjugate(a: np.ndarray) -> np.ndarray:
     adj_s = left * right if n else s
     sign = np.linalg.det(u) * np.linalg.det(vh)
     return np.asarray(sign[..., None, None] * (_mT(vh) * adj_s[..., None, :]) @ _mT(u))
+
+
+def _cofactor_adjugate(a: Any, n: int) -> Any:
+    """``adj(a)`` of a traced stack of 1×1, 2×2 or 3×3 matrices from its cofactors."""
+    if n == 1:
+        return a * 0.0 + 1.0
+    if n == 2:
+        rows = [[a[..., 1, 1], -a[..., 0, 1]], [-a[..., 1, 0], a[..., 0, 0]]]
+    else:
+        def cof(i: int, j: int) -> Any:  # the (i, j) cofactor, by the cyclic rule
+            i1, i2, j1, j2 = (i + 1) % 3, (i + 2) % 3, (j + 1) % 3, (j + 2) % 3
+            return a[..., i1, j1] * a[..., i2, j2] - a[..., i1, j2] * a[..., i2, j1]
+
+        rows = [[cof(j, i) for j in range(3)] for i in range(3)]  # adj = cofactorsᵀ
+    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
 
 
 class Det(MatrixFunction):

@@ -257,11 +257,14 @@ def arctan2_b(a: Any, b: Any, out: Any) -> Any:
 
 
 def hypot_a(a: Any, b: Any, out: Any) -> Any:
-    return a / out
+    # 0 at the origin, the convention of abs and norm (a complex modulus is a hypot too)
+    zero = np.equal(out, 0)
+    return np.where(zero, 0.0, a / np.where(zero, 1.0, out))
 
 
 def hypot_b(a: Any, b: Any, out: Any) -> Any:
-    return b / out
+    zero = np.equal(out, 0)
+    return np.where(zero, 0.0, b / np.where(zero, 1.0, out))
 
 
 def logaddexp_a(a: Any, b: Any, out: Any) -> Any:

@@ -495,13 +495,19 @@ class Tracer:
         return np.round(self, decimals, out=out)
 
     def copy(self, order: str = "C") -> Any:
-        """As :meth:`numpy.ndarray.copy`: a traced copy."""
-        return np.copy(self)
+        """As :meth:`numpy.ndarray.copy`: a traced copy, in ``order``'s memory layout.
+
+        The layout matters to ``ravel(order="K")`` and ``reshape(..., order="A")`` after it.
+        """
+        np_copy: Any = np.copy  # (numpy's overloads want a literal order)
+        return np_copy(self, order=order)
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> Any:
-        """As :meth:`numpy.ndarray.astype`."""
-        return registry().astype(self, dtype)
+        """As :meth:`numpy.ndarray.astype` (``order`` sets the result's memory layout)."""
+        res = registry().astype(self, dtype)
+        np_copy: Any = np.copy
+        return res if order in ("K", "A") else np_copy(res, order=order)
 
     def fill(self, value: Any) -> None:
         """As :meth:`numpy.ndarray.fill`: set every element."""

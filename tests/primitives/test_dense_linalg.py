@@ -318,3 +318,32 @@ def test_lists_of_traced_values_reach_the_rules(name: str, f: Any) -> None:
                      for e in np.eye(3)]).T
     got = sparsejac.jacobian(f, x).toarray()
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-7, atol=1e-9, err_msg=name)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_det_hessian_at_singular_matrices(n: int) -> None:
+    """det is a polynomial: its Hessian exists everywhere. The second-order rule used
+    det(A) inv(A), which raised numpy's LinAlgError at a singular matrix (the zero matrix, a
+    common start). Oracle: the Hessian of the Leibniz formula, by hand: d2 det / da_ij da_kl
+    is the signed (n-2)-minor without rows i, k and columns j, l."""
+    def f(u: Any) -> Any:
+        return np.linalg.det(u.reshape(n, n))
+
+    for a in (np.zeros((n, n)), np.ones((n, n)), np.arange(float(n * n)).reshape(n, n)):
+        want = np.zeros((n * n, n * n))
+        for i in range(n):
+            for j in range(n):
+                for k in range(n):
+                    for m in range(n):
+                        if i == k or j == m:
+                            continue
+                        rows = [r for r in range(n) if r not in (i, k)]
+                        cols = [c for c in range(n) if c not in (j, m)]
+                        minor = np.linalg.det(a[np.ix_(rows, cols)]) if rows else 1.0
+                        # sign of the permutation placing (i, j), (k, m) first
+                        sign = (-1) ** (i + j + k + m) * (1 if (i < k) == (j < m) else -1)
+                        want[i * n + j, k * n + m] = sign * minor
+        got = sparsejac.hessian(f, a.ravel()).toarray()
+        np.testing.assert_allclose(got, want, atol=1e-12)
+        np.testing.assert_allclose(sparsejac.SparseHessian(f, np.eye(n).ravel() * 2)(
+            a.ravel()).toarray(), want, atol=1e-12)

@@ -199,6 +199,16 @@ _MEMORY_ORDER = {
     "flipped.T.ravel(A)": lambda u: u.reshape(3, 4)[::-1].T.ravel("A") ** 2,
     "empty_like(T).ravel(K)": lambda u: _filled(np.empty_like(u.reshape(3, 4).T),
                                                 u.reshape(3, 4).T ** 2).ravel("K"),
+    # calls that set the layout: the traced value must have numpy's
+    "ascontiguousarray(T).ravel(K)": lambda u: np.ascontiguousarray(
+        u.reshape(3, 4).T, like=u).ravel("K") * np.arange(12.0),
+    "copy(F).ravel(K)": lambda u: u.reshape(3, 4).copy(order="F").ravel("K") ** 2,
+    "T.copy().ravel(K)": lambda u: u.reshape(3, 4).T.copy().ravel("K") ** 2,
+    "asfortranarray.ravel(K)": lambda u: np.asfortranarray(u.reshape(3, 4), like=u).ravel(
+        "K") ** 2,
+    "array(F).ravel(A)": lambda u: np.array(u.reshape(3, 4), order="F", like=u).ravel("A") * u,
+    "asarray(T, C).reshape(A)": lambda u: np.asarray(u.reshape(3, 4).T, order="C", like=u
+                                                     ).reshape(-1, order="A") ** 2,
 }
 
 
@@ -224,3 +234,64 @@ def test_memory_order_ravel_and_reshape_follow_the_layout(name):
     y = x + 0.5
     np.testing.assert_allclose(sparsejac.SparseJacobian(f, x)(y).toarray(),
                                approx_derivative(f, y, method="cs"), rtol=1e-12)
+
+
+def test_memory_layout_calls_at_a_point_of_equal_values():
+    """At x = ones a permuted read has the same values: only the layout tells. A copy in
+    Fortran order read with order="K" selected the identity (a silently wrong Jacobian and
+    pattern that the value check could not catch there). Hand-derived oracle."""
+    perm = np.arange(12).reshape(3, 4).ravel(order="F")
+    want = np.zeros((12, 12))
+    want[np.arange(12), perm] = 2.0
+    for f in (_MEMORY_ORDER["copy(F).ravel(K)"],
+              lambda u: u.reshape(3, 4).astype(float, order="F").ravel("K") ** 2):
+        np.testing.assert_array_equal(sparsejac.jacobian(f, np.ones(12)).toarray(), want)
+        np.testing.assert_array_equal(sparsejac.jacobian_sparsity(f, np.ones(12)).toarray(),
+                                      want != 0)
+
+
+@pytest.mark.parametrize("name", ["concatenate", "stack", "take", "compress", "quantile",
+                                  "cumsum_view"])
+def test_out_argument_fills_a_buffer_made_in_f(name):
+    """``out=`` of a numpy function (not a ufunc) into a buffer made in f: numpy writes the
+    result there and returns it. The rules ignored it (concatenate, stack: an unwritten
+    buffer, a zero Jacobian and an empty pattern at some x, an internal IndexError at others;
+    take, compress: numpy's casting TypeError; quantile: a misleading refusal). Oracle:
+    central differences of numpy's f."""
+    def f(u):
+        if name == "concatenate":
+            out = np.zeros(2 * u.size)
+            np.concatenate([u, u ** 2], out=out)
+        elif name == "stack":
+            out = np.zeros((2, u.size))
+            np.stack([u, u ** 2], out=out)
+        elif name == "take":
+            out = np.empty(3)
+            r = np.take(u, [0, 2, 2], out=out)
+            return out * r
+        elif name == "compress":
+            out = np.ones(2)
+            np.compress([True, False, True, False], u, out=out)
+        elif name == "quantile":
+            out = np.zeros(2)
+            np.quantile(u, [0.2, 0.8], out=out)
+        else:
+            out = np.zeros(6)
+            np.cumsum(u, out=out[1:5])
+        return out
+
+    x = np.array([0.3, -1.2, 0.7, 2.0])
+    want = np.array([(f(x + 1e-6 * e) - f(x - 1e-6 * e)).ravel() / 2e-6 for e in np.eye(4)]).T
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, atol=1e-8)
+    pattern = sparsejac.jacobian_sparsity(f, x).toarray()
+    assert pattern[np.abs(want) > 1e-8].all()
+    np.testing.assert_allclose(sparsejac.SparseJacobian(f, x)(x).toarray(), want, atol=1e-8)
+
+
+def test_out_argument_of_the_wrong_shape_or_a_plain_array():
+    """numpy's shape check, and a plain array made outside f refused with the call named."""
+    glob = np.zeros(6)
+    with pytest.raises(ValueError, match=r"numpy\.concatenate: `out` has shape \(4,\)"):
+        sparsejac.jacobian(lambda u: np.concatenate([u, u], out=np.zeros(4)), np.ones(3))
+    with pytest.raises(sparsejac.TracedConversionError, match=r"numpy\.concatenate\(\.\.\., out"):
+        sparsejac.jacobian(lambda u: np.concatenate([u, u], out=glob), np.ones(3))
