@@ -301,3 +301,37 @@ def test_type_dependent_branches_are_refused():
     with pytest.raises(sparsejac.TraceMismatchError):
         sparsejac.hessian(lambda y: np.sum(y ** 2) if isinstance(y, np.ndarray) else
                           np.sum(y), x)
+
+
+@pytest.mark.parametrize("name", ["mixed constants", "dtype", "asarray dtype", "list of arrays",
+                                  "ndmin", "where list", "outer list", "interp fp list",
+                                  "isnan", "order F"])
+def test_lists_of_traced_values_become_traced_arrays(name, rng):
+    """np.array/np.asarray of a list holding traced values (constants among them), and such a
+    list given to a traced call, are the arrays numpy makes. Before: numpy's object loops
+    failed on the constants ('float has no callable cos method'), `f` 'returned dtype object'
+    for np.where/np.outer of a list, dtype=float was refused. Oracle: central differences of
+    numpy's f, and its output's shape."""
+    fs = {
+        "mixed constants": lambda u: np.cos(np.array([u[0], 0.0, u[1]])) * u[2],
+        "dtype": lambda u: np.array([u[0], u[1] ** 2], dtype=float),
+        "asarray dtype": lambda u: np.asarray([u[0], 2.0], dtype=np.float64) * u[:2],
+        "list of arrays": lambda u: np.array([u[:2], u[2:4] ** 2]),
+        "ndmin": lambda u: np.array([u[0], u[1]], ndmin=3),
+        "where list": lambda u: np.where(np.array([True, False, True]), u[:3],
+                                         [u[1], u[0], 2.0]),
+        "outer list": lambda u: np.outer([u[1], u[0]], u[:3]),
+        "interp fp list": lambda u: np.interp(u[:2], [0.0, 1.0, 5.0], [0.0, u[3], 3.0]),
+        "isnan": lambda u: np.where(np.isnan(np.array([u[1], u[0]])), 0.0, u[:2]),
+        "order F": lambda u: np.array([[u[0], u[1]], [u[2], u[3]]], order="F").ravel("K"),
+    }
+    f = fs[name]
+    x = rng.uniform(0.5, 1.5, 4)
+    want = np.array([(np.asarray(f(x + 1e-6 * e)) - np.asarray(f(x - 1e-6 * e))).ravel() / 2e-6
+                     for e in np.eye(4)]).T
+    got = sparsejac.jacobian(f, x).toarray()
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+    from sparsejac.tracing import trace
+    assert trace(f, x).out.shape == np.shape(f(x))
+    np.testing.assert_allclose(sparsejac.SparseJacobian(f, x)(x).toarray(), want, rtol=1e-7,
+                               atol=1e-9)

@@ -125,10 +125,6 @@ CONVERSIONS = [
     pytest.param(lambda x: np.array(x.tolist()), r"\.tolist\(\) of a traced array",
                  id="tolist"),
     pytest.param(lambda x: np.asarray(x) * 2, r"np\.asarray / np\.array", id="asarray"),
-    pytest.param(lambda x: np.array([x[0], x[1]], dtype=float), r"Drop `dtype=`",
-                 id="array_of_list_with_dtype"),
-    pytest.param(lambda x: np.array([x[:2], x[2:]]), r"np\.asarray / np\.array",
-                 id="array_of_list_of_arrays"),
     # a plain array made outside f (a module-level constant) cannot receive or hold traces
     pytest.param(lambda x: ONES_2X4.dot(x), r"A @ y or np\.dot\(A, y\)",
                  id="ndarray_dot_method"),

@@ -316,6 +316,10 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
             func = func.__wrapped__
         entry = FUNCTIONS.get(func)
     args = tuple(lift_objects(a) for a in args)
+    if func not in _TAKES_SEQUENCES:
+        args = tuple(_lift_scalars(a) for a in args)
+        if any(isinstance(v, (list, tuple)) for v in kwargs.values()):
+            kwargs = {k: _lift_scalars(v) for k, v in kwargs.items()}
     from sparsejac.primitives import complex_pairs
 
     if complex_pairs.involves_complex(args, kwargs):  # complex intermediates: real pairs
@@ -341,6 +345,34 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         out[...] = res
         return out
     return _refuse_complex(entry.handler(*args, **kwargs), entry.name)
+
+
+#: Functions whose list argument is a sequence of arrays (0-d ones too), not one array.
+_TAKES_SEQUENCES = frozenset({
+    np.stack, np.concatenate, np.concat, np.hstack, np.vstack, np.dstack, np.column_stack,
+    np.block, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays, np.meshgrid,
+    np.ix_, np.einsum, np.linalg.multi_dot, np.choose, np.select, np.piecewise, np.lexsort})
+
+
+def _lift_scalars(a: Any) -> Any:
+    """A (nested) list of scalars holding traced ones as one traced array.
+
+    ``[y[1], y[0], 2.0]`` is what numpy's ``asarray`` would make of it, had it values. Lists
+    of arrays stay lists (``np.concatenate([a, b])`` takes a sequence).
+    """
+    if isinstance(a, (list, tuple)) and _holds_tracer(a) and _scalar_leaves(a):
+        from sparsejac.primitives.creation import as_traced_array
+
+        return as_traced_array(a)
+    return a
+
+
+def _scalar_leaves(a: Any) -> bool:
+    if isinstance(a, (list, tuple)):
+        return all(_scalar_leaves(v) for v in a)
+    if isinstance(a, Tracer):
+        return a.shape == ()
+    return isinstance(a, (int, float, np.generic)) and not isinstance(a, (bool, np.bool_))
 
 
 def _lift_array_like(a: Any) -> Any:

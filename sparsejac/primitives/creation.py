@@ -171,6 +171,9 @@ def _array(obj: Any, dtype: Any = None, *args: Any, copy: Any = True, order: Any
         return wrap_const(trace, np.array(obj, dtype=dtype, order=order))
     res = as_traced_array(obj, dtype)
     res = np.copy(res) if copy and res is obj else res
+    ndmin = int(kwargs.get("ndmin", 0))
+    if res.ndim < ndmin:
+        res = res.reshape((1,) * (ndmin - res.ndim) + res.shape)
     return _in_layout(res, order)
 
 

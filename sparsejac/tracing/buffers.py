@@ -43,12 +43,44 @@ __all__ = ["CREATORS", "buffers_traced"]
 CREATORS: tuple[str, ...] = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like",
                              "empty_like", "full_like")
 
+#: numpy's converters: called from f's code with a list or tuple holding traced values
+#: (``np.array([y[0], 0.0, y[1]])``), they give one traced array, as the tracer's rule for
+#: ``np.array(..., like=x)`` does; anything else goes to numpy unchanged.
+LIFTERS: tuple[str, ...] = ("array", "asarray", "asanyarray")
+
 _LOCK = threading.RLock()  # re-entered by nested imports of numba's modules
 _ACTIVE = [0]  # traces running in this process
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
 
 
-def _from_user_code() -> bool:
+def _holds_tracer(obj: Any, depth: int = 4) -> bool:
+    from sparsejac.tracing.tracer import Tracer
+
+    if isinstance(obj, Tracer):
+        return True
+    return depth > 0 and isinstance(obj, (list, tuple)) and any(
+        _holds_tracer(o, depth - 1) for o in obj)
+
+
+def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    def convert(*args: Any, **kwargs: Any) -> Any:
+        obj = args[0] if args else kwargs.get("object", kwargs.get("a"))
+        trace = current_trace()
+        if (trace is not None and not trace.closed and isinstance(obj, (list, tuple))
+                and _holds_tracer(obj) and _from_user_code(LIFTERS)):
+            from sparsejac.tracing.hooks import registry
+
+            return registry().function(original, args, kwargs)
+        return original(*args, **kwargs)
+
+    convert.__name__ = convert.__qualname__ = name
+    convert.__doc__ = original.__doc__
+    convert.__wrapped__ = original  # type: ignore[attr-defined]
+    convert.sparsejac_buffer_wrapper = True  # type: ignore[attr-defined]
+    return convert
+
+
+def _from_user_code(names: tuple[str, ...] = CREATORS) -> bool:
     """Whether the creation call comes from the traced function's code (not a library's).
 
     The calling frame must be the user's (:func:`~sparsejac.tracing.callers.user_frame`) and
@@ -58,17 +90,17 @@ def _from_user_code() -> bool:
     one would reach code that casts it to an ndarray unchecked).
     """
     frame = sys._getframe(2)
-    return user_frame(frame) and _calls_a_creator(frame)
+    return user_frame(frame) and _calls_a_creator(frame, names)
 
 
-def _calls_a_creator(frame: Any) -> bool:
-    """Whether ``frame``'s current call is of a creation function (True where unknown)."""
+def _calls_a_creator(frame: Any, names: tuple[str, ...] = CREATORS) -> bool:
+    """Whether ``frame``'s current call is of one of ``names`` (True where unknown)."""
     how = _callee(frame.f_code, frame.f_lasti)
     if how is None:
         return True  # no positions in the bytecode: as before, the frame's call
     kind, name = how
     if kind == "attr":  # np.zeros(n), xp.zeros(n)
-        return name in CREATORS
+        return name in names
     for space in (frame.f_locals, frame.f_globals, vars(builtins)):
         if name in space:  # zeros(n) after `zeros = np.zeros` inside f
             return getattr(space[name], "sparsejac_buffer_wrapper", False) is True
@@ -144,6 +176,10 @@ def buffers_traced() -> Iterator[None]:
                 original = getattr(np, name)
                 _ORIGINALS[name] = original
                 setattr(np, name, _wrapper(name, original))
+            for name in LIFTERS:
+                original = getattr(np, name)
+                _ORIGINALS[name] = original
+                setattr(np, name, _lifter(name, original))
             sys.meta_path.insert(0, _NUMBA_IMPORTS)
         _ACTIVE[0] += 1
     try:
