@@ -335,3 +335,57 @@ def test_lists_of_traced_values_become_traced_arrays(name, rng):
     assert trace(f, x).out.shape == np.shape(f(x))
     np.testing.assert_allclose(sparsejac.SparseJacobian(f, x)(x).toarray(), want, rtol=1e-7,
                                atol=1e-9)
+
+
+def test_copy_of_a_constant_made_in_f_is_a_buffer():
+    """rates = np.copy(k); rates[0] *= y[0] * y[1] (a kinetics idiom) was refused as a store
+    into a plain array; k.copy() stays plain and its refusal says what to write. Oracle:
+    by hand, d(rates * y)."""
+    k = np.array([1.0, 2.0, 3.0])
+
+    def f(y):
+        rates = np.copy(k)
+        rates[0] *= y[0] * y[1]
+        return rates * y
+
+    y = np.array([1.0, 2.0, 3.0])
+    want = np.diag(k).astype(float)
+    want[0] = [2 * y[0] * y[1], y[0] ** 2, 0.0]
+    np.testing.assert_array_equal(sparsejac.jacobian(f, y).toarray(), want)
+    assert np.array_equal(k, [1.0, 2.0, 3.0])  # the constant is untouched
+
+    def g(y):
+        rates = k.copy()
+        rates[0] *= y[0] * y[1]
+        return rates * y
+
+    with pytest.raises(sparsejac.TracedConversionError, match=r"np\.copy\(k\)"):
+        sparsejac.jacobian(g, y)
+
+
+def test_an_index_computed_from_x_into_a_plain_table():
+    """table[i] with i = floor(x[0]) (a piecewise-constant lookup): numpy asks the integer
+    scalar for its value, which has zero derivative: followed at x by a one-off Jacobian,
+    ConcretizationError for a global pattern (numpy's IndexError before). Oracle: by hand."""
+    table = np.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        i = np.minimum(np.floor(x[0]), 2).astype(int)
+        return x * table[i]
+
+    x = np.array([1.5, 2.0, 3.0])
+    np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), 2.0 * np.eye(3))
+    with pytest.raises(sparsejac.ConcretizationError, match="index"):
+        sparsejac.SparseJacobian(f, x)
+
+
+def test_linspace_ends_from_a_parameter():
+    """np.linspace(0, t, n) with the ODE time t (a parameter, not x) was concretised: a
+    ConcretizationError. Oracle: d(y * linspace(0, t, n))/dy = diag(linspace(0, t, n))."""
+    def rhs(t, y):
+        return y * np.linspace(0.0, t, y.size)
+
+    jac = sparsejac.ode_jacobian(rhs, 0.5, np.ones(3), format="csr")
+    for t in (0.5, 2.0):
+        np.testing.assert_allclose(jac(t, np.ones(3)).toarray(),
+                                   np.diag(np.linspace(0.0, t, 3)), rtol=1e-15)

@@ -73,10 +73,6 @@ for _f in (np.zeros, np.ones, np.empty, np.arange, np.identity, np.eye):
                       )(_with_like(_f))
 
 
-def _active(a: Any) -> bool:
-    return isinstance(a, Tracer) and a._var.active
-
-
 @register_function(np.full, family="creation", via="constant | gather",
                    note="a traced fill value is broadcast")
 def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *,
@@ -113,7 +109,7 @@ def _stacked(v: Any) -> Any:
 def _linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True,
               retstep: bool = False, dtype: Any = None, axis: int = 0, *,
               device: Any = None, like: Any = None) -> Any:
-    if not (_active(start) or _active(stop)):
+    if not (_varies(start) or _varies(stop)):  # (a parameter such as ODE time t varies too)
         return _with_like(np.linspace)(start, stop, num, endpoint=endpoint, retstep=retstep,
                                        dtype=dtype, axis=axis, like=like)
     # numpy: y = start + k * step, step = (stop - start) / div, and y[-1] = stop exactly

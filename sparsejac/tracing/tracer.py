@@ -189,6 +189,10 @@ class Tracer:
         site = library_caller()
         if site is not None:
             raise TracedConversionError(library_message(site))
+        if self._var.shape == () and self._var.dtype.kind in "biu" and dtype is None:
+            # an integer scalar (an index computed from x: table[i] of a plain table asks
+            # numpy to convert i) has zero derivative: its value, as int() and __index__ give
+            return np.asarray(self._concrete_zero_derivative("use as an index or integer"))
         if self._var.shape == () and dtype is None and copy is not False:
             # np.array([a, b]) of traced scalars: numpy builds an object array holding the
             # Tracers; numpy's object loops keep them traced, and the array is lifted back to
@@ -211,7 +215,8 @@ class Tracer:
         raise TracedConversionError(
             f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array "
             "(np.asarray / np.array, or assignment into a plain array made outside f, e.g. a "
-            "global buffer, or by `zeros(n)` after `from numpy import zeros`, which the tracer "
+            "global buffer, or into a copy of one (k.copy(), k * 1.0: write np.copy(k)), or "
+            "made by `zeros(n)` after `from numpy import zeros`, which the tracer "
             "cannot see: write np.zeros). That would lose its dependence on x. Drop the "
             "np.asarray call "
             "(the traced array already behaves like an ndarray), and create output arrays "
@@ -250,9 +255,10 @@ class Tracer:
                 "dependence (math.exp, math.sin ... call float(): use np.exp, np.sin); keep "
                 "the computation in numpy (e.g. y[0] instead of float(y[0])). numpy also calls "
                 "float() to store a traced element into a plain array made outside f (out[i] = "
-                "y with a global out); create such arrays inside f (np.zeros(n) there is "
-                "traceable) or from x: out = np.zeros_like(x), np.empty_like(x), or "
-                "np.zeros(shape, like=x)."
+                "y with a global out) or into a copy of one (k.copy(), k * 1.0); create such "
+                "arrays inside f with numpy's creators (np.zeros(n), np.copy(k), "
+                "np.array(k, like=x) are traceable) or from x: out = np.zeros_like(x), "
+                "np.empty_like(x), or np.zeros(shape, like=x)."
             )
         return self._concrete_zero_derivative(what)
 
