@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,13 @@ import scipy.sparse as sp
 
 from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import elementwise as _ew
-from sparsejac.primitives.core import bind, find_trace, register_function, wrap_const
+from sparsejac.primitives.core import (
+    bind,
+    find_trace,
+    register_function,
+    register_ufunc,
+    wrap_const,
+)
 from sparsejac.primitives.linalg import _norm
 from sparsejac.primitives.linear import apply_sparse_map
 from sparsejac.tracing.tracer import Tracer, concretize
@@ -451,3 +457,78 @@ def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: An
         res = np.reshape(res, tuple(1 if i in axes else s for i, s in enumerate(np.shape(x))))
     return res
 
+
+
+# -- numpy 2's array-API spellings of supported functions -----------------------------------------
+
+
+def _array_api(func: Any, via: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return register_function(func, family="linalg", via=f"composite: {via}",
+                             note="numpy 2's array-API spelling")
+
+
+@_array_api(np.linalg.matmul, "matmul")
+def _la_matmul(x1: Any, x2: Any, /) -> Any:
+    return np.matmul(x1, x2)
+
+
+@_array_api(np.linalg.outer, "outer")
+def _la_outer(x1: Any, x2: Any, /) -> Any:
+    if np.ndim(x1) != 1 or np.ndim(x2) != 1:
+        raise ValueError("Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={np.ndim(x1)} and x2.ndim={np.ndim(x2)}.")
+    return np.outer(x1, x2)
+
+
+@_array_api(np.linalg.vecdot, "multiply, sum")
+def _la_vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    return np.sum(np.multiply(x1, x2), axis=axis)
+
+
+@_array_api(np.linalg.trace, "trace over the last two axes")
+def _la_trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    return np.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+@_array_api(np.linalg.diagonal, "diagonal of the last two axes")
+def _la_diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    return np.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+@_array_api(np.linalg.cross, "cross")
+def _la_cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    if np.shape(x1)[axis] != 3 or np.shape(x2)[axis] != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
+                         f"they are {np.shape(x1)[axis]} and {np.shape(x2)[axis]} dimensional "
+                         "instead.")
+    return np.cross(x1, x2, axis=axis)
+
+
+@_array_api(np.linalg.matrix_transpose, "matrix_transpose")
+def _la_matrix_transpose(x: Any, /) -> Any:
+    return np.matrix_transpose(x)
+
+
+@_array_api(np.linalg.tensordot, "tensordot")
+def _la_tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Any:
+    return np.tensordot(x1, x2, axes=axes)
+
+
+def _vec_ufunc(name: str) -> Any:
+    def handler(x1: Any, x2: Any, **kwargs: Any) -> Any:
+        if set(kwargs) - {"out"} or kwargs.get("out") is not None:
+            raise UnsupportedPrimitiveError(f"numpy.{name}", f"keyword arguments {sorted(kwargs)}")
+        if name == "vecdot":  # (n),(n)->() (real: no conjugate)
+            return np.sum(np.multiply(x1, x2), axis=-1)
+        if name == "matvec":  # (m,n),(n)->(m)
+            return np.matmul(x1, np.expand_dims(x2, -1))[..., 0]
+        return np.matmul(np.expand_dims(x1, -2), x2)[..., 0, :]  # vecmat: (n),(n,m)->(m)
+
+    return handler
+
+
+for _name in ("vecdot", "matvec", "vecmat"):
+    if hasattr(np, _name):
+        register_ufunc(getattr(np, _name), "__call__", _vec_ufunc(_name), family="linalg",
+                       via="composite: multiply, sum | matmul",
+                       note="numpy 2's vector products")

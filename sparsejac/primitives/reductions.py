@@ -512,18 +512,24 @@ def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims
 
 @register_function(np.var, family="reductions", via="composite: sum")
 def _var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
-         keepdims: Any = False, **kw: Any) -> Any:
+         keepdims: Any = False, *, mean: Any = None, correction: Any = None, **kw: Any) -> Any:
     _check_plain("numpy.var", **kw)
-    dev = a - np.mean(a, axis=axis, keepdims=True)
+    if correction is not None:  # numpy 2's array-API name of ddof
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    centre = np.mean(a, axis=axis, keepdims=True) if mean is None else mean
+    dev = a - centre
     res = np.sum(dev * dev, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
     return _finish(res, out)
 
 
 @register_function(np.std, family="reductions", via="composite: sum, sqrt")
 def _std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
-         keepdims: Any = False, **kw: Any) -> Any:
+         keepdims: Any = False, *, mean: Any = None, correction: Any = None, **kw: Any) -> Any:
     _check_plain("numpy.std", **kw)
-    return _finish(np.sqrt(np.var(a, axis=axis, ddof=ddof, keepdims=keepdims)), out)
+    return _finish(np.sqrt(np.var(a, axis=axis, ddof=ddof, keepdims=keepdims, mean=mean,
+                                  correction=correction)), out)
 
 
 @register_function(np.average, family="reductions", via="composite: sum")

@@ -216,3 +216,34 @@ def test_cross_product() -> None:
     """np.cross of traced 3-vectors (rows), also with a constant operand."""
     check_exact(lambda x: np.cross(x[:, :3], x[:, 1:]), X34)
     check_exact(lambda x: np.cross(x[:, :3], [0.0, 0.0, 1.0]), X34)
+
+
+@pytest.mark.parametrize("name", ["linalg.matmul", "linalg.outer", "linalg.vecdot",
+                                  "linalg.trace", "linalg.diagonal", "linalg.cross",
+                                  "linalg.matrix_transpose", "linalg.tensordot", "vecdot",
+                                  "matvec", "vecmat", "var correction", "std mean"])
+def test_numpy2_array_api_spellings(name: str) -> None:
+    """numpy 2's array-API spellings (np.linalg.trace reads the *last* two axes, unlike
+    np.trace) and var/std's correction=/mean= keywords. Oracle: central differences of
+    numpy's own function."""
+    A = lambda u: u[:9].reshape(3, 3)  # noqa: E731
+    fs = {
+        "linalg.matmul": lambda u: np.linalg.matmul(A(u), u[:3] ** 2),
+        "linalg.outer": lambda u: np.linalg.outer(u[:3], u[3:6] ** 2),
+        "linalg.vecdot": lambda u: np.linalg.vecdot(A(u), u[3:6] ** 2),
+        "linalg.trace": lambda u: np.linalg.trace(u[:12].reshape(3, 2, 2) ** 2, offset=1),
+        "linalg.diagonal": lambda u: np.linalg.diagonal(u[:12].reshape(2, 2, 3) ** 2),
+        "linalg.cross": lambda u: np.linalg.cross(u[:3], u[3:6] ** 2),
+        "linalg.matrix_transpose": lambda u: np.linalg.matrix_transpose(A(u) ** 2),
+        "linalg.tensordot": lambda u: np.linalg.tensordot(A(u), A(u) ** 2, axes=1),
+        "vecdot": lambda u: np.vecdot(A(u), u[3:6] ** 2),
+        "matvec": lambda u: np.matvec(A(u), u[3:6] ** 2),
+        "vecmat": lambda u: np.vecmat(u[3:6] ** 2, A(u)),
+        "var correction": lambda u: np.var(A(u), axis=0, correction=1),
+        "std mean": lambda u: np.std(A(u), axis=1, mean=np.mean(A(u), axis=1, keepdims=True)),
+    }
+    f = fs[name]
+    x = np.random.default_rng(5).uniform(0.5, 1.5, 12)
+    want = np.array([(np.asarray(f(x + 1e-6 * e)) - np.asarray(f(x - 1e-6 * e))).ravel()
+                     / 2e-6 for e in np.eye(12)]).T
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-7, atol=1e-9)
