@@ -204,3 +204,27 @@ def test_modulus_at_the_origin_has_the_abs_convention() -> None:
     x = np.array([0.3, -0.4])
     np.testing.assert_allclose(sparsejac.jacobian(lambda u: np.hypot(u[0], u[1]), x).toarray(),
                                [[0.6, -0.8]], rtol=1e-14)
+
+
+def test_complex_sparse_matrix_imag_and_spmatrix_product() -> None:
+    """A constant complex scipy.sparse matrix times real traced x is a complex intermediate
+    (numpy's casting UFuncTypeError before); .imag of a real traced array is zeros, as
+    numpy's (an AttributeError before); u * L with a csr_matrix L is u @ L, as numpy defers
+    to L (f 'returned an array of dtype object' before). Oracle: dense numpy, by hand."""
+    import scipy.sparse as sp
+
+    C = np.array([[1 + 2j, 0, 3j], [0, 2 - 1j, 0], [4, 0, 1 + 1j]])
+    x = np.array([1.0, 2.0, 3.0])
+    for S in (sp.csr_array(C), sp.csc_matrix(C)):
+        got = sparsejac.jacobian(lambda u, S=S: np.abs(S @ u), x).toarray()
+        want = sparsejac.jacobian(lambda u: np.abs(C @ u), x).toarray()  # the dense path
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+        h = 1e-6
+        fd = np.array([(np.abs(C @ (x + h * e)) - np.abs(C @ (x - h * e))) / (2 * h)
+                       for e in np.eye(3)]).T
+        np.testing.assert_allclose(got, fd, rtol=1e-7)
+    np.testing.assert_array_equal(
+        sparsejac.jacobian(lambda u: u + u.imag + (u + 0j).imag, x).toarray(), np.eye(3))
+    L = sp.csr_matrix(np.array([[1.0, 2, 0], [0, 1, 3], [4, 0, 1]]))
+    np.testing.assert_array_equal(sparsejac.jacobian(lambda u: u * L, x).toarray(),
+                                  L.toarray().T)

@@ -48,8 +48,9 @@ from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.primitives import derive
 from sparsejac.primitives.depsets import DepSet
 from sparsejac.tracing import library
+from sparsejac.tracing.operands import lift_objects
 from sparsejac.tracing.program import Node, Trace, Var, current_trace
-from sparsejac.tracing.tracer import Tracer, lift_objects
+from sparsejac.tracing.tracer import Tracer
 
 __all__ = [
     "FUNCTIONS",

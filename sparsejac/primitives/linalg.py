@@ -267,7 +267,18 @@ def _contraction_values(node: Node, k: int, coords: tuple[Any, ...], vals: Seque
 
 
 def _sparse_times(a: Any, b: Any) -> Any:
-    """``a @ b`` where exactly one of them is a constant scipy.sparse matrix."""
+    """``a @ b`` where exactly one of them is a constant scipy.sparse matrix.
+
+    A complex matrix times a real traced array is a complex intermediate: the products with
+    its real and imaginary parts.
+    """
+    mat = a if sp.issparse(a) else b
+    if mat.dtype.kind == "c":
+        from sparsejac.primitives import complex_pairs
+
+        re = _sparse_times(mat.real, b) if mat is a else _sparse_times(a, mat.real)
+        im = _sparse_times(mat.imag, b) if mat is a else _sparse_times(a, mat.imag)
+        return complex_pairs._make(re, im, tuple(re.shape))
     if sp.issparse(a):
         m = sp.csr_array(a)
         if b.ndim == 1:

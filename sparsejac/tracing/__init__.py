@@ -23,6 +23,7 @@ from sparsejac.tracing.buffers import buffers_traced
 from sparsejac.tracing.callers import explain_failure
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.library import library_traced
+from sparsejac.tracing.operands import lift_objects
 from sparsejac.tracing.program import (
     INPUT,
     PARAM,
@@ -32,7 +33,7 @@ from sparsejac.tracing.program import (
     Var,
     recording,
 )
-from sparsejac.tracing.tracer import Tracer, lift_objects
+from sparsejac.tracing.tracer import Tracer
 
 __all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "check_traced_value",
            "no_cyclic_gc", "trace"]

@@ -29,6 +29,8 @@ from sparsejac.errors import (
 from sparsejac.tracing.callers import library_caller, library_message, user_line
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.keys import basic_positions
+from sparsejac.tracing.operands import defers as _defers
+from sparsejac.tracing.operands import lift_objects
 from sparsejac.tracing.program import CONST, FROM_PARAMS, Trace, Var
 
 __all__ = ["Tracer", "concretize", "is_tracer"]
@@ -158,6 +160,11 @@ class Tracer:
         if self.dtype.kind != "c":
             return self[...]  # type: ignore[no-any-return]
         return np.real(self)
+
+    @property
+    def imag(self) -> Any:
+        """Imaginary part: ``np.imag`` (zeros for a real dtype, as numpy's)."""
+        return np.imag(self)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -582,24 +589,32 @@ class Tracer:
         return np.invert(self)
 
     def __add__(self, o: Any) -> Any:
+        if _defers(o):
+            return NotImplemented
         return np.add(self, o)
 
     def __radd__(self, o: Any) -> Any:
         return np.add(o, self)
 
     def __sub__(self, o: Any) -> Any:
+        if _defers(o):
+            return NotImplemented
         return np.subtract(self, o)
 
     def __rsub__(self, o: Any) -> Any:
         return np.subtract(o, self)
 
     def __mul__(self, o: Any) -> Any:
+        if _defers(o):
+            return NotImplemented
         return np.multiply(self, o)
 
     def __rmul__(self, o: Any) -> Any:
         return np.multiply(o, self)
 
     def __truediv__(self, o: Any) -> Any:
+        if _defers(o):
+            return NotImplemented
         return np.true_divide(self, o)
 
     def __rtruediv__(self, o: Any) -> Any:
@@ -624,6 +639,8 @@ class Tracer:
         return np.power(o, self)
 
     def __matmul__(self, o: Any) -> Any:
+        if _defers(o):
+            return NotImplemented
         return np.matmul(self, o)
 
     def __rmatmul__(self, o: Any) -> Any:
@@ -732,36 +749,6 @@ for _name in OBJECT_LOOP_UFUNCS:
 for _name in FORWARDED_METHODS:
     setattr(Tracer, _name, _forwarding_method(
         _name, "As :meth:`numpy.ndarray.{name}` (forwards to :func:`numpy.{name}`)."))
-
-
-def lift_objects(obj: Any) -> Any:
-    """A traced array for an object-dtype ndarray that holds Tracers; anything else as is.
-
-    ``np.array([a, b])`` of traced scalars is such an array (see ``Tracer.__array__``).
-    Lists and tuples are lifted element by element, one level deep, as numpy's functions
-    take sequences of arrays.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import sparsejac
-    >>> def f(x):
-    ...     return np.array([x[0] * x[1], np.sin(x[2])])  # a list of traced scalars
-    >>> sparsejac.jacobian(f, np.array([2.0, 3.0, 0.0])).toarray()
-    array([[3., 2., 0.],
-           [0., 0., 1.]])
-    """
-    if isinstance(obj, np.ndarray) and obj.dtype == object:
-        if not any(isinstance(v, Tracer) for v in obj.flat):
-            return obj
-        if obj.ndim == 0:
-            return obj.item()
-        return registry().as_array(obj.tolist())
-    if isinstance(obj, (list, tuple)) and any(
-        isinstance(v, np.ndarray) and v.dtype == object for v in obj
-    ):
-        return type(obj)(lift_objects(v) for v in obj)
-    return obj
 
 
 def is_tracer(obj: Any) -> bool:

@@ -234,3 +234,26 @@ def test_xlogy_hessian_at_a_zero_first_argument(f: Any, x: list[float], want: An
     a (the mixed second derivative 1/y) was lost: a zero Hessian. Hand-derived oracles."""
     h = sparsejac.hessian(f, np.array(x)).toarray()
     np.testing.assert_allclose(h, want, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize(("f", "x", "exact"), [
+    # expit'(x) = e^-x / (1 + e^-x)^2; s (1 - s) cancelled (0 from x = 37 on)
+    (sc.expit, [20.0, 36.0, 40.0, 50.0, -40.0],
+     lambda x: np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))) ** 2),
+    # tanh' = sech^2; 1 - tanh^2 was 0 from |x| = 19 on
+    (np.tanh, [10.0, 19.0, 25.0, -25.0], lambda x: 4 * np.exp(-2 * np.abs(x))
+     / (1 + np.exp(-2 * np.abs(x))) ** 2),
+    # erfcx'(x) = 2x erfcx(x) - 2/sqrt(pi) cancelled for large x (0 at 1e8): the leading
+    # terms of the asymptotic series, -1/(sqrt(pi) x^2) (1 - 3/(2x^2))
+    (sc.erfcx, [1e5, 1e6, 1e7, 1e8],
+     lambda x: -1 / (np.sqrt(np.pi) * x ** 2) * (1 - 1.5 / x ** 2)),
+    # log_ndtr'(x) = phi/Phi ~ -x - 1/x... in the left tail (was 94% wrong at -1e8, inf at
+    # -1e10): the Mills-ratio series -x (1 + 1/x^2 - 2/x^4)
+    (sc.log_ndtr, [-1e3, -1e6, -1e8, -1e10], lambda x: -x * (1 + 1 / x ** 2 - 2 / x ** 4)),
+], ids=["expit", "tanh", "erfcx", "log_ndtr"])
+def test_slopes_keep_their_digits_at_extreme_arguments(f: Any, x: list[float],
+                                                       exact: Any) -> None:
+    """Derivative formulas that cancel far out returned 0 or lost all digits, silently.
+    Oracles: closed forms and asymptotic series independent of the rules."""
+    xs = np.array(x)
+    np.testing.assert_allclose(diag(f, xs), exact(xs), rtol=1e-12)
