@@ -70,6 +70,8 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
                       else None)
 
     def _matmat(self, X: np.ndarray) -> np.ndarray:
+        if np.iscomplexobj(X):  # J is real: J (a + ib) = J a + i J b, as a real matrix gives
+            return self._matmat(np.real(X)) + 1j * self._matmat(np.imag(X))
         x = np.asarray(X, dtype=np.float64)
         if self._lin is not None:
             return self._lin.jvp(x)
@@ -77,9 +79,11 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
         return np.asarray(self._matrix @ x)
 
     def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return self._matmat(np.asarray(x, dtype=np.float64).reshape(-1, 1)).ravel()
+        return self._matmat(np.asarray(x).reshape(-1, 1)).ravel()
 
     def _rmatmat(self, X: np.ndarray) -> np.ndarray:
+        if np.iscomplexobj(X):  # Jᴴ = Jᵀ for a real J
+            return self._rmatmat(np.real(X)) + 1j * self._rmatmat(np.imag(X))
         w = np.asarray(X, dtype=np.float64)
         if self._lin is not None:
             return self._lin.vjp(w.T).T
@@ -87,7 +91,7 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
         return np.asarray(self._matrix.T @ w)
 
     def _rmatvec(self, x: np.ndarray) -> np.ndarray:
-        return self._rmatmat(np.asarray(x, dtype=np.float64).reshape(-1, 1)).ravel()
+        return self._rmatmat(np.asarray(x).reshape(-1, 1)).ravel()
 
     def _adjoint(self) -> LinearOperator:
         return LinearOperator(shape=(self.shape[1], self.shape[0]), dtype=self.dtype,

@@ -124,8 +124,11 @@ def load(path: str | os.PathLike[str], f: Callable[..., Any], *, args: tuple[Any
     """
     from sparsejac.sparse_jacobian import SparseJacobian, bind_arguments
 
+    path = os.fspath(path)
+    if not os.path.exists(path) and os.path.exists(path + ".npz"):
+        path += ".npz"  # save("plan") wrote plan.npz (numpy's rule): the same name loads it
     try:
-        with np.load(os.fspath(path), allow_pickle=False) as z:
+        with np.load(path, allow_pickle=False) as z:
             header = json.loads(str(z["header"]))
             arrays = {k: z[k] for k in z.files if k != "header"}
     except (OSError, ValueError, KeyError) as exc:

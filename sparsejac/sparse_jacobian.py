@@ -34,8 +34,10 @@ from sparsejac.validation import (
     check_fd_workers,
     check_kwargs,
     check_mode,
+    check_params,
     check_reverse_cost,
     check_x,
+    fits_pattern,
 )
 from sparsejac.verifying import VERIFY_RTOL, Verifier, bind_arguments, watch
 
@@ -252,7 +254,7 @@ class SparseJacobian(PlanView):
             "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost,
             "check": bool(check), "engine": check_engine(engine),
             "workers": check_fd_workers(workers, self._mode)}
-        self._params0 = tuple(params)
+        self._params0 = check_params(params)
         self._verify = bool(verify)
         self._check = Verifier(self._x0)
         self._lock = threading.RLock()
@@ -335,7 +337,8 @@ class SparseJacobian(PlanView):
             Passed to ``f`` (as scipy's solvers do). The same objects as at preparation
             reuse it; other objects prepare again.
         out : csr_array, optional
-            A matrix returned by an earlier call, refilled in place.
+            A matrix returned by an earlier call, refilled in place and returned; if new
+            arguments gave another structure, it is left alone and a new matrix returned.
 
         Returns
         -------
@@ -421,19 +424,17 @@ class SparseJacobian(PlanView):
         if format not in ("csr", "csc"):
             raise ValueError(f"`format` must be 'csr' or 'csc'; got {format!r}")
         plan = self._plan
-        if out is not None and not (
-                format == "csr" and isinstance(out, sp.csr_array) and out.shape == plan.shape
-                and out.nnz == plan.pattern.nnz and out.data.dtype == np.float64):
-            raise ValueError(
-                "`out` must be a csr_array returned by this SparseJacobian (shape "
-                f"{plan.shape}, nnz {plan.pattern.nnz}, float64)")
-        data, plan = self._data(x, params, args, kwargs,
-                                None if out is None else out.data)
+        if out is not None and not (format == "csr" and isinstance(out, sp.csr_array)
+                                    and out.shape == plan.shape and out.dtype == np.float64):
+            raise ValueError("`out` must be a csr_array returned by this SparseJacobian "
+                             f"(shape {plan.shape}, float64)")
+        buf = out.data if out is not None and fits_pattern(out, plan.pattern) else None
+        data, new = self._data(x, params, args, kwargs, buf)
         if out is None:
-            return plan.matrix(data, format)
+            return new.matrix(data, format)
+        if (buf is None or new.pattern is not plan.pattern) and not fits_pattern(out, new.pattern):
+            return new.matrix(np.array(data, copy=True))  # another structure: a new matrix
         if data is not out.data:
-            if data.shape != out.data.shape:  # prepared again with another pattern
-                return plan.matrix(data, format)
             out.data[:] = data
         return out
 
@@ -512,7 +513,7 @@ class SparseJacobian(PlanView):
                              f"{type(out).__name__} {getattr(out, 'shape', '')} "
                              f"{getattr(out, 'dtype', '')}")
         if order == "csr":
-            got = self._fast_data(x, None if params is None else tuple(params))
+            got = self._fast_data(x, None if params is None else check_params(params))
             if got is not None:
                 if out is None:
                     return got[0]
@@ -533,15 +534,15 @@ class SparseJacobian(PlanView):
         """J's values in CSR order (written into ``out`` if given), and the plan used."""
         if args is not None or kwargs is not None:
             state = self.use_args(() if args is None else tuple(args), kwargs or {})
+            out = out if out is None or out.shape == (state.plan.pattern.nnz,) else None
         else:
             state = self._state
         xa = check_x(x, self._x0.shape)
-        ps = self._params0 if params is None else tuple(params)
+        ps = self._params0 if params is None else check_params(params)
         plan = state.plan
         data, fx = plan.evaluate_with_value(xa, ps, out)
         if plan.replays and self._verify and not self._check.agrees(state, fx, xa, ps):
-            # f no longer computes what was recorded (a global, a closure variable or a
-            # mutable container changed since the preparation): prepare again
+            # f changed since the preparation (a global, closure, container): prepare again
             with self._lock:  # (another thread may have prepared for other arguments)
                 if self._state is state or not _same_args(self._state, state.args,
                                                           state.kwargs):
@@ -693,13 +694,12 @@ class SparseJacobian(PlanView):
         from sparsejac.operators import JacobianOperator  # scipy.sparse.linalg: on first use
 
         xa = check_x(x, self._x0.shape)
-        ps = self._params0 if params is None else tuple(params)
+        ps = self._params0 if params is None else check_params(params)
         state = self._state
         plan = state.plan
         program = self._chain_program(plan)
         if program is None:
-            # finite differences or a value-dependent f: no recorded program to sweep, so
-            # the assembled J(x) once, products by sparse multiplication
+            # fd or a value-dependent f: no program to sweep; J(x) assembled, sparse products
             matrix = self.evaluate(xa, params=ps)
             value = self._state.call(np.array(xa, copy=True), *ps)
             op = JacobianOperator(plan.shape, matrix=matrix, value=value, fd=self.mode == "fd")

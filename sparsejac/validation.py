@@ -7,7 +7,7 @@ message: the argument in backticks, what was received, what is allowed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -31,9 +31,11 @@ __all__ = [
     "check_fd_workers",
     "check_kwargs",
     "check_mode",
+    "check_params",
     "check_reverse_cost",
     "check_subset",
     "check_x",
+    "fits_pattern",
 ]
 
 Mode = Literal["auto", "forward", "reverse", "mixed", "fd"]
@@ -177,6 +179,53 @@ exact and uses no step. Drop `fd_method`, or pass mode='fd'.
             f"`fd_method` applies to mode='fd' only (finite differences); mode={mode!r} is "
             "exact and uses no step. Drop `fd_method`, or pass mode='fd'.")
     return method
+
+
+def check_params(params: Any) -> tuple[Any, ...]:
+    """``params`` as a tuple of real numbers or arrays, or a clear error naming it.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_params
+    >>> check_params([0.5, (1.0, 2.0)])
+    (0.5, (1.0, 2.0))
+    >>> check_params(3.0)
+    Traceback (most recent call last):
+        ...
+    TypeError: `params` must be a sequence (a tuple of the traced parameters, e.g. (t,)); got float
+    """
+    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
+        raise TypeError("`params` must be a sequence (a tuple of the traced parameters, e.g. "
+                        f"(t,)); got {type(params).__name__}")
+    for i, p in enumerate(params):
+        try:
+            kind = np.asarray(p).dtype.kind
+        except (TypeError, ValueError):
+            kind = "O"
+        if kind not in "biuf":
+            raise TypeError(f"`params[{i}]` must be a real number or array; got "
+                            f"{type(p).__name__} {p!r}"[:200])
+    return tuple(params)
+
+
+def fits_pattern(out: Any, pattern: Any) -> bool:
+    """Whether the matrix ``out`` has ``pattern``'s structure (one returned for it).
+
+    What ``out=`` of a prepared Jacobian must be: its values are written in ``pattern``'s
+    order, so another structure with as many nonzeros would take them at the wrong places.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sparsejac.pattern import as_pattern
+    >>> from sparsejac.validation import fits_pattern
+    >>> fits_pattern(sp.csr_array(np.eye(2)), as_pattern(np.eye(2)))
+    True
+    >>> fits_pattern(sp.csr_array(np.eye(2)[::-1]), as_pattern(np.eye(2)))
+    False
+    """
+    return bool(out.shape == pattern.shape and out.nnz == pattern.nnz and np.array_equal(
+        out.indptr, pattern.indptr) and np.array_equal(out.indices, pattern.indices))
 
 
 def check_x(x: Any, shape: tuple[int, ...] | None = None, name: str = "x", *,

@@ -434,3 +434,20 @@ def test_errors_raised_inside_other_libraries_name_the_call():
     with pytest.raises(ValueError, match="could not be broadcast") as info:
         sparsejac.jacobian(lambda u: u[:3] + u, x)
     assert not getattr(info.value, "__notes__", None)
+
+
+def test_bad_params_and_f_name_the_argument(tmp_path):
+    """params=3.0, params of strings and a str f were Python's own errors; save("plan") wrote
+    plan.npz, which load("plan") could not find."""
+    with pytest.raises(TypeError, match=r"`f` must be callable; got str"):
+        sparsejac.jacobian_sparsity("f", np.ones(3))
+    with pytest.raises(TypeError, match=r"`params` must be a sequence"):
+        sparsejac.SparseJacobian(lambda x, t: t * x, np.ones(3), params=3.0)
+    jac = sparsejac.SparseJacobian(lambda x, t: t * x, np.ones(3), params=(1.0,))
+    with pytest.raises(TypeError, match=r"`params\[0\]` must be a real number"):
+        jac.evaluate(np.ones(3), params=("a",))
+    f = lambda x: x[1:] ** 2 - x[:-1]  # noqa: E731
+    sparsejac.SparseJacobian(f, np.ones(4)).save(tmp_path / "plan")
+    np.testing.assert_array_equal(
+        sparsejac.load(tmp_path / "plan", f)(np.ones(4)).toarray(),
+        sparsejac.jacobian(f, np.ones(4)).toarray())

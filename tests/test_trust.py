@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import sparsejac
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
@@ -607,3 +608,46 @@ def test_a_constant_objective_has_zero_derivatives(value):
     np.testing.assert_array_equal(hs.gradient(np.ones(3)), np.zeros(3))
     assert hs(np.ones(3)).nnz == 0
     np.testing.assert_array_equal(hs.hessp(np.ones(3), np.ones(3)), np.zeros(3))
+
+
+def test_out_is_only_filled_when_it_has_the_plans_structure():
+    """out= after new arguments prepared again with another pattern (more nonzeros, or as
+    many elsewhere) filled the old matrix: stale or misplaced values, silently; a matrix of
+    another SparseJacobian with as many nonzeros took values at the wrong places. Now a
+    matrix of another structure is left alone and a new one returned. Oracle: np.roll by
+    hand."""
+    def f(x, k):
+        return x ** 2 + np.roll(x, k) if k else x ** 2
+
+    x = np.arange(1.0, 6.0)
+    jac = sparsejac.SparseJacobian(f, x, args=(1,))
+    J = jac(x, 1)
+    for k in (0, -1):  # 5 nonzeros, then 10 elsewhere
+        got = jac(x, k, out=J)
+        want = np.diag(2 * x) + (np.roll(np.eye(5), k, axis=0) if k else 0)
+        np.testing.assert_array_equal(got.toarray(), want)
+    J = jac(x, -1)
+    assert jac(x, -1, out=J) is J
+    other = sparsejac.SparseJacobian(lambda x: x ** 2 + np.roll(x, 2), x)(x)
+    before = other.toarray()
+    got = jac(x, -1, out=other)
+    assert got is not other
+    np.testing.assert_array_equal(got.toarray(), np.diag(2 * x) + np.roll(np.eye(5), -1, 0))
+    np.testing.assert_array_equal(other.toarray(), before)
+    with pytest.raises(ValueError, match="`out` must be a csr_array"):
+        jac(x, -1, out=sp.csc_array(J))
+
+
+def test_linear_operator_of_a_complex_vector():
+    """J (a + ib) = Ja + iJb for the real J, as scipy's aslinearoperator(J) gives (the
+    imaginary part was dropped with a ComplexWarning). Oracle: the assembled J."""
+    f = lambda x: x[1:] ** 2 - x[:-1]  # noqa: E731
+    x = np.arange(1.0, 6.0)
+    jac = sparsejac.SparseJacobian(f, x)
+    A, J = jac.linear_operator(x), jac(x).toarray()
+    v = np.linspace(-1, 1, 5) + 1j * np.arange(5.0)
+    w = np.arange(4.0) - 2j
+    np.testing.assert_allclose(A @ v, J @ v, rtol=1e-14)
+    np.testing.assert_allclose(A.T @ w, J.T @ w, rtol=1e-14)
+    np.testing.assert_allclose(A @ np.column_stack([v, 1j * v]), J @ np.column_stack([v, 1j * v]),
+                               rtol=1e-14)

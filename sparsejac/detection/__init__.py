@@ -135,6 +135,8 @@ def jacobian_sparsity(
     array([[0, 0, 1, 0],
            [0, 1, 0, 0]])
     """
+    if not callable(f):
+        raise TypeError(f"`f` must be callable; got {type(f).__name__}")
     kw = dict(kwargs or {})
     prog = trace(lambda xt: f(xt, *args, **kw), x, local=local, check=True)
     return program_sparsity(prog, local=local)
