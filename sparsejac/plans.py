@@ -162,5 +162,14 @@ def load(path: str | os.PathLike[str], f: Callable[..., Any], *, args: tuple[Any
             "`f` does not give the saved plan's value at its x0: the plan was made for "
             "another function (or other arguments); prepare anew with SparseJacobian")
     options = dict(header["options"])
-    return SparseJacobian(f, x0, sparsity=saved, params=params, args=tuple(args),
-                          kwargs=kwargs, verify=verify, workers=workers, **options)
+    try:
+        return SparseJacobian(f, x0, sparsity=saved, params=params, args=tuple(args),
+                              kwargs=kwargs, verify=verify, workers=workers, **options)
+    except ValueError as exc:
+        if "`sparsity` misses" not in str(exc):
+            raise
+        what = str(exc).removeprefix("`sparsity` misses ").split(" (the trace found them)")
+        example = what[-1].split(";")[0]
+        raise ValueError(
+            f"the saved plan's pattern misses {what[0]} (with these arguments){example}; the "
+            "plan was made for other arguments: prepare anew with SparseJacobian") from exc

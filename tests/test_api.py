@@ -884,3 +884,16 @@ def test_one_source_for_the_version_and_typed_package():
     text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in text
     assert "\nversion =" not in text.split("[tool.setuptools.dynamic]")[0]
+
+
+def test_a_networkx_strategy_as_order_with_mode_auto():
+    """A networkx strategy orders one intersection graph: mode='auto' compares the one-sided
+    colourings with it (mixed mode is forward mode's colouring) instead of raising that
+    'partition' must be column or row, an argument SparseJacobian does not take. Oracle:
+    the one-off Jacobian; validity against networkx's own greedy colouring count."""
+    nx = pytest.importorskip("networkx")
+    f = lambda x: x[1:] ** 2 - x[:-1]  # noqa: E731
+    jac = sparsejac.SparseJacobian(f, np.ones(5), order=nx.coloring.strategy_largest_first)
+    x = np.arange(1.0, 6.0)
+    np.testing.assert_array_equal(jac(x).toarray(), sparsejac.jacobian(f, x).toarray())
+    assert jac.stats()["colors"]["mixed"] == jac.stats()["colors"]["forward"]

@@ -451,3 +451,14 @@ def test_bad_params_and_f_name_the_argument(tmp_path):
     np.testing.assert_array_equal(
         sparsejac.load(tmp_path / "plan", f)(np.ones(4)).toarray(),
         sparsejac.jacobian(f, np.ones(4)).toarray())
+
+
+def test_load_with_arguments_of_another_pattern_says_so(tmp_path):
+    """The refusal spoke of a `sparsity` argument load's caller never passed."""
+    def g(x, s):
+        return x ** 2 + np.roll(x, s)
+
+    sparsejac.SparseJacobian(g, np.ones(6), args=(-1,)).save(tmp_path / "g.npz")
+    with pytest.raises(ValueError, match=r"saved plan's pattern misses .* prepare anew") as info:
+        sparsejac.load(tmp_path / "g.npz", g, args=(1,))
+    assert "omit `sparsity`" not in str(info.value)

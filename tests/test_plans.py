@@ -61,7 +61,7 @@ def test_another_function_or_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="does not give the saved plan's value"):
         sparsejac.load(path, lambda x: x[1:] ** 3 - x[:-1] + 1.0)
     # the same value at x0 but a coupling outside the saved pattern
-    with pytest.raises(ValueError, match=r"`sparsity` misses 3 entries"):
+    with pytest.raises(ValueError, match=r"saved plan's pattern misses 3 entries"):
         sparsejac.load(path, lambda x: x[1:] ** 2 - x[:-1] + 0.0 * x[0] ** 2 * x[4])
     np.savez(tmp_path / "other.npz", a=np.ones(3))
     with pytest.raises(ValueError, match="is not a saved sparsejac plan"):

@@ -26,9 +26,20 @@ def colour_modes(pattern: SparsityPattern, modes: Sequence[str], order: Any, eff
             time_budget: float | None, reverse_cost: float) -> dict[str, ColoringResult]:
     """The colouring of every mode (the one place the pipeline colours)."""
     partitions = {m: partition_for_mode(m) for m in modes}
-    found = color_partitions(pattern, sorted(set(partitions.values())), order=order,
-                             effort=effort, time_budget=time_budget,
-                             reverse_cost=reverse_cost)
+    wanted = sorted(set(partitions.values()))
+    one_sided_only = False
+    if callable(order) and len(wanted) > 1 and "bidirectional" in wanted:
+        from sparsejac.coloring.interop import is_networkx_strategy
+
+        # a networkx strategy orders one intersection graph: mode="auto" compares the
+        # one-sided colourings, and mixed mode is forward mode's colouring
+        one_sided_only = is_networkx_strategy(order)
+    if one_sided_only:
+        wanted = sorted(set(wanted) - {"bidirectional"} | {"column"})
+    found = color_partitions(pattern, wanted, order=order, effort=effort,
+                             time_budget=time_budget, reverse_cost=reverse_cost)
+    if one_sided_only:
+        found["bidirectional"] = column_as_bidirectional(found["column"])
     return {m: found[p] for m, p in partitions.items()}
 
 
