@@ -74,8 +74,9 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any], ...]:
     seen: set[int] = set()
 
     def visit(fn: Any, depth: int) -> None:
-        while isinstance(fn, (functools.partial, _Bound)):
-            fn = fn.func if isinstance(fn, functools.partial) else fn.f
+        while isinstance(fn, (functools.partial, _Bound, types.MethodType)):
+            fn = (fn.func if isinstance(fn, functools.partial) else
+                  fn.__func__ if isinstance(fn, types.MethodType) else fn.f)
         if not isinstance(fn, types.FunctionType) or id(fn) in seen or depth > 3:
             return
         seen.add(id(fn))

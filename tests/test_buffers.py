@@ -389,3 +389,15 @@ def test_linspace_ends_from_a_parameter():
     for t in (0.5, 2.0):
         np.testing.assert_allclose(jac(t, np.ones(3)).toarray(),
                                    np.diag(np.linspace(0.0, t, 3)), rtol=1e-15)
+
+
+def test_lists_with_complex_constants_or_dtype_object_keep_numpy_s_object_path():
+    """np.array([y0, 1j, y1]) holds a complex constant: numpy's object array, followed
+    element by element (lifting it was refused as a complex operand). Oracle: central
+    differences."""
+    def f(u):
+        return np.abs(np.array([u[0], 1j, u[1]]))
+
+    x = np.array([1.3, 2.6])
+    want = np.array([(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(2)]).T
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-7, atol=1e-9)

@@ -62,12 +62,26 @@ def _holds_tracer(obj: Any, depth: int = 4) -> bool:
         _holds_tracer(o, depth - 1) for o in obj)
 
 
+def _objects_or_complex(obj: Any, dtype: Any) -> bool:
+    """An object array asked for, or a complex constant among the values.
+
+    Those take numpy's own path: an object array of Tracers, followed element by element.
+    """
+    if dtype is not None and np.dtype(dtype) == np.dtype(object):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_objects_or_complex(o, None) for o in obj)
+    return isinstance(obj, (complex, np.complexfloating))
+
+
 def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     def convert(*args: Any, **kwargs: Any) -> Any:
         obj = args[0] if args else kwargs.get("object", kwargs.get("a"))
         trace = current_trace()
+        dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if (trace is not None and not trace.closed and isinstance(obj, (list, tuple))
-                and _holds_tracer(obj) and _from_user_code(LIFTERS)):
+                and _holds_tracer(obj) and not _objects_or_complex(obj, dtype)
+                and _from_user_code(LIFTERS)):
             from sparsejac.tracing.hooks import registry
 
             return registry().function(original, args, kwargs)
