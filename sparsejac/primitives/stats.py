@@ -32,7 +32,7 @@ from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives import elementwise as ew
 from sparsejac.primitives import partials
 from sparsejac.primitives.core import register_library
-from sparsejac.tracing.tracer import Tracer
+from sparsejac.primitives.creation import as_traced_array
 
 __all__ = ["DISTRIBUTIONS", "Distribution"]
 
@@ -193,13 +193,7 @@ def _refuse(dist: Any, rules: Distribution, method: str, shapes: tuple[Any, ...]
 
 def _as_array(v: Any) -> Any:
     """A list or tuple argument (``loc=[0, 1]``, traced scalars among them) as one array."""
-    if isinstance(v, (list, tuple)):
-        if any(isinstance(b, (list, tuple)) for b in v):
-            return np.stack([_as_array(b) for b in v])
-        return np.stack([b if isinstance(b, Tracer) else np.asarray(b, dtype=float)
-                         for b in v]) if any(isinstance(b, Tracer) for b in v) else np.asarray(
-                             v, dtype=float)
-    return v
+    return as_traced_array(v) if isinstance(v, (list, tuple)) else v
 
 
 def _evaluate(dist: Any, method: str, x: Any, args: tuple[Any, ...],

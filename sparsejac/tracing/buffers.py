@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.tracing.callers import user_frame
+from sparsejac.tracing.operands import holds_tracer
 from sparsejac.tracing.program import current_trace
 
 __all__ = ["CREATORS", "buffers_traced"]
@@ -51,15 +52,6 @@ LIFTERS: tuple[str, ...] = ("array", "asarray", "asanyarray")
 _LOCK = threading.RLock()  # re-entered by nested imports of numba's modules
 _ACTIVE = [0]  # traces running in this process
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
-
-
-def _holds_tracer(obj: Any, depth: int = 4) -> bool:
-    from sparsejac.tracing.tracer import Tracer
-
-    if isinstance(obj, Tracer):
-        return True
-    return depth > 0 and isinstance(obj, (list, tuple)) and any(
-        _holds_tracer(o, depth - 1) for o in obj)
 
 
 def _objects_or_complex(obj: Any, dtype: Any) -> bool:
@@ -80,7 +72,7 @@ def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         trace = current_trace()
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if (trace is not None and not trace.closed and isinstance(obj, (list, tuple))
-                and _holds_tracer(obj) and not _objects_or_complex(obj, dtype)
+                and holds_tracer(obj) and not _objects_or_complex(obj, dtype)
                 and _from_user_code(LIFTERS)):
             from sparsejac.tracing.hooks import registry
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from sparsejac.tracing.callers import user_frame
 from sparsejac.tracing.hooks import registry
+from sparsejac.tracing.operands import holds_tracer
 from sparsejac.tracing.program import current_trace
 
 __all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "pending_imported",
@@ -222,7 +223,7 @@ def run_deferred(force: bool = False) -> None:
 
 
 def _has_tracer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    return any(_holds_tracer(a, 3) for a in (*args, *kwargs.values()))
+    return any(holds_tracer(a, 3) for a in (*args, *kwargs.values()))
 
 
 def _lifted(a: Any) -> Any:
@@ -230,25 +231,12 @@ def _lifted(a: Any) -> Any:
 
     What numpy's ``asarray`` would make of it, had it values (a ragged list stays as it is).
     """
-    if not _holds_tracer(a, 3) or not isinstance(a, (list, tuple, np.ndarray)):
+    if not holds_tracer(a, 3) or not isinstance(a, (list, tuple, np.ndarray)):
         return a
     try:
         return registry().as_array(a.tolist() if isinstance(a, np.ndarray) else a)
     except (ValueError, TypeError):
         return a
-
-
-def _holds_tracer(a: Any, depth: int) -> bool:
-    """A Tracer, or a list, tuple (``depth`` levels) or object array holding one."""
-    from sparsejac.tracing.tracer import Tracer
-
-    if isinstance(a, Tracer):
-        return True
-    if isinstance(a, (list, tuple)) and depth > 0:
-        return any(_holds_tracer(b, depth - 1) for b in a)
-    if isinstance(a, np.ndarray) and a.dtype == object:  # np.array([...]) of traced scalars
-        return any(isinstance(b, Tracer) for b in a.flat)
-    return False
 
 
 def _from_user_code() -> bool:

@@ -9,7 +9,28 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["defers", "lift_objects"]
+__all__ = ["defers", "holds_tracer", "lift_objects"]
+
+
+def holds_tracer(a: Any, depth: int = 4) -> bool:
+    """A Tracer, or a list or tuple (``depth`` levels) or object array holding one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing.operands import holds_tracer
+    >>> holds_tracer([[1.0, 2.0]]), holds_tracer(np.ones(2))
+    (False, False)
+    """
+    from sparsejac.tracing.tracer import Tracer
+
+    if isinstance(a, Tracer):
+        return True
+    if isinstance(a, (list, tuple)) and depth > 0:
+        return any(holds_tracer(b, depth - 1) for b in a)
+    if isinstance(a, np.ndarray) and a.dtype == object:  # np.array([...]) of traced scalars
+        return any(isinstance(b, Tracer) for b in a.flat)
+    return False
 
 
 def defers(o: Any) -> bool:
