@@ -15,6 +15,7 @@ import json
 import re
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -498,6 +499,15 @@ def test_non_finite_x_is_refused(entry, x):
     with pytest.raises(ValueError, match=re.escape(
             f"`{name}` must be finite; element {bad} (flat index) is {x.ravel()[bad]}")):
         call()
+
+
+def test_huge_finite_x_is_accepted_without_warnings():
+    """Finite values beyond 1e154 pass the finiteness check without an overflow warning."""
+    x = np.array([1e200, -3e300, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        J = sparsejac.jacobian(lambda v: 2.0 * v, x)
+    np.testing.assert_array_equal(J.toarray(), 2.0 * np.eye(3))
 
 
 @pytest.mark.parametrize(("x", "what"), [

@@ -170,7 +170,8 @@ class AdjacencyGraph(BipartiteGraph):
         """Nominal work of one star or acyclic colouring pass (:data:`PASS_COST`)."""
         deg = self.degrees.astype(np.float64)
         a, b, c = PASS_COST
-        return float(a * np.dot(deg, deg) + b * self.adj.size + c * self.n_vertices)
+        # (no BLAS dot: its threads would spin on the second core after a long one)
+        return float(a * np.add.reduce(deg * deg) + b * self.adj.size + c * self.n_vertices)
 
 
 def _with_diagonal(pattern: SparsityPattern) -> SparsityPattern:

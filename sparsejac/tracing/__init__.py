@@ -8,7 +8,6 @@ as an ODE's ``t``), and checks what ``f`` returned.
 from __future__ import annotations
 
 import gc
-import math
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -59,9 +58,10 @@ def as_float_input(x: Any, name: str = "x") -> np.ndarray:
     if type(x) is np.ndarray and x.dtype == np.float64 and x.size:  # the common case
         arr = x.copy()
         flat = arr.reshape(-1)
-        # one BLAS dot (a NaN or an infinity makes it non-finite; so may an overflow, which
-        # the full check then clears) is several times cheaper than isfinite + all
-        if not math.isfinite(flat.dot(flat)) and not np.isfinite(arr).all():
+        # isfinite + all: a dot product (0.7 us less at small sizes) warns of an overflow
+        # for finite values beyond 1e154, and a long one wakes OpenBLAS's threads, which keep
+        # spinning on another core while the trace runs
+        if not np.isfinite(flat).all():
             bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
             raise ValueError(
                 f"`{name}` must be finite; element {bad} (flat index) is {arr.ravel()[bad]}")
