@@ -723,3 +723,18 @@ def test_an_interpreted_call_that_raises_hands_over_with_its_inputs_restored() -
     add_exp.compiled(a, want)
     _same(got, want)
     assert got[0] == 1.0 + math.e
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sorted_unique_equals_numpy_unique(seed: int) -> None:
+    """The sort-based distinct values (the numpy paths' union) equal ``np.unique``'s."""
+    from sparsejac.numeric import sorted_unique
+
+    rng = np.random.default_rng(seed)
+    for size in (0, 1, 2, 17, 1000):
+        a = rng.integers(-50, 50, size)
+        runs = np.concatenate([np.sort(a), np.sort(rng.integers(0, 80, size))])
+        for x in (a, runs, a.astype(np.int32)):
+            got = sorted_unique(x)
+            np.testing.assert_array_equal(got, np.unique(x))
+            assert got.dtype == x.dtype

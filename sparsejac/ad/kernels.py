@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from sparsejac.kernels import kernel
+from sparsejac.numeric import sorted_unique
 
 __all__ = ["contribute", "expand_ranges", "merge2", "positions_in", "spread_dense",
            "spread_onehot", "union_size"]
@@ -211,7 +212,7 @@ def _expand_ranges_numpy(ptr: np.ndarray, keys: np.ndarray, owner: np.ndarray,
 
 def _merge2_numpy(a: np.ndarray, b: np.ndarray, u: np.ndarray, ia: np.ndarray,
                   ib: np.ndarray) -> None:
-    u[:] = np.union1d(a, b)
+    u[:] = sorted_unique(np.concatenate((a, b)))
     ia[:] = np.searchsorted(u, a)
     ib[:] = np.searchsorted(u, b)
 

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from sparsejac import kernels
 from sparsejac.kernels import kernel
+from sparsejac.numeric import sorted_unique
 
 __all__ = [
     "DepSet",
@@ -194,7 +195,7 @@ def _union2_numpy(ap: np.ndarray, ai: np.ndarray, bp: np.ndarray, bi: np.ndarray
     m = ap.size - 1
     n = max(int(n), 1)
     row = np.arange(m, dtype=np.int64)
-    keys = np.unique(np.concatenate([np.repeat(row, np.diff(ap)) * n + ai,
+    keys = sorted_unique(np.concatenate([np.repeat(row, np.diff(ap)) * n + ai,
                                      np.repeat(row, np.diff(bp)) * n + bi]))
     ptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys // n, minlength=m), out=ptr[1:])

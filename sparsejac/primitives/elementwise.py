@@ -28,7 +28,7 @@ import numpy as np
 import scipy.special as sc
 
 from sparsejac.errors import UnsupportedPrimitiveError
-from sparsejac.numeric import mul0, shared_arange
+from sparsejac.numeric import mul0, shared_arange, sorted_unique
 from sparsejac.primitives import depsets
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.core import (
@@ -215,8 +215,7 @@ class Elementwise(Primitive):
         if len(kept) == 1:
             return kept[0]
         idx = (np.zeros(0, np.int64) if not kept else
-               np.union1d(kept[0].indices, kept[1].indices) if len(kept) == 2 else
-               np.unique(np.concatenate([d.indices for d in kept])))
+               sorted_unique(np.concatenate([d.indices for d in kept])))
         return depsets.DepSet(np.asarray(idx, dtype=np.int64),
                               np.array([0, idx.size], dtype=np.int64), (1, n))
 
