@@ -129,9 +129,8 @@ def hessian(f: Callable[..., Any], x: Any, *, method: str = "star", params: Sequ
             args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> sp.csr_array:
     """The Hessian of a scalar ``f`` at ``x`` as a sparse matrix, exact to rounding.
 
-    One-off: pattern detection, a symmetric colouring (one greedy pass) and one
-    forward-over-reverse pass with the colouring's seeds. For many points, prepare once with
-    :class:`SparseHessian`.
+    One-off: pattern detection, a symmetric colouring (one greedy pass) and one forward-over-
+    reverse pass with the colouring's seeds. For many points, prepare :class:`SparseHessian`.
 
     Parameters
     ----------
@@ -158,8 +157,9 @@ def hessian(f: Callable[..., Any], x: Any, *, method: str = "star", params: Sequ
            [2., 6., 4.],
            [0., 4., 0.]])
     """
-    return SparseHessian(f, x, method=method, params=params, args=args, kwargs=kwargs,
-                         effort=0.0, verify=False)(x)
+    xa = check_x(x, name="x")  # messages name the caller's argument
+    return SparseHessian(f, xa, method=method, params=params, args=args, kwargs=kwargs,
+                         effort=0.0, verify=False)(xa)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -591,3 +591,14 @@ def test_hessp_is_the_column_where_the_hessian_has_an_overflowed_entry():
         full = hess(x).toarray()
         for j in range(4):
             np.testing.assert_array_equal(hess.hessp(x, np.eye(4)[j]), full[:, j])
+
+
+def test_a_nan_point_is_refused_naming_the_callers_argument():
+    """``hessian(f, x)`` names ``x`` (it named ``x0``, the prepared Hessian's argument)."""
+    x = np.array([1.0, np.nan, 2.0])
+    with pytest.raises(ValueError, match=r"^`x` must be finite; element 1 \(flat index\)"):
+        sparsejac.hessian(lambda v: np.sum(v ** 3), x)
+    with pytest.raises(ValueError, match=r"^`x0` must be finite; element 1"):
+        sparsejac.SparseHessian(lambda v: np.sum(v ** 3), x)
+    np.testing.assert_array_equal(sparsejac.hessian(lambda v: np.sum(v ** 3), [1, 2]).toarray(),
+                                  np.diag([6.0, 12.0]))
