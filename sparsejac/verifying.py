@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["VERIFY_RTOL", "Verifier", "bind_arguments", "changed", "param_key", "watch"]
+__all__ = ["VERIFY_RTOL", "WATCH_COPY_MAX", "Verifier", "bind_arguments", "changed", "param_key",
+           "settle", "watch"]
 
 #: Relative tolerance of ``verify``: the replayed ``f(x)`` must equal a real call to this,
 #: relative to the largest |f(x)| (the replay runs the same numpy operations, so it agrees to
@@ -50,31 +51,116 @@ class _Bound:
         return self.f(x, *params, *self.args, **self.kwargs)
 
 
-#: Values of globals and closure variables whose rebinding :func:`changed` notices.
-_WATCHED = (int, float, complex, str, np.generic, np.ndarray)
+#: Arrays of at most this many elements that ``f`` reads (globals, closure variables,
+#: ``args``/``kwargs``) are copied by :func:`watch`, so that :func:`changed` notices a change
+#: made in place too (a threshold ``t[0] = 2.0``); larger ones only when rebound.
+WATCH_COPY_MAX = 100_000
+
+#: Containers (tuples, lists, dicts) of at most this many items are watched item by item.
+_WATCH_ITEMS_MAX = 64
+
+_SCALARS = (int, float, complex, str, bytes, bool, np.generic, type(None))
 
 
-def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any], ...]:
-    """The scalars, strings and arrays ``call``'s code reads from globals and closures, now.
+class _Snap:
+    """A watched value as it was (``then``), and a copy of it where it can change in place."""
+
+    __slots__ = ("active", "data", "kind", "then")
+
+    def __init__(self, kind: str, then: Any, data: Any = None) -> None:
+        self.kind, self.then, self.data = kind, then, data
+        #: False once ``f``'s own call changed it (a call counter): no change of ``f``
+        self.active = True
+
+
+def _snapshot(v: Any, depth: int = 0) -> _Snap:
+    """What :func:`changed` compares a name's value with later.
+
+    Scalars by value, small arrays and containers item by item (a copy: changes in place
+    count), anything else by identity.
+    """
+    if isinstance(v, _SCALARS):
+        return _Snap("scalar", v)
+    if isinstance(v, np.ndarray) and not v.dtype.hasobject:
+        return _Snap("array", v, v.copy() if v.size <= WATCH_COPY_MAX else None)
+    if depth < 2 and isinstance(v, (tuple, list, dict)) and len(v) <= _WATCH_ITEMS_MAX:
+        items = v.items() if isinstance(v, dict) else enumerate(v)
+        return _Snap("items", v, [(k, _snapshot(item, depth + 1)) for k, item in items])
+    return _Snap("identity", v)
+
+
+def _same_as(now: Any, snap: _Snap) -> bool:
+    """Whether ``now`` (a name's current value) is what :func:`_snapshot` saw."""
+    kind, then = snap.kind, snap.then
+    if now is then and kind in ("identity", "scalar"):
+        return True
+    if kind == "identity":
+        return False
+    if kind == "scalar":
+        if type(now) is not type(then):
+            return False
+        try:
+            return bool(now == then)
+        except (TypeError, ValueError):
+            return False
+    if kind == "array":
+        ref = then if snap.data is None else snap.data
+        if now is then and snap.data is None:  # large: only a rebinding is noticed
+            return True
+        if not (isinstance(now, np.ndarray) and now.shape == ref.shape
+                and now.dtype == ref.dtype):
+            return False
+        if now.size <= 4096 and now.flags.c_contiguous:
+            return bool(now.tobytes() == ref.tobytes())
+        return bool(np.array_equal(now, ref, equal_nan=ref.dtype.kind in "fc"))
+    if type(now) is not type(then) or len(now) != len(snap.data):
+        return False
+    for k, sub in snap.data:
+        try:
+            item = now[k]
+        except (KeyError, IndexError):
+            return False
+        if not _same_as(item, sub):
+            return False
+    return True
+
+
+def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
+    """The values ``call``'s code reads from globals, closures and bound arguments, now.
 
     ``f``'s own code, its nested functions and lambdas, and the plain functions of its own
-    module it calls by global name (three levels): ``(namespace or cell, name, value)``.
-    :func:`changed` tells whether any was rebound since: a threshold ``thresh = 0.5`` set
-    between calls shows there even when ``f``'s value at the check point does not change.
+    module it calls by global name (three levels), and the ``args``/``kwargs`` bound to it:
+    ``(namespace, cell or bound arguments; name; value; snapshot)``. Numbers, strings and
+    arrays are watched by value (small arrays, tuples, lists and dicts item by item, so a
+    change in place counts too: :data:`WATCH_COPY_MAX`), functions by identity.
+    :func:`changed` tells whether any changed since: a threshold ``thresh = 0.5`` set between
+    calls shows there even when ``f``'s value at the check point does not change.
 
     Examples
     --------
+    >>> import numpy as np
     >>> from sparsejac.verifying import changed, watch
-    >>> k = 2.0
-    >>> w = watch(lambda x: k * x)
+    >>> k = np.array([2.0])
+    >>> w = watch(lambda x: k[0] * x)
     >>> changed(w)
     False
+    >>> k[0] = 3.0
+    >>> changed(w)
+    True
     """
-    out: list[tuple[Any, Any, Any]] = []
+    out: list[tuple[Any, Any, Any, Any]] = []
     seen: set[int] = set()
+
+    def add(space: Any, name: Any, v: Any) -> None:
+        out.append((space, name, v, _snapshot(v)))
 
     def visit(fn: Any, depth: int) -> None:
         while isinstance(fn, (functools.partial, _Bound, types.MethodType)):
+            if isinstance(fn, _Bound):  # the bound args and kwargs (an ODE's parameters)
+                for i, a in enumerate(fn.args):
+                    add(fn, ("args", i), a)
+                for k, a in fn.kwargs.items():
+                    add(fn, ("kwargs", k), a)
             fn = (fn.func if isinstance(fn, functools.partial) else
                   fn.__func__ if isinstance(fn, types.MethodType) else fn.f)
         if not isinstance(fn, types.FunctionType) or id(fn) in seen or depth > 3:
@@ -84,9 +170,10 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any], ...]:
         names, stored = _names(fn.__code__)
         for name in names - stored:  # (a counter f itself updates is no change of f)
             v = space.get(name, _MISSING)
-            if isinstance(v, _WATCHED):
-                out.append((space, name, v))
-            elif isinstance(v, types.FunctionType) and v.__module__ == fn.__module__:
+            if v is _MISSING or isinstance(v, (types.ModuleType, type)):
+                continue
+            add(space, name, v)
+            if isinstance(v, types.FunctionType) and v.__module__ == fn.__module__:
                 visit(v, depth + 1)
         cells = zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False)
         for name, cell in cells:
@@ -96,10 +183,8 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any], ...]:
                 v = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            if isinstance(v, _WATCHED):
-                out.append((cell, None, v))
-            else:
-                visit(v, depth + 1)
+            add(cell, None, v)
+            visit(v, depth + 1)
 
     visit(call, 0)
     return tuple(out)
@@ -121,28 +206,41 @@ def _names(code: types.CodeType) -> tuple[set[str], set[str]]:
     return names, stored
 
 
-def changed(watched: tuple[tuple[Any, Any, Any], ...]) -> bool:
-    """Whether a value :func:`watch` saw was rebound (or an equal scalar replaced it: no)."""
-    for space, name, v in watched:
-        try:
-            now = space.get(name, _MISSING) if name is not None else space.cell_contents
-        except ValueError:
-            return True
-        if now is v:
+def _current(space: Any, name: Any) -> Any:
+    if isinstance(space, _Bound):
+        kind, key = name
+        return space.args[key] if kind == "args" else space.kwargs.get(key, _MISSING)
+    if name is None:
+        return space.cell_contents
+    return space.get(name, _MISSING)
+
+
+def changed(watched: tuple[tuple[Any, Any, Any, Any], ...]) -> bool:
+    """Whether a value :func:`watch` saw has changed (an equal value rebound to it: no)."""
+    for space, name, _, snap in watched:
+        if not snap.active:
             continue
-        if isinstance(v, np.ndarray):  # rebound: to an array of the same values is no change
-            if not (isinstance(now, np.ndarray) and now.shape == v.shape
-                    and now.dtype == v.dtype and np.array_equal(now, v, equal_nan=True)):
-                return True
-            continue
-        if type(now) is not type(v):
-            return True
         try:
-            if not bool(now == v):
-                return True
-        except (TypeError, ValueError):
+            now = _current(space, name)
+        except ValueError:  # an emptied cell
+            return True
+        if not _same_as(now, snap):
             return True
     return False
+
+
+def settle(watched: tuple[tuple[Any, Any, Any, Any], ...]) -> None:
+    """After a real call of ``f`` (no change before it): stop watching what ``f`` changed.
+
+    What ``f`` changes itself, a call counter in a list or an array, is no change of ``f``.
+    """
+    for space, name, _, snap in watched:
+        if snap.active:
+            try:
+                same = _same_as(_current(space, name), snap)
+            except ValueError:
+                same = False
+            snap.active = same
 
 
 def _values(v: Any) -> np.ndarray | None:
@@ -190,8 +288,9 @@ class Verifier:
         self.y = x0 + offset
         #: ``y`` flat (what the fused tape call replays the program at)
         self.y_flat = self.y.reshape(-1)
-        #: (state, parameter bytes, the recorded program's value at ``y``): the last one kept
-        self._kept: tuple[Any, bytes, np.ndarray] | None = None
+        #: (state, parameter bytes, the recorded program's value at ``y``, whether it is
+        #: finite): the last one kept
+        self._kept: tuple[Any, bytes, np.ndarray, bool] | None = None
 
     def kept(self, state: Any, key: bytes) -> np.ndarray | None:
         """The recorded value at ``y`` kept for ``state`` and parameter bytes ``key``."""
@@ -200,14 +299,19 @@ class Verifier:
 
     def keep(self, state: Any, key: bytes, value: np.ndarray) -> None:
         """Keep the recorded value at ``y`` for ``state`` and ``key`` (replacing the last)."""
-        self._kept = (state, key, value)
+        self._kept = (state, key, value, bool(np.isfinite(value).all()))
 
     def agrees_at_y(self, state: Any, recorded: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether a real call of ``f`` at ``y`` equals ``recorded``, the program's value there.
 
-        False also when ``f`` cannot be evaluated at ``y``: :meth:`agrees` then decides, and
-        when a global or closure value ``f`` reads was rebound (:func:`changed`).
+        False also when ``f`` cannot be evaluated at ``y`` or is not finite there (NaN equals
+        NaN whatever ``f``'s constants: :meth:`agrees` then decides), and when a global or
+        closure value ``f`` reads was rebound (:func:`changed`).
         """
+        kept = self._kept
+        if not (kept[3] if kept is not None and kept[2] is recorded
+                else np.isfinite(recorded).all()):
+            return False
         if changed(getattr(state, "watched", ())):
             return False
         try:
@@ -215,6 +319,8 @@ class Verifier:
                 got = state.call(self.y.copy(), *params)
         except Exception:  # outside f's domain at y: the general check handles it
             return False
+        finally:
+            _settle(state)
         if type(got) is np.ndarray and got.dtype == np.float64 and got.size <= 4096 and (
                 got.size == recorded.size and got.tobytes() == recorded.tobytes()):
             return True  # the usual case: the same operations, the same bits
@@ -233,7 +339,8 @@ class Verifier:
         replayed once per value of ``params`` and kept, so a call without new parameter
         values costs one evaluation of ``f``. If ``f`` cannot be evaluated at ``y`` (outside
         its domain), the check uses ``x`` itself, whose replayed value is a by-product of the
-        Jacobian. A global or closure value ``f`` reads that was rebound since the
+        Jacobian; where ``f`` is not finite at ``y`` (a NaN there hides any change), it checks
+        at ``x`` as well. A global or closure value ``f`` reads that was rebound since the
         preparation (:func:`changed`) is a disagreement too, wherever it shows.
         """
         if changed(getattr(state, "watched", ())):
@@ -241,7 +348,7 @@ class Verifier:
         y = self.y
         try:
             with np.errstate(all="ignore"):  # (outside f's domain: NaN, no warnings)
-                real = _values(state.call(y.copy(), *params))
+                real = _values(_settled(state, state.call(y.copy(), *params)))
                 key = param_key(params)
                 recorded = self.kept(state, key)
                 if recorded is None:
@@ -249,16 +356,16 @@ class Verifier:
                     if recorded is not None:
                         self.keep(state, key, recorded)
         except Exception:  # outside f's domain at y: check at x
-            real = _values(state.call(np.array(x, copy=True), *params))
-            recorded = _values(fx)
-        if real is None or recorded is None or real.size != recorded.size:
+            _settle(state)
+            real = _values(_settled(state, state.call(np.array(x, copy=True), *params)))
+            return _same(real, _values(fx))
+        if not _same(real, recorded):
             return False
-        if real.size <= 4096:  # the usual case: the same operations, the same bits
-            if real.tobytes() == recorded.tobytes():
-                return True
-        elif np.array_equal(real, recorded):
-            return True
-        return _close(real, recorded)
+        if real is not None and not np.isfinite(real).all():  # blind there: check at x too
+            with np.errstate(all="ignore"):
+                real = _values(_settled(state, state.call(np.array(x, copy=True), *params)))
+            return _same(real, _values(fx))
+        return True
 
     def agrees_scalar(self, state: Any, x: np.ndarray, params: Sequence[Any],
                       replay: Callable[[np.ndarray], Any]) -> bool:
@@ -270,17 +377,25 @@ class Verifier:
         """
         if changed(getattr(state, "watched", ())):
             return False
-        at = self.y
-        for point in (self.y, x):
+        for at in (self.y, x):
             try:
                 with np.errstate(all="ignore"):
-                    real = float(np.asarray(state.call(np.array(point, copy=True), *params),
-                                            dtype=np.float64).ravel()[0])
-                break
+                    value = _settled(state, state.call(np.array(at, copy=True), *params))
+                    real = float(np.asarray(value, dtype=np.float64).ravel()[0])
             except (TypeError, ValueError, ArithmeticError):
-                if point is x:
+                _settle(state)
+                if at is x:
                     return False
-                at = x
+                continue
+            if not self._scalar_agrees(state, at, real, params, replay):
+                return False
+            if np.isfinite(real):  # (a NaN at y equals NaN whatever f's constants: at x too)
+                return True
+        return True
+
+    def _scalar_agrees(self, state: Any, at: np.ndarray, real: float, params: Sequence[Any],
+                       replay: Callable[[np.ndarray], Any]) -> bool:
+        """Whether the recording's value at ``at`` (``y``: kept per parameters) is ``real``."""
         key = param_key(params)
         kept = self.kept(state, key) if at is self.y else None
         if kept is None:
@@ -292,6 +407,30 @@ class Verifier:
         if not (np.isfinite(real) and np.isfinite(rec)):
             return bool(np.isnan(real) == np.isnan(rec) and (np.isnan(real) or real == rec))
         return abs(real - rec) <= VERIFY_RTOL * max(1.0, abs(real))
+
+
+def _settle(state: Any) -> None:
+    watched = getattr(state, "watched", ())
+    if watched:
+        settle(watched)
+
+
+def _settled(state: Any, value: Any) -> Any:
+    """``value`` (of a real call of ``f``), after :func:`settle` of ``state``'s watch."""
+    _settle(state)
+    return value
+
+
+def _same(real: np.ndarray | None, recorded: np.ndarray | None) -> bool:
+    """Whether a real value of ``f`` equals the recorded program's, bit for bit or to rounding."""
+    if real is None or recorded is None or real.size != recorded.size:
+        return False
+    if real.size <= 4096:  # the usual case: the same operations, the same bits
+        if real.tobytes() == recorded.tobytes():
+            return True
+    elif np.array_equal(real, recorded):
+        return True
+    return _close(real, recorded)
 
 
 def param_key(params: Sequence[Any]) -> bytes:

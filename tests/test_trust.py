@@ -250,6 +250,103 @@ def test_a_call_counter_or_an_equal_rebinding_prepares_nothing_again():
         sparsejac.SparseJacobian(scope["f"], np.ones(3))(np.ones(3)).diagonal(), [6.0] * 3)
 
 
+@pytest.mark.parametrize("what", ["function", "tuple", "dict", "list"])
+def test_a_rebound_function_tuple_or_container_is_noticed(what):
+    """np.where(v > T, v**2, v) prepared at 0 with T = 0.5 held in a function, a tuple, a
+    dict or a list, rebound to 2.0: at x = 1 the derivative is 1 (it kept 2)."""
+    scope = {"np": np}
+    exec("def act(v):\n    return np.where(v > 0.5, v ** 2, v)\n"
+         "P = (0.5, 1.0)\ncfg = {'t': 0.5}\nL = [0.5]\n"
+         "def f_function(v):\n    return act(v)\n"
+         "def f_tuple(v):\n    return np.where(v > P[0], v ** 2, v)\n"
+         "def f_dict(v):\n    return np.where(v > cfg['t'], v ** 2, v)\n"
+         "def f_list(v):\n    return np.where(v > L[0], v ** 2, v)\n", scope)
+    x = np.ones(3)
+    jac = sparsejac.SparseJacobian(scope[f"f_{what}"], np.zeros(3))
+    np.testing.assert_array_equal(jac(x).diagonal(), 2 * x)
+    if what == "function":
+        exec("def act(v):\n    return np.where(v > 2.0, v ** 2, v)\n", scope)
+    else:
+        scope.update(P=(2.0, 1.0), cfg={"t": 2.0}, L=[2.0])
+    np.testing.assert_array_equal(jac(x).diagonal(), np.ones(3))
+    assert jac.stats()["preparations"] == 2
+
+
+def test_an_argument_changed_in_place_is_noticed():
+    """A threshold array passed in args and changed in place (t[0] = 2.0) where the check
+    point cannot see it: d/dv of where(v > t, v**3, v**2) at v = 1 is 2 (it kept 3)."""
+    t = np.array([0.5])
+    jac = sparsejac.SparseJacobian(lambda v, t: np.where(v > t[0], v ** 3, v ** 2),
+                                   np.zeros(3), args=(t,))
+    x = np.ones(3)
+    np.testing.assert_array_equal(jac(x, t).diagonal(), [3.0] * 3)
+    t[0] = 2.0
+    np.testing.assert_array_equal(jac(x, t).diagonal(), [2.0] * 3)
+    p = np.array([0.5])
+    ode = sparsejac.ode_jacobian(lambda s, u, p: np.where(u > p[0], -(u ** 3), -u),
+                                 0.0, np.zeros(3), args=(p,))
+    np.testing.assert_array_equal(np.diag(ode(0.0, x, p)), [-3.0] * 3)
+    p[0] = 2.0
+    np.testing.assert_array_equal(np.diag(ode(0.0, x, p)), [-1.0] * 3)
+
+
+def test_counters_in_containers_prepare_nothing_again():
+    """Counters f bumps in a list, a dict and an array are no change of f: one preparation."""
+    calls, stats, count = [0], {"n": 0}, np.zeros(1)
+
+    def f(x):
+        calls[0] += 1
+        stats["n"] += 1
+        count[0] += 1
+        return 3.0 * x ** 2
+
+    jac = sparsejac.SparseJacobian(f, np.ones(3))
+    for k in range(4):
+        np.testing.assert_array_equal(jac(np.full(3, k + 1.0)).diagonal(), [6.0 * (k + 1)] * 3)
+    assert jac.stats()["preparations"] == 1
+
+
+def test_a_change_hidden_by_nan_at_the_check_point_is_noticed():
+    """w * sqrt(1 - x) prepared at x0 = 0.99: the check point lies past 1 (f is NaN there,
+    and NaN equals NaN whatever w). After w[:] = 3 the derivative at 0.5 is
+    -3 / (2 sqrt(0.5)) (it kept w = 1); the same for a Hessian of sum(w * (1 - x)**1.5)."""
+    w = np.ones(3)
+    x0, x = np.array([0.99, 0.2, 0.3]), np.full(3, 0.5)
+    jac = sparsejac.SparseJacobian(lambda v, w: w * np.sqrt(1.0 - v), x0, args=(w,))
+    hess = sparsejac.SparseHessian(lambda v, w: np.sum(w * (1.0 - v) ** 1.5), x0, args=(w,))
+    jac(x, w)
+    hess(x, w)
+    w[:] = [3.0, 5.0, 7.0]
+    np.testing.assert_allclose(jac(x, w).diagonal(), -w / (2 * np.sqrt(0.5)), rtol=1e-15)
+    np.testing.assert_allclose(hess(x, w).diagonal(), 0.75 * w / np.sqrt(0.5), rtol=1e-15)
+
+
+def test_a_traced_array_kept_by_f_is_refused_clearly():
+    """f caches its first (traced) argument: the next call says so (was a TypeError)."""
+    cache = {}
+
+    def f(x):
+        if "k" not in cache:
+            cache["k"] = x.copy()
+        return x * cache["k"]
+
+    jac = sparsejac.SparseJacobian(f, np.array([0.3, 0.6, 0.9]))
+    with pytest.raises(RuntimeError, match="a traced array was used after its trace ended"):
+        jac(np.array([1.5, -0.7, 2.0]))
+
+
+def test_derivative_formulas_do_not_raise_under_errstate_raise():
+    """Under np.errstate(all='raise') the sigmoid runs cleanly at -700, 0, 700; so does its
+    Jacobian (an underflow in the derivative formula raised). Oracle: s(x) s(-x)."""
+    from scipy.special import expit
+
+    x = np.array([-700.0, 0.0, 700.0])
+    with np.errstate(all="raise"):
+        got = sparsejac.jacobian(lambda v: 1 / (1 + np.exp(-v)), x).diagonal()
+    # (at -700 the chain rule's 1/u**2 underflows: 0 against 9.9e-305, below any tolerance)
+    np.testing.assert_allclose(got, expit(x) * expit(-x), rtol=1e-12, atol=1e-300)
+
+
 @pytest.mark.parametrize("mode", EXACT_MODES)
 def test_a_parameter_sweep_through_a_dict_at_a_special_point(mode):
     """p["a"] * sin(x) at x = 0 has the same value for every a, not the same derivative."""

@@ -473,6 +473,7 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any] | None = N
     """
     params = params or {}
     trace = find_trace(args)
+    trace.ensure_open()  # (a traced array f kept from an ended trace has no value left)
     in_vars = tuple(as_var(trace, a) for a in args)
     if value is None:
         value = prim.impl(*(v.value for v in in_vars), **params)

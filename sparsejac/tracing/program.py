@@ -264,6 +264,13 @@ class Trace:
         """A constant variable (nothing recorded)."""
         return Var(value, CONST, active=False)
 
+    def ensure_open(self) -> None:
+        """Raise if the trace has ended: a traced array kept by ``f`` (a global, a cache)."""
+        if self.closed:
+            raise RuntimeError(
+                "a traced array was used after its trace ended (was it stored in a global, "
+                "a cache or a closure, or returned inside another object?)")
+
     def emit(
         self, prim: Operation, inputs: tuple[Var, ...], params: dict[str, Any], value: np.ndarray
     ) -> Var:
@@ -272,11 +279,7 @@ class Trace:
         When no input depends on the inputs of the program the result is folded into a
         constant and nothing is recorded.
         """
-        if self.closed:
-            raise RuntimeError(
-                "a traced array was used after its trace ended (was it stored in a global "
-                "or returned inside another object?)"
-            )
+        self.ensure_open()
         value = np.asarray(value)
         if all(v.kind == CONST for v in inputs):
             return Var(value, CONST, active=False)
