@@ -401,3 +401,76 @@ def test_lists_with_complex_constants_or_dtype_object_keep_numpy_s_object_path()
     x = np.array([1.3, 2.6])
     want = np.array([(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(2)]).T
     np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("alias", ["np.real", "astype", "asarray", "asanyarray",
+                                   "ascontiguousarray"])
+def test_aliases_of_a_buffer_write_through(alias):
+    """numpy gives the buffer itself (np.real of a real array: a view; astype(copy=False)
+    and asarray: the array): writes through the alias land in the buffer. They were lost
+    (a zero Jacobian and a pattern without (0, 2), (1, 3) at x0 = 0). Oracle: by hand."""
+
+    def f(u):
+        out = np.zeros(4)
+        if alias == "np.real":
+            a = np.real(out)
+        elif alias == "astype":
+            a = out.astype(np.float64, copy=False)
+        elif alias == "asarray":
+            a = np.asarray(out)
+        elif alias == "asanyarray":
+            a = np.asanyarray(out)
+        else:
+            a = np.ascontiguousarray(out)
+        a[:2] = np.sin(u[2:])
+        return out + u ** 2
+
+    want = np.zeros((4, 4))
+    want[0, 2] = want[1, 3] = 1.0
+    np.testing.assert_array_equal(sparsejac.jacobian(f, np.zeros(4)).toarray(), want)
+    assert sparsejac.jacobian_sparsity(f, np.zeros(4)).nnz == 6
+    x = np.array([0.1, 0.2, 0.3, 0.4])
+    want = np.diag(2 * x)
+    want[0, 2], want[1, 3] = np.cos(0.3), np.cos(0.4)
+    np.testing.assert_allclose(sparsejac.SparseJacobian(f, np.zeros(4))(x).toarray(), want,
+                               rtol=1e-15)
+
+
+def test_asarray_of_the_traced_input_is_the_input():
+    """np.asarray(x) in f is x itself, as numpy's of an ndarray (it was refused)."""
+    np.testing.assert_array_equal(
+        sparsejac.jacobian(lambda x: np.asarray(x) * 2.0, np.ones(3)).toarray(), 2 * np.eye(3))
+
+
+def test_copies_in_a_layout_and_converters_in_helpers(rng):
+    """np.ascontiguousarray of a transposed buffer is a copy (writes stay in it); a helper's
+    np.asarray(buffer) returns the buffer (they were refused). Oracle: differences."""
+
+    def apply_bc(a):
+        a = np.asarray(a)
+        a[0] = 0.0
+        return a
+
+    def f(u):
+        out = np.zeros((2, 3))
+        tmp = np.ascontiguousarray(out.T)
+        tmp[:] = u.reshape(3, 2) ** 2
+        same = np.ascontiguousarray(tmp)
+        same[0, 0] = 7.0
+        return np.concatenate([tmp.ravel(), out.ravel(), apply_bc(u ** 3)])
+
+    x = rng.standard_normal(6)
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), fd4_jacobian(f, x),
+                               rtol=1e-8, atol=1e-9)
+
+
+def test_a_conversion_error_names_the_line():
+    """A traced array converted by a call the tracer cannot follow (a ufunc method given a
+    list) names the line of f that did it."""
+
+    def f(r):
+        return np.maximum.reduce([np.zeros_like(r), np.minimum(2 * r, 1)])
+
+    with pytest.raises(sparsejac.TracedConversionError,
+                       match=r"plain numpy array \(at test_buffers.py:\d+: `return np.maximum"):
+        sparsejac.jacobian(f, np.linspace(-1.0, 1.0, 4))

@@ -198,12 +198,12 @@ def _as_layout(order: Any) -> Any:
 
 
 register_function(np.array, family="creation", via="stack | constant",
-                  note="with `like=x`; plain np.array(traced) is refused")(_array)
+                  note="with `like=x`, or of traced values in f's own code")(_array)
 _AS_ARRAY: tuple[tuple[Any, Any], ...] = ((np.asarray, None), (np.asanyarray, None),
                                           (np.ascontiguousarray, "C"), (np.asfortranarray, "F"))
 for _as, _order in _AS_ARRAY:
     register_function(_as, family="creation", via="identity",
-                      note="with `like=x`; plain np.asarray(traced) is refused")(
+                      note="with `like=x`, or of a traced array in f's own code")(
                           _as_layout(_order))
 
 

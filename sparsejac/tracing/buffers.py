@@ -46,8 +46,10 @@ CREATORS: tuple[str, ...] = ("zeros", "ones", "empty", "full", "zeros_like", "on
 
 #: numpy's converters: called from f's code with a list or tuple holding traced values
 #: (``np.array([y[0], 0.0, y[1]])``), they give one traced array, as the tracer's rule for
-#: ``np.array(..., like=x)`` does; anything else goes to numpy unchanged.
-LIFTERS: tuple[str, ...] = ("array", "asarray", "asanyarray")
+#: ``np.array(..., like=x)`` does; given a traced array, what numpy gives for an ndarray (the
+#: array itself, or a copy in the asked layout); anything else goes to numpy unchanged.
+LIFTERS: tuple[str, ...] = ("array", "asarray", "asanyarray", "ascontiguousarray",
+                            "asfortranarray")
 
 _LOCK = threading.RLock()  # re-entered by nested imports of numba's modules
 _ACTIVE = [0]  # traces running in this process
@@ -71,8 +73,10 @@ def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         obj = args[0] if args else kwargs.get("object", kwargs.get("a"))
         trace = current_trace()
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
-        if (trace is not None and not trace.closed and isinstance(obj, (list, tuple))
-                and holds_tracer(obj) and not _objects_or_complex(obj, dtype)
+        if (trace is not None and not trace.closed
+                and (holds_tracer(obj, 0) or (isinstance(obj, (list, tuple))  # (0: a Tracer)
+                                              and holds_tracer(obj)
+                                              and not _objects_or_complex(obj, dtype)))
                 and _from_user_code(LIFTERS)):
             from sparsejac.tracing.hooks import registry
 

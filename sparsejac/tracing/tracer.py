@@ -209,7 +209,8 @@ class Tracer:
             return box
         if self._var.shape == () and dtype is not None:
             raise TracedConversionError(
-                f"a traced scalar was converted to a plain numpy array of dtype {dtype} (as "
+                f"a traced scalar was converted to a plain numpy array of dtype {dtype}"
+                f"{user_line()} (as "
                 "a numpy function given a list of traced values does (np.mean([a, b])), or "
                 "assignment into a plain array made outside f, or by `zeros(n)` "
                 "after `from numpy import zeros`, which the tracer cannot see: write "
@@ -220,16 +221,15 @@ class Tracer:
                 "out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x)."
             )
         raise TracedConversionError(
-            f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array "
-            "(np.asarray / np.array, or assignment into a plain array made outside f, e.g. a "
-            "global buffer, or into a copy of one (k.copy(), k * 1.0: write np.copy(k)), or "
-            "made by `zeros(n)` after `from numpy import zeros`, which the tracer "
-            "cannot see: write np.zeros). That would lose its dependence on x. Drop the "
-            "np.asarray call "
-            "(the traced array already behaves like an ndarray), and create output arrays "
-            "inside f (np.zeros(n), np.empty(n) there are traceable) or from x: "
-            "out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). A list "
-            "of traced values becomes an array with np.stack([...]) or np.array([...], like=x); "
+            f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array"
+            f"{user_line()} (by a call the tracer cannot follow, or assignment into a plain "
+            "array made outside f, e.g. a global buffer, or into a copy of one (k.copy(), "
+            "k * 1.0: write np.copy(k)), or made by `zeros(n)` after `from numpy import "
+            "zeros`, which the tracer cannot see: write np.zeros). That would lose its "
+            "dependence on x. Create output arrays inside f (np.zeros(n), np.empty(n) there "
+            "are traceable) or from x: out = np.zeros_like(x), np.empty_like(x), or "
+            "np.zeros(shape, like=x). A list of traced values becomes an array with "
+            "np.stack([...]) or np.array([...]) in f; "
             "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
         )
 
@@ -517,7 +517,13 @@ class Tracer:
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> Any:
-        """As :meth:`numpy.ndarray.astype` (``order`` sets the result's memory layout)."""
+        """As :meth:`numpy.ndarray.astype` (``order`` sets the result's memory layout).
+
+        ``copy=False`` to the same dtype gives the array itself, as numpy does (writes through
+        the result reach it).
+        """
+        if not copy and order in ("K", "A") and np.dtype(dtype) == self.dtype:
+            return self
         res = registry().astype(self, dtype)
         np_copy: Any = np.copy
         return res if order in ("K", "A") else np_copy(res, order=order)
