@@ -11,7 +11,11 @@ Two parts:
    ``SparseHessian`` (preparation once, then per Hessian) against scipy's finite differences
    of the exact (hand-written) gradient with the same pattern and ``group_columns`` groups
    (``approx_derivative``, approximate: its error is printed), and against asdex (JAX) when
-   it is installed.
+   it is installed;
+3. a Hessian with one dense row and column (CUTEst's LIARWHD, whose every term involves
+   ``x[0]``): ``SparseHessian`` preparation with the hub first (``x[0]``) and last, at
+   n = 2.5·10⁴ to 2·10⁵; the star colouring no longer walks the hub's neighbours for every
+   vertex coloured after it, so both take about the same time.
 
 Run ``python benchmarks/hessian.py`` (``--quick``: n = 10⁴ only, and the small generated
 matrices; ``--repeats K``: timed repeats, the minimum is kept).
@@ -101,6 +105,25 @@ def time_table(sizes: list[int], repeats: int) -> None:
               flush=True)
 
 
+def hub_table(sizes: list[int]) -> None:
+    """Preparation of LIARWHD's Hessian with its hub first and last (part 3)."""
+    sparsejac.SparseHessian(lambda x: np.sum((x ** 2 - x[0]) ** 2), np.ones(1000))  # warm
+    print("\n| n | hub x[0]: prepare s | of it colouring s | hub x[-1]: prepare s | ratio |")
+    print("|--:|--:|--:|--:|--:|")
+    for n in sizes:
+        x0 = np.linspace(0.1, 0.9, n)
+        times = []
+        for hub in (0, -1):
+            def liarwhd(x, hub=hub):  # type: ignore[no-untyped-def]
+                return np.sum(4.0 * (x ** 2 - x[hub]) ** 2 + (x - 1.0) ** 2)
+
+            t = time.perf_counter()
+            h = sparsejac.SparseHessian(liarwhd, x0)
+            times.append((time.perf_counter() - t, h.stats()["seconds"]["coloring"]))
+        (first, colouring), (last, _) = times
+        print(f"| {n:,} | {first:.3f} | {colouring:.3f} | {last:.3f} | {first / last:.2f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="n = 1e4 only; small matrices")
@@ -116,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
         status = coloring.symmetric_table(argparse.Namespace(quick=args.quick))
     time_table([100] if args.quick else [100, 316], args.repeats)
+    hub_table([25_000, 50_000] if args.quick else [25_000, 50_000, 100_000, 200_000])
     return status
 
 

@@ -80,17 +80,35 @@ def adjacency_edges(ptr, adj):  # type: ignore[no-untyped-def]
 
 
 @kernel(nogil=True, inline="always")
-def _treat(ptr, adj, color, forbidden, treated, v, w):  # type: ignore[no-untyped-def]
-    """Forbid for ``v`` the colours of every coloured neighbour of ``w``; mark ``w`` treated."""
-    for b in range(ptr[w], ptr[w + 1]):
-        x = adj[b]
-        if color[x] >= 0:
-            forbidden[color[x]] = v
+def _treat(ptr, adj, color, forbidden, treated, v, w, big, clist, ccnt):  # type: ignore[no-untyped-def]
+    """Forbid for ``v`` the colours of every coloured neighbour of ``w``; mark ``w`` treated.
+
+    A big vertex (``big[w] >= 0``) keeps the distinct colours around it (``clist``): its
+    neighbours are not walked.
+    """
+    bw = big[w]
+    if bw >= 0:
+        for k in range(ccnt[bw]):
+            forbidden[clist[bw, k]] = v
+    else:
+        for b in range(ptr[w], ptr[w + 1]):
+            x = adj[b]
+            if color[x] >= 0:
+                forbidden[color[x]] = v
     treated[w] = v
 
 
+@kernel(nogil=True, inline="always")
+def _leaf_of(lhead, lnext, lhub, e, leaf, hub_vertex):  # type: ignore[no-untyped-def]
+    """Record that ``leaf`` is a leaf, through edge ``e``, of a star whose hub is ``hub_vertex``."""
+    if lhub[e] < 0:
+        lhub[e] = hub_vertex
+        lnext[e] = lhead[leaf]
+        lhead[leaf] = e
+
+
 @_greedy
-def star_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def]
+def star_color(ptr, adj, eid, n_edges, order, big):  # type: ignore[no-untyped-def]
     """Star colouring of the vertices in ``order`` (GTMP 2007, Algorithm 4.1).
 
     A star colouring is a distance-1 colouring in which every path on four vertices uses at
@@ -105,16 +123,37 @@ def star_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def]
       through them), every colour around ``w`` and ``q``;
     * Case 2: the colour of the hub ``x`` of a star through a neighbour ``w`` (``v`` would
       make ``v-w-x-...`` a two-coloured path on four vertices).
+
+    Nothing walks the neighbours of a neighbour, so a hub coloured before its many
+    neighbours costs no more than one coloured after them (that walk made a natural-order
+    star colouring of an arrowhead with its hub first quadratic): every vertex keeps the
+    hubs of the stars it is a leaf of (``lhead``, ``lnext``, ``lhub``: a list through the
+    edges), and each big vertex (``big[w]``, the row of its tables, or -1), for each colour,
+    a neighbour with that colour (``cmap``: its position in the adjacency list) and the
+    distinct colours around it (``clist``). The colours are those of the walking kernel: the
+    neighbours of ``w`` with one colour ``c`` all lie in one star (two of them and ``w``
+    make a two-coloured path, whose star has hub ``w``), so any of them finds it.
     """
     n = ptr.size - 1
+    m = max(n_edges, 1)
     color = np.full(n, -1, dtype=np.int64)
     forbidden = np.full(n + 1, -1, dtype=np.int64)
     fn_v = np.full(n + 1, -1, dtype=np.int64)
     fn_w = np.full(n + 1, -1, dtype=np.int64)
     fn_e = np.full(n + 1, -1, dtype=np.int64)
     treated = np.full(n, -1, dtype=np.int64)
-    star = np.full(max(n_edges, 1), -1, dtype=np.int64)
-    hub = np.full(max(n_edges, 1), -1, dtype=np.int64)
+    star = np.full(m, -1, dtype=np.int64)
+    hub = np.full(m, -1, dtype=np.int64)
+    lhead = np.full(n, -1, dtype=np.int64)
+    lnext = np.full(m, -1, dtype=np.int64)
+    lhub = np.full(m, -1, dtype=np.int64)
+    n_big = 0
+    for i in range(n):
+        if big[i] >= 0:
+            n_big += 1
+    cmap = np.full((n_big, n + 1), -1, dtype=np.int64)
+    clist = np.zeros((n_big, n + 1), dtype=np.int64)
+    ccnt = np.zeros(max(n_big, 1), dtype=np.int64)
     n_stars = 0
     for t in range(order.size):
         v = order[t]
@@ -127,18 +166,16 @@ def star_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def]
             if fn_v[cw] == v:  # Case 1: w is the second neighbour of v with colour cw
                 q = fn_w[cw]
                 if treated[q] != v:
-                    _treat(ptr, adj, color, forbidden, treated, v, q)
-                _treat(ptr, adj, color, forbidden, treated, v, w)
+                    _treat(ptr, adj, color, forbidden, treated, v, q, big, clist, ccnt)
+                _treat(ptr, adj, color, forbidden, treated, v, w, big, clist, ccnt)
             else:
                 fn_v[cw] = v
                 fn_w[cw] = w
                 fn_e[cw] = eid[a]
-                for b in range(ptr[w], ptr[w + 1]):
-                    x = adj[b]
-                    if x == v or color[x] < 0:
-                        continue
-                    if hub[star[eid[b]]] == x:  # Case 2: x is the hub of the star of wx
-                        forbidden[color[x]] = v
+                e = lhead[w]  # Case 2: the hubs of the stars w is a leaf of
+                while e >= 0:
+                    forbidden[color[lhub[e]]] = v
+                    e = lnext[e]
         c = 0
         while forbidden[c] == v:
             c += 1
@@ -148,25 +185,50 @@ def star_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def]
             w = adj[a]
             if color[w] < 0:
                 continue
-            found = False
-            for b in range(ptr[w], ptr[w + 1]):
-                x = adj[b]
-                if x != v and color[x] == c:  # v-w-x two-coloured: w is the hub
-                    s = star[eid[b]]
-                    hub[s] = w
-                    star[eid[a]] = s
-                    found = True
-                    break
-            if not found:
+            found = -1
+            bw = big[w]
+            if bw >= 0:
+                found = cmap[bw, c]
+            else:
+                for b in range(ptr[w], ptr[w + 1]):
+                    x = adj[b]
+                    if x != v and color[x] == c:
+                        found = b
+                        break
+            if found >= 0:  # v-w-x two-coloured: w is the hub
+                b = found
+                s = star[eid[b]]
+                hub[s] = w
+                star[eid[a]] = s
+                _leaf_of(lhead, lnext, lhub, eid[b], adj[b], w)
+                _leaf_of(lhead, lnext, lhub, eid[a], v, w)
+            else:
                 cw = color[w]
                 if fn_v[cw] == v and fn_w[cw] != w:  # w-v-q two-coloured: v is the hub
                     s = star[fn_e[cw]]
                     hub[s] = v
                     star[eid[a]] = s
+                    _leaf_of(lhead, lnext, lhub, fn_e[cw], fn_w[cw], v)
+                    _leaf_of(lhead, lnext, lhub, eid[a], w, v)
                 else:  # a new star of one edge, hub undetermined
                     star[eid[a]] = n_stars
                     hub[n_stars] = -1
                     n_stars += 1
+        # the big neighbours of v learn its colour (v's position in their lists)
+        for a in range(ptr[v], ptr[v + 1]):
+            w = adj[a]
+            bw = big[w]
+            if bw >= 0 and cmap[bw, c] < 0:
+                lo, hi = ptr[w], ptr[w + 1]
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if adj[mid] < v:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                cmap[bw, c] = lo
+                clist[bw, ccnt[bw]] = c
+                ccnt[bw] += 1
     return color
 
 

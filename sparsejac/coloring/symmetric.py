@@ -86,6 +86,11 @@ COLUMN_SHARE = 0.35
 #: nonzero and per vertex (fitted on the shared symmetric matrices, see the module legend
 #: of :mod:`~sparsejac.coloring.budget`).
 PASS_COST = (4.0, 10.0, 40.0)
+#: The star colouring keeps colour tables for vertices of more than this many neighbours
+#: (and four times the mean), instead of walking their neighbours (:attr:`AdjacencyGraph.big`).
+BIG_DEGREE = 64
+#: At most this many such vertices.
+MAX_BIG = 64
 _RESTART_ORDERS = ("incidence_degree", "smallest_last", "dynamic_largest_first")
 _DYNAMIC = frozenset({"dsatur", "smallest_last", "incidence_degree", "dynamic_largest_first"})
 
@@ -164,6 +169,25 @@ class AdjacencyGraph(BipartiteGraph):
     def lower_bound(self) -> int:
         """:func:`symmetric_lower_bound` of the pattern."""
         return symmetric_lower_bound(self.n_vertices, self.n_edges)
+
+    @cached_property
+    def big(self) -> np.ndarray:
+        """Row of each big vertex in the star colouring's colour tables, -1 for the others.
+
+        Big: degree above :data:`BIG_DEGREE` and four times the mean, at most
+        :data:`MAX_BIG` of the highest degrees and as many as two tables of ``n + 1``
+        entries per vertex hold within 32 bytes per adjacency entry.
+        """
+        n = self.n_vertices
+        deg = self.degrees
+        cap = min(MAX_BIG, 2 * int(self.adj.size) // (n + 1))
+        out = np.full(n, -1, dtype=np.int64)
+        if cap > 0 and n:
+            mean = float(self.adj.size) / n
+            by_degree = np.argsort(-deg, kind="stable")[:cap]
+            chosen = by_degree[deg[by_degree] > max(BIG_DEGREE, 4.0 * mean)]
+            out[np.sort(chosen)] = np.arange(chosen.size, dtype=np.int64)
+        return kernel_array(out)
 
     @cached_property
     def pass_cost(self) -> float:
@@ -251,9 +275,13 @@ def symmetric_groups(graph: AdjacencyGraph, method: str, order: np.ndarray) -> n
         colors_: np.ndarray = np.empty(n, dtype=np.int64)
         colors_[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
         return colors_
-    kernel = _symmetric.star_color if method == "star" else _symmetric.acyclic_color
-    colors: np.ndarray = kernel(graph.ptr, graph.adj, graph.eid, graph.n_edges,
-                                kernel_array(order))
+    if method == "star":
+        colors: np.ndarray = _symmetric.star_color(graph.ptr, graph.adj, graph.eid,
+                                                   graph.n_edges, kernel_array(order),
+                                                   graph.big)
+        return colors
+    colors = _symmetric.acyclic_color(graph.ptr, graph.adj, graph.eid, graph.n_edges,
+                                      kernel_array(order))
     return colors
 
 

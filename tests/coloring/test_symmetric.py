@@ -427,5 +427,109 @@ def test_complete_graph_shortcut_equals_the_kernel(method):
             g = AdjacencyGraph(as_pattern(a))
             for _ in range(4):
                 order = rng.permutation(n)
-                expected = kern(g.ptr, g.adj, g.eid, g.n_edges, kernel_array(order))
+                extra = (g.big,) if method == "star" else ()
+                expected = kern(g.ptr, g.adj, g.eid, g.n_edges, kernel_array(order), *extra)
                 assert np.array_equal(symmetric_groups(g, method, order), expected)
+
+
+def _star_walking(ptr, adj, eid, n_edges, order):
+    """GTMP 2007 Algorithm 4.1 as first written: it walks the neighbours of every coloured
+    neighbour (quadratic around a hub coloured early); the reference of the kernel."""
+    n = ptr.size - 1
+    color = [-1] * n
+    forbidden = [-1] * (n + 1)
+    fn_v, fn_w, fn_e = [-1] * (n + 1), [-1] * (n + 1), [-1] * (n + 1)
+    treated = [-1] * n
+    star, hub = [-1] * max(n_edges, 1), [-1] * max(n_edges, 1)
+    n_stars = 0
+
+    def treat(v, w):
+        for b in range(ptr[w], ptr[w + 1]):
+            if color[adj[b]] >= 0:
+                forbidden[color[adj[b]]] = v
+        treated[w] = v
+
+    for v in order:
+        for a in range(ptr[v], ptr[v + 1]):
+            w = adj[a]
+            cw = color[w]
+            if cw < 0:
+                continue
+            forbidden[cw] = v
+            if fn_v[cw] == v:
+                q = fn_w[cw]
+                if treated[q] != v:
+                    treat(v, q)
+                treat(v, w)
+            else:
+                fn_v[cw], fn_w[cw], fn_e[cw] = v, w, eid[a]
+                for b in range(ptr[w], ptr[w + 1]):
+                    x = adj[b]
+                    if x != v and color[x] >= 0 and hub[star[eid[b]]] == x:
+                        forbidden[color[x]] = v
+        c = 0
+        while forbidden[c] == v:
+            c += 1
+        color[v] = c
+        for a in range(ptr[v], ptr[v + 1]):
+            w = adj[a]
+            if color[w] < 0:
+                continue
+            for b in range(ptr[w], ptr[w + 1]):
+                x = adj[b]
+                if x != v and color[x] == c:
+                    s = star[eid[b]]
+                    hub[s] = w
+                    star[eid[a]] = s
+                    break
+            else:
+                cw = color[w]
+                if fn_v[cw] == v and fn_w[cw] != w:
+                    s = star[fn_e[cw]]
+                    hub[s] = v
+                    star[eid[a]] = s
+                else:
+                    star[eid[a]] = n_stars
+                    hub[n_stars] = -1
+                    n_stars += 1
+    return np.array(color)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_star_kernel_equals_the_walking_algorithm_around_hubs(seed):
+    """The kernel's colour tables for big vertices and leaf lists give the colours of the
+    algorithm that walks neighbourhoods, on random patterns with hubs, in random orders."""
+    from sparsejac.coloring.symmetric import AdjacencyGraph, symmetric_groups
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(150, 400))
+    a = sp.random(n, n, density=float(rng.uniform(0.002, 0.02)), random_state=seed)
+    for h in rng.choice(n, size=int(rng.integers(1, 5)), replace=False):  # hubs
+        cols = rng.choice(n, size=int(rng.integers(n // 3, n)), replace=False)
+        a = a + sp.csr_matrix((np.ones(cols.size), (np.full(cols.size, h), cols)),
+                              shape=(n, n))
+    pattern = as_pattern(((a + a.T) != 0).astype(float) + sp.eye(n))
+    graph = AdjacencyGraph(pattern)
+    assert (graph.big >= 0).any()
+    for order in (np.arange(n), rng.permutation(n), np.argsort(-graph.degrees, kind="stable")):
+        got = symmetric_groups(graph, "star", order)
+        want = _star_walking(graph.ptr, graph.adj, graph.eid, graph.n_edges, order)
+        np.testing.assert_array_equal(got, want)
+        check_star_coloring(pattern.to_csr_array().toarray(), got)
+
+
+def test_star_colouring_of_an_arrowhead_with_its_hub_first_is_linear():
+    """Natural order on an arrowhead whose hub is vertex 0: the hub is a big vertex, whose
+    neighbours are no longer walked for every vertex after it (33 s at n = 2e5 before); the
+    colouring is the walking algorithm's: 2 colours."""
+    from sparsejac.coloring.symmetric import AdjacencyGraph, symmetric_groups
+
+    n = 20_000
+    rows = np.concatenate([np.zeros(n - 1, int), np.arange(1, n), np.arange(n)])
+    cols = np.concatenate([np.arange(1, n), np.zeros(n - 1, int), np.arange(n)])
+    pattern = as_pattern(sp.csr_array((np.ones(rows.size), (rows, cols)), shape=(n, n)))
+    graph = AdjacencyGraph(pattern)
+    assert graph.big[0] == 0
+    groups = symmetric_groups(graph, "star", np.arange(n))
+    assert groups[0] == 0
+    assert set(groups[1:].tolist()) == {1}
