@@ -167,8 +167,8 @@ class SparseJacobian(PlanView):
         operations: kinetics right-hand sides, Python loops over elements); ``"chain"``: local
         Jacobians preaccumulated at preparation and replayed with numpy (fastest for a few
         large array operations). ``"auto"`` picks by a fixed rule on the program's sizes
-        (:func:`sparsejac.pipeline.choose_engine`); a program the tape cannot encode always
-        uses the chain. ``stats()["engine"]["engine"]`` says which one runs.
+        (:func:`sparsejac.pipeline.choose_engine`); a program the tape cannot encode or hold
+        (``MAX_BLOCK``) uses the chain. ``stats()["engine"]["engine"]`` says which one runs.
     workers : int or map-like callable, optional
         For ``mode="fd"``: where the ``p + 1`` evaluations of ``f`` run, as scipy's
         ``approx_derivative(workers=...)``: an int for a process pool of that size (-1: every
