@@ -49,6 +49,18 @@ _greedy = kernel(nogil=True, interpret=ORDER_INTERPRET_BELOW,
                  interpret_weight=ORDER_INTERPRET_WEIGHT)
 
 
+@kernel(nogil=True, inline="always")
+def _position(adj, lo, hi, v):  # type: ignore[no-untyped-def]
+    """The position of ``v`` in the sorted ``adj[lo:hi]`` (binary search)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if adj[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @_linear
 def adjacency_edges(ptr, adj):  # type: ignore[no-untyped-def]
     """Edge id of every CSR position of a symmetric adjacency structure, and the edge count.
@@ -68,14 +80,7 @@ def adjacency_edges(ptr, adj):  # type: ignore[no-untyped-def]
         for a in range(ptr[i], ptr[i + 1]):
             j = adj[a]
             if j < i:
-                lo, hi = ptr[j], ptr[j + 1]
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if adj[mid] < i:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                eid[a] = eid[lo]
+                eid[a] = eid[_position(adj, ptr[j], ptr[j + 1], i)]
     return eid, k
 
 
@@ -219,14 +224,7 @@ def star_color(ptr, adj, eid, n_edges, order, big):  # type: ignore[no-untyped-d
             w = adj[a]
             bw = big[w]
             if bw >= 0 and cmap[bw, c] < 0:
-                lo, hi = ptr[w], ptr[w + 1]
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if adj[mid] < v:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                cmap[bw, c] = lo
+                cmap[bw, c] = _position(adj, ptr[w], ptr[w + 1], v)
                 clist[bw, ccnt[bw]] = c
                 ccnt[bw] += 1
     return color
