@@ -112,6 +112,22 @@ def _leaf_of(lhead, lnext, lhub, e, leaf, hub_vertex):  # type: ignore[no-untype
         lhead[leaf] = e
 
 
+@kernel(nogil=True, inline="always")
+def _learn_colour(ptr, adj, big, cmap, clist, ccnt, v, c):  # type: ignore[no-untyped-def]
+    """The big neighbours of ``v``, just coloured ``c``, learn it.
+
+    ``v``'s position in their neighbour lists under colour ``c`` (the first one only), and
+    ``c`` among their colours.
+    """
+    for a in range(ptr[v], ptr[v + 1]):
+        w = adj[a]
+        bw = big[w]
+        if bw >= 0 and cmap[bw, c] < 0:
+            cmap[bw, c] = _position(adj, ptr[w], ptr[w + 1], v)
+            clist[bw, ccnt[bw]] = c
+            ccnt[bw] += 1
+
+
 @_greedy
 def star_color(ptr, adj, eid, n_edges, order, big):  # type: ignore[no-untyped-def]
     """Star colouring of the vertices in ``order`` (GTMP 2007, Algorithm 4.1).
@@ -219,14 +235,7 @@ def star_color(ptr, adj, eid, n_edges, order, big):  # type: ignore[no-untyped-d
                     star[eid[a]] = n_stars
                     hub[n_stars] = -1
                     n_stars += 1
-        # the big neighbours of v learn its colour (v's position in their lists)
-        for a in range(ptr[v], ptr[v + 1]):
-            w = adj[a]
-            bw = big[w]
-            if bw >= 0 and cmap[bw, c] < 0:
-                cmap[bw, c] = _position(adj, ptr[w], ptr[w + 1], v)
-                clist[bw, ccnt[bw]] = c
-                ccnt[bw] += 1
+        _learn_colour(ptr, adj, big, cmap, clist, ccnt, v, c)
     return color
 
 
@@ -254,7 +263,7 @@ def _union(parent, rank, a, b):  # type: ignore[no-untyped-def]
 
 
 @_greedy
-def acyclic_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def]
+def acyclic_color(ptr, adj, eid, n_edges, order, big):  # type: ignore[no-untyped-def]
     """Acyclic colouring of the vertices in ``order`` (GTMP 2007, Algorithm 3.1).
 
     An acyclic colouring is a distance-1 colouring in which every cycle uses at least three
@@ -269,8 +278,11 @@ def acyclic_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def
     Invariant (kept by the merges): for every coloured ``w`` and colour ``c``, the edges from
     ``w`` to its neighbours of colour ``c`` lie in one tree. So around a neighbour ``w`` only
     the first ``x`` of each colour needs a ``find`` (``seen`` stamps the colours met through
-    the current pair ``v, w``), and one union per ``w`` joins ``vw`` to its tree: a hub of
-    degree d then costs ``O(d)`` plain steps per neighbour, not ``O(d)`` finds and unions.
+    the current pair ``v, w``), and one union per ``w`` joins ``vw`` to its tree. A big
+    vertex (``big[w] >= 0``) is not walked at all: its colour tables (as in
+    :func:`star_color`: a neighbour per colour, the distinct colours) give one ``x`` of each
+    colour around it, so a hub coloured before its many neighbours costs each of them the
+    number of colours around it, not its degree.
     """
     n = ptr.size - 1
     m = max(n_edges, 1)
@@ -284,6 +296,13 @@ def acyclic_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def
     rank = np.zeros(m, dtype=np.int64)
     seen = np.full(n + 1, -1, dtype=np.int64)
     stamp = 0
+    n_big = 0
+    for i in range(n):
+        if big[i] >= 0:
+            n_big += 1
+    cmap = np.full((n_big, n + 1), -1, dtype=np.int64)
+    clist = np.zeros((n_big, n + 1), dtype=np.int64)
+    ccnt = np.zeros(max(n_big, 1), dtype=np.int64)
     for t in range(order.size):
         v = order[t]
         for a in range(ptr[v], ptr[v + 1]):
@@ -295,7 +314,12 @@ def acyclic_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def
             if color[w] < 0:
                 continue
             stamp += 1
-            for b in range(ptr[w], ptr[w + 1]):
+            bw = big[w]
+            k = ptr[w] if bw < 0 else 0
+            end = ptr[w + 1] if bw < 0 else ccnt[bw]
+            while k < end:  # the neighbours of w, or one of each colour around a big w
+                b = k if bw < 0 else cmap[bw, clist[bw, k]]
+                k += 1
                 x = adj[b]
                 if color[x] < 0 or forbidden[color[x]] == v or seen[color[x]] == stamp:
                     continue
@@ -325,11 +349,18 @@ def acyclic_color(ptr, adj, eid, n_edges, order):  # type: ignore[no-untyped-def
             w = adj[a]
             if color[w] < 0:
                 continue
+            bw = big[w]
+            if bw >= 0:
+                b = cmap[bw, c]
+                if b >= 0:
+                    _union(parent, rank, _find(parent, eid[a]), _find(parent, eid[b]))
+                continue
             for b in range(ptr[w], ptr[w + 1]):
                 x = adj[b]
                 if x != v and color[x] == c:
                     _union(parent, rank, _find(parent, eid[a]), _find(parent, eid[b]))
                     break  # every edge from w to colour c is in that tree
+        _learn_colour(ptr, adj, big, cmap, clist, ccnt, v, c)
     return color
 
 

@@ -86,7 +86,7 @@ COLUMN_SHARE = 0.35
 #: nonzero and per vertex (fitted on the shared symmetric matrices, see the module legend
 #: of :mod:`~sparsejac.coloring.budget`).
 PASS_COST = (4.0, 10.0, 40.0)
-#: The star colouring keeps colour tables for vertices of more than this many neighbours
+#: The symmetric colourings keep colour tables for vertices of more than this many neighbours
 #: (and four times the mean), instead of walking their neighbours (:attr:`AdjacencyGraph.big`).
 BIG_DEGREE = 64
 #: At most this many such vertices.
@@ -172,7 +172,7 @@ class AdjacencyGraph(BipartiteGraph):
 
     @cached_property
     def big(self) -> np.ndarray:
-        """Row of each big vertex in the star colouring's colour tables, -1 for the others.
+        """Row of each big vertex in the symmetric colourings' colour tables, -1 for others.
 
         Big: degree above :data:`BIG_DEGREE` and four times the mean, at most
         :data:`MAX_BIG` of the highest degrees and as many as two tables of ``n + 1``
@@ -275,13 +275,9 @@ def symmetric_groups(graph: AdjacencyGraph, method: str, order: np.ndarray) -> n
         colors_: np.ndarray = np.empty(n, dtype=np.int64)
         colors_[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
         return colors_
-    if method == "star":
-        colors: np.ndarray = _symmetric.star_color(graph.ptr, graph.adj, graph.eid,
-                                                   graph.n_edges, kernel_array(order),
-                                                   graph.big)
-        return colors
-    colors = _symmetric.acyclic_color(graph.ptr, graph.adj, graph.eid, graph.n_edges,
-                                      kernel_array(order))
+    kernel = _symmetric.star_color if method == "star" else _symmetric.acyclic_color
+    colors: np.ndarray = kernel(graph.ptr, graph.adj, graph.eid, graph.n_edges,
+                                kernel_array(order), graph.big)
     return colors
 
 
