@@ -14,8 +14,9 @@ Two parts:
    it is installed;
 3. a Hessian with one dense row and column (CUTEst's LIARWHD, whose every term involves
    ``x[0]``): ``SparseHessian`` preparation with the hub first (``x[0]``) and last, at
-   n = 2.5·10⁴ to 2·10⁵; the star colouring no longer walks the hub's neighbours for every
-   vertex coloured after it, so both take about the same time.
+   n = 2.5·10⁴ to 2·10⁵ (and the acyclic colouring's with the hub first); the symmetric
+   colourings no longer walk the hub's neighbours for every vertex coloured after it, so
+   both take about the same time.
 
 Run ``python benchmarks/hessian.py`` (``--quick``: n = 10⁴ only, and the small generated
 matrices; ``--repeats K``: timed repeats, the minimum is kept).
@@ -108,20 +109,22 @@ def time_table(sizes: list[int], repeats: int) -> None:
 def hub_table(sizes: list[int]) -> None:
     """Preparation of LIARWHD's Hessian with its hub first and last (part 3)."""
     sparsejac.SparseHessian(lambda x: np.sum((x ** 2 - x[0]) ** 2), np.ones(1000))  # warm
-    print("\n| n | hub x[0]: prepare s | of it colouring s | hub x[-1]: prepare s | ratio |")
-    print("|--:|--:|--:|--:|--:|")
+    print("\n| n | hub x[0]: prepare s | of it colouring s | hub x[-1]: prepare s | ratio "
+          "| acyclic, hub x[0]: prepare s |")
+    print("|--:|--:|--:|--:|--:|--:|")
     for n in sizes:
         x0 = np.linspace(0.1, 0.9, n)
         times = []
-        for hub in (0, -1):
+        for hub, method in ((0, "star"), (-1, "star"), (0, "acyclic")):
             def liarwhd(x, hub=hub):  # type: ignore[no-untyped-def]
                 return np.sum(4.0 * (x ** 2 - x[hub]) ** 2 + (x - 1.0) ** 2)
 
             t = time.perf_counter()
-            h = sparsejac.SparseHessian(liarwhd, x0)
+            h = sparsejac.SparseHessian(liarwhd, x0, method=method)
             times.append((time.perf_counter() - t, h.stats()["seconds"]["coloring"]))
-        (first, colouring), (last, _) = times
-        print(f"| {n:,} | {first:.3f} | {colouring:.3f} | {last:.3f} | {first / last:.2f} |")
+        (first, colouring), (last, _), (acyclic, _) = times
+        print(f"| {n:,} | {first:.3f} | {colouring:.3f} | {last:.3f} | {first / last:.2f} "
+              f"| {acyclic:.3f} |")
 
 
 def main(argv: list[str] | None = None) -> int:
