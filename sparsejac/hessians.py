@@ -73,11 +73,10 @@ def hessian_sparsity(f: Callable[..., Any], x: Any, *, local: bool = False,
                      kwargs: dict[str, Any] | None = None) -> sp.csr_array:
     """The sparsity pattern of the Hessian of a scalar ``f``: which pairs of inputs interact.
 
-    Linear operations carry first-order dependencies only; a product, or a nonlinear
-    function of a value that depends on several inputs, makes those inputs interact. The
-    pattern comes from the recorded program's reverse sweep: every primitive's local
-    Jacobian is either constant (no second-order interaction) or computed from values, and
-    then exactly those values' inputs interact.
+    Linear operations carry first-order dependencies only; a product, or a nonlinear function
+    of a value that depends on several inputs, makes those inputs interact. The pattern comes
+    from the recorded program's reverse sweep: every primitive's local Jacobian is constant
+    (no second-order interaction) or computed from values, whose inputs then interact.
 
     Parameters
     ----------
@@ -193,8 +192,9 @@ class SparseHessian(PlanView):
     Hessian's entries directly, a call assembles them; otherwise the pattern is coloured
     symmetrically and a call costs one forward-over-reverse pass with ``p`` seed columns
     (``p`` = the number of colours) and the recovery. It is a drop-in ``hess=`` for
-    ``minimize``'s ``trust-constr`` and ``Newton-CG`` (``trust-exact`` and ``dogleg`` need
-    ``lambda x: H(x).toarray()``); :meth:`gradient` is a ``jac=``, :meth:`hessp` a ``hessp=``.
+    ``minimize``'s ``trust-constr`` and ``Newton-CG`` (``trust-exact``, ``dogleg`` need
+    ``lambda x: H(x).toarray()``); :meth:`gradient` is a ``jac=``, :meth:`hessp` a ``hessp=``
+    (``trust-ncg`` and ``trust-krylov`` take it, not a sparse ``hess=``).
 
     Parameters
     ----------

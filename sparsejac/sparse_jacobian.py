@@ -157,8 +157,8 @@ class SparseJacobian(PlanView):
         differences and value-dependent ``f`` (traced again at every call) call ``f`` itself
         and need no check.
     check : bool
-        For ``mode="fd"`` with a trusted ``sparsity``: probe ``f`` at ``x0`` with a few dense
-        finite differences (about ``log2(n) + 4`` extra evaluations) and refuse a pattern
+        For ``mode="fd"`` with a trusted ``sparsity``: probe ``f`` at ``x0`` with dense finite
+        differences (about ``log2(n) + 2 p + 8`` evaluations, once) and refuse a pattern
         that misses entries, naming them. (An exact mode checks a given pattern against the
         traced one anyway.)
     engine : {"auto", "tape", "chain"}

@@ -301,3 +301,38 @@ def test_check_method_names_the_argument(method):
     with pytest.raises(ValueError, match=re.escape(
             f"Unknown `fd_method` {method!r}; expected one of ['2-point', '3-point', 'cs'].")):
         check_method(method)
+
+
+def _powell_singular(x):
+    return np.stack([x[0::4] + 10 * x[1::4], np.sqrt(5.0) * (x[2::4] - x[3::4]),
+                     (x[1::4] - 2 * x[2::4]) ** 2, np.sqrt(10.0) * (x[0::4] - x[3::4]) ** 2],
+                    axis=1).ravel()
+
+
+def _chebyquad(x):
+    y = 2 * x - 1
+    t_prev, t = np.ones_like(y), y
+    out = [np.mean(y)]
+    for i in range(2, x.size + 1):
+        t_prev, t = t, 2 * y * t - t_prev
+        out.append(np.mean(t) + (1.0 / (i * i - 1) if i % 2 == 0 else 0.0))
+    return np.array(out)
+
+
+def test_check_accepts_complete_patterns_of_rows_whose_first_order_change_cancels():
+    """check=True refused complete patterns (a dense one; the Powell singular function's own)
+    where a squared residual near its zero makes the second-order remainder outweigh the
+    first-order change: one-sided differences' truncation looked like a missing entry.
+    A pattern that does miss an entry is still refused, naming it."""
+    x0 = np.array([0.6876617211273717, 0.19093761593712275, 0.4129825523965297,
+                   0.5133921460970909, 0.44450241633134224, 0.5694388571505126,
+                   0.6902702298337282, 0.8650138038688788])
+    sparsejac.SparseJacobian(_chebyquad, x0, mode="fd", sparsity=np.ones((8, 8)), check=True)
+    x0 = np.full(4, 1e-2)
+    pattern = sparsejac.jacobian_sparsity(_powell_singular, x0)
+    sparsejac.SparseJacobian(_powell_singular, x0, mode="fd", sparsity=pattern, check=True)
+    short = pattern.toarray()
+    short[3, 0] = False
+    with pytest.raises(ValueError, match=r"\(3, 0\)"):
+        sparsejac.SparseJacobian(_powell_singular, np.array([0.3, 0.5, 0.7, 0.9]), mode="fd",
+                                 sparsity=short, check=True)
