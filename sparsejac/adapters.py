@@ -48,6 +48,11 @@ class _StateFirst:
     def __init__(self, fun: Callable[..., Any]) -> None:
         self.fun = fun
 
+    @property
+    def __wrapped__(self) -> Callable[..., Any]:
+        """``fun`` (what the verify watch follows to ``fun``'s globals)."""
+        return self.fun
+
     def __call__(self, y: Any, t: Any, *args: Any) -> Any:
         return self.fun(t, y, *args)
 

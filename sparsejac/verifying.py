@@ -53,8 +53,9 @@ class _Bound:
 
 #: Arrays of at most this many elements that ``f`` reads (globals, closure variables,
 #: ``args``/``kwargs``) are copied by :func:`watch`, so that :func:`changed` notices a change
-#: made in place too (a threshold ``t[0] = 2.0``); larger ones only when rebound.
-WATCH_COPY_MAX = 100_000
+#: made in place too (a threshold ``t[0] = 2.0``); larger ones only when rebound (a global
+#: table of 10^5 elements compared twice per call cost 1.5 ms).
+WATCH_COPY_MAX = 4096
 
 #: Containers (tuples, lists, dicts) of at most this many items are watched item by item.
 _WATCH_ITEMS_MAX = 64
@@ -155,17 +156,27 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
         out.append((space, name, v, _snapshot(v)))
 
     def visit(fn: Any, depth: int) -> None:
-        while isinstance(fn, (functools.partial, _Bound, types.MethodType)):
-            if isinstance(fn, _Bound):  # the bound args and kwargs (an ODE's parameters)
+        while True:
+            if isinstance(fn, (_Bound, functools.partial)):  # bound args and kwargs
+                kw = fn.kwargs if isinstance(fn, _Bound) else fn.keywords
                 for i, a in enumerate(fn.args):
                     add(fn, ("args", i), a)
-                for k, a in fn.kwargs.items():
+                for k, a in kw.items():
                     add(fn, ("kwargs", k), a)
-            fn = (fn.func if isinstance(fn, functools.partial) else
-                  fn.__func__ if isinstance(fn, types.MethodType) else fn.f)
+                fn = fn.f if isinstance(fn, _Bound) else fn.func
+            elif isinstance(fn, types.MethodType):
+                fn = fn.__func__
+            elif not isinstance(fn, types.FunctionType) and hasattr(fn, "__wrapped__"):
+                fn = fn.__wrapped__  # an adapter's wrapper (ode_jacobian's argument order)
+            else:
+                break
         if not isinstance(fn, types.FunctionType) or id(fn) in seen or depth > 3:
             return
         seen.add(id(fn))
+        for i, a in enumerate(fn.__defaults__ or ()):  # mutable defaults: def f(x, th=[0.5])
+            add(fn, ("defaults", i), a)
+        for k, a in (fn.__kwdefaults__ or {}).items():
+            add(fn, ("kwdefaults", k), a)
         space = fn.__globals__
         names, stored = _names(fn.__code__)
         for name in names - stored:  # (a counter f itself updates is no change of f)
@@ -194,9 +205,14 @@ _MISSING = object()
 
 
 def _names(code: types.CodeType) -> tuple[set[str], set[str]]:
-    """The global names ``code`` reads, and the global and closure names it assigns."""
-    names = set(code.co_names)
-    stored = {i.argval for i in dis.get_instructions(code)
+    """The global names ``code`` reads, and the global and closure names it assigns.
+
+    Read: loaded as globals (not attribute names, as ``model.T``, which ``co_names`` holds
+    too: a global ``T`` changing would prepare again for nothing).
+    """
+    ins = list(dis.get_instructions(code))
+    names = {i.argval for i in ins if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    stored = {i.argval for i in ins
               if i.opname in ("STORE_GLOBAL", "STORE_DEREF", "DELETE_GLOBAL")}
     for c in code.co_consts:
         if isinstance(c, types.CodeType):  # lambdas, comprehensions, nested functions
@@ -207,9 +223,18 @@ def _names(code: types.CodeType) -> tuple[set[str], set[str]]:
 
 
 def _current(space: Any, name: Any) -> Any:
-    if isinstance(space, _Bound):
+    if isinstance(space, types.FunctionType):
         kind, key = name
-        return space.args[key] if kind == "args" else space.kwargs.get(key, _MISSING)
+        if kind == "defaults":
+            defaults = space.__defaults__ or ()
+            return defaults[key] if key < len(defaults) else _MISSING
+        return (space.__kwdefaults__ or {}).get(key, _MISSING)
+    if isinstance(space, (_Bound, functools.partial)):
+        kind, key = name
+        if kind == "args":
+            return space.args[key]
+        kw = space.kwargs if isinstance(space, _Bound) else space.keywords
+        return kw.get(key, _MISSING)
     if name is None:
         return space.cell_contents
     return space.get(name, _MISSING)

@@ -748,3 +748,58 @@ def test_linear_operator_of_a_complex_vector():
     np.testing.assert_allclose(A.T @ w, J.T @ w, rtol=1e-14)
     np.testing.assert_allclose(A @ np.column_stack([v, 1j * v]), J @ np.column_stack([v, 1j * v]),
                                rtol=1e-14)
+
+
+def test_ode_jacobian_partial_and_defaults_are_watched():
+    """A global threshold array read by an ODE right-hand side (ode_jacobian's wrapper hid
+    fun's globals), a functools.partial keyword and a mutable default, changed in place:
+    d/du of where(u > t, 2u, 3u) at u = 1 becomes 3 (it kept 2)."""
+    import functools
+
+    scope = {"np": np, "T": np.array([0.5])}
+    exec("def rhs(t, u):\n    return np.where(u > T[0], 2 * u, 3 * u)\n"
+         "def g(u, th):\n    return np.where(u > th[0], 2 * u, 3 * u)\n"
+         "def d(u, th=[0.5]):\n    return np.where(u > th[0], 2 * u, 3 * u)\n", scope)
+    y = np.ones(3)
+    ode = sparsejac.ode_jacobian(scope["rhs"], 0.0, np.zeros(3))
+    np.testing.assert_array_equal(np.diag(ode(0.0, y)), [2.0] * 3)
+    scope["T"][0] = 2.0
+    np.testing.assert_array_equal(np.diag(ode(0.0, y)), [3.0] * 3)
+    th = np.array([0.5])
+    jp = sparsejac.SparseJacobian(functools.partial(scope["g"], th=th), np.zeros(3))
+    jd = sparsejac.SparseJacobian(scope["d"], np.zeros(3))
+    np.testing.assert_array_equal(jp(y).diagonal(), [2.0] * 3)
+    np.testing.assert_array_equal(jd(y).diagonal(), [2.0] * 3)
+    th[0] = 2.0
+    scope["d"].__defaults__[0][0] = 2.0
+    np.testing.assert_array_equal(jp(y).diagonal(), [3.0] * 3)
+    np.testing.assert_array_equal(jd(y).diagonal(), [3.0] * 3)
+
+
+def test_attribute_names_are_not_watched_as_globals():
+    """f reads model.T and x.shape; a global T and shape change between calls (a loop
+    variable): no preparation again (every call prepared again)."""
+    scope = {"np": np, "T": 0, "shape": 0}
+    exec("class M:\n    T = 2.0\nmodel = M()\n"
+         "def f(x):\n    return model.T * x ** 2 + 0 * x.shape[0]\n", scope)
+    jac = sparsejac.SparseJacobian(scope["f"], np.ones(3))
+    for k in range(5):
+        scope["T"] = scope["shape"] = k
+        np.testing.assert_array_equal(jac(np.full(3, 1.0 + k)).diagonal(), [4.0 * (1 + k)] * 3)
+    assert jac.stats()["preparations"] == 1
+
+
+def test_asarray_with_its_own_dtype_aliases():
+    """np.asarray(x, dtype=float) of a float64 array is the array (numpy): a write through
+    it reaches x. Row 0 of [3 x1**2, 3 x1, 3 x2] is [0, 6 x1, 0] (it was [3, 0, 0])."""
+
+    def f(x):
+        y = np.asarray(x, dtype=np.float64)
+        y[0] = x[1] ** 2
+        z = x.astype(np.float64, order="F", copy=False)
+        z[2] = z[2] * 1.0
+        return 3 * x
+
+    x = np.array([1.0, 2.0, 3.0])
+    want = np.array([[0.0, 12.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 3.0]])
+    np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), want)

@@ -147,7 +147,7 @@ def as_traced_array(obj: Any, dtype: Any = None) -> Any:
             res = np.stack([as_traced_array(o) for o in obj])
     else:
         res = obj
-    if dtype is not None and isinstance(res, Tracer):
+    if dtype is not None and isinstance(res, Tracer) and np.dtype(dtype) != res.dtype:
         res = res.astype(dtype)
     return res
 

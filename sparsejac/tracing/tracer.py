@@ -522,8 +522,11 @@ class Tracer:
         ``copy=False`` to the same dtype gives the array itself, as numpy does (writes through
         the result reach it).
         """
-        if not copy and order in ("K", "A") and np.dtype(dtype) == self.dtype:
-            return self
+        if not copy and np.dtype(dtype) == self.dtype:
+            value = self._var.value
+            if order in ("K", "A") or (isinstance(value, np.ndarray) and (
+                    value.flags.c_contiguous if order == "C" else value.flags.f_contiguous)):
+                return self
         res = registry().astype(self, dtype)
         np_copy: Any = np.copy
         return res if order in ("K", "A") else np_copy(res, order=order)
