@@ -113,6 +113,19 @@ def _leaf_of(lhead, lnext, lhub, e, leaf, hub_vertex):  # type: ignore[no-untype
 
 
 @kernel(nogil=True, inline="always")
+def _colour_tables(big, n):  # type: ignore[no-untyped-def]
+    """Empty colour tables of the big vertices: a neighbour per colour, distinct colours."""
+    n_big = 0
+    for i in range(n):
+        if big[i] >= 0:
+            n_big += 1
+    cmap = np.full((n_big, n + 1), -1, dtype=np.int64)
+    clist = np.zeros((n_big, n + 1), dtype=np.int64)
+    ccnt = np.zeros(max(n_big, 1), dtype=np.int64)
+    return cmap, clist, ccnt
+
+
+@kernel(nogil=True, inline="always")
 def _learn_colour(ptr, adj, big, cmap, clist, ccnt, v, c):  # type: ignore[no-untyped-def]
     """The big neighbours of ``v``, just coloured ``c``, learn it.
 
@@ -168,13 +181,7 @@ def star_color(ptr, adj, eid, n_edges, order, big):  # type: ignore[no-untyped-d
     lhead = np.full(n, -1, dtype=np.int64)
     lnext = np.full(m, -1, dtype=np.int64)
     lhub = np.full(m, -1, dtype=np.int64)
-    n_big = 0
-    for i in range(n):
-        if big[i] >= 0:
-            n_big += 1
-    cmap = np.full((n_big, n + 1), -1, dtype=np.int64)
-    clist = np.zeros((n_big, n + 1), dtype=np.int64)
-    ccnt = np.zeros(max(n_big, 1), dtype=np.int64)
+    cmap, clist, ccnt = _colour_tables(big, n)
     n_stars = 0
     for t in range(order.size):
         v = order[t]
@@ -296,13 +303,7 @@ def acyclic_color(ptr, adj, eid, n_edges, order, big):  # type: ignore[no-untype
     rank = np.zeros(m, dtype=np.int64)
     seen = np.full(n + 1, -1, dtype=np.int64)
     stamp = 0
-    n_big = 0
-    for i in range(n):
-        if big[i] >= 0:
-            n_big += 1
-    cmap = np.full((n_big, n + 1), -1, dtype=np.int64)
-    clist = np.zeros((n_big, n + 1), dtype=np.int64)
-    ccnt = np.zeros(max(n_big, 1), dtype=np.int64)
+    cmap, clist, ccnt = _colour_tables(big, n)
     for t in range(order.size):
         v = order[t]
         for a in range(ptr[v], ptr[v + 1]):
