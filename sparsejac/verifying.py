@@ -101,7 +101,7 @@ def _same_as(now: Any, snap: _Snap) -> bool:
         if type(now) is not type(then):
             return False
         try:
-            return bool(now == then)
+            return bool(now == then) or bool(now != now and then != then)  # (NaN: the same)
         except (TypeError, ValueError):
             return False
     if kind == "array":

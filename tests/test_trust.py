@@ -776,6 +776,18 @@ def test_ode_jacobian_partial_and_defaults_are_watched():
     np.testing.assert_array_equal(jd(y).diagonal(), [3.0] * 3)
 
 
+def test_a_nan_rebound_to_a_fresh_nan_is_no_change():
+    """A global NaN rebound to a new NaN object (float('nan') each step) is the same value:
+    one preparation (NaN != NaN prepared again at every call)."""
+    scope = {"np": np, "FILL": float("nan")}
+    exec("def f(x):\n    return np.where(np.isnan(FILL), 2.0, 3.0) * x ** 2\n", scope)
+    jac = sparsejac.SparseJacobian(scope["f"], np.ones(3))
+    for k in range(4):
+        scope["FILL"] = float("nan")
+        np.testing.assert_array_equal(jac(np.full(3, k + 1.0)).diagonal(), [4.0 * (k + 1)] * 3)
+    assert jac.stats()["preparations"] == 1
+
+
 def test_attribute_names_are_not_watched_as_globals():
     """f reads model.T and x.shape; a global T and shape change between calls (a loop
     variable): no preparation again (every call prepared again)."""
