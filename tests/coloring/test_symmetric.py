@@ -431,6 +431,14 @@ def test_complete_graph_shortcut_equals_the_kernel(method):
                 assert np.array_equal(symmetric_groups(g, method, order), expected)
 
 
+def _first_free(forbidden, v):
+    """The smallest colour not forbidden for ``v`` (first fit)."""
+    c = 0
+    while forbidden[c] == v:
+        c += 1
+    return c
+
+
 def _star_walking(ptr, adj, eid, n_edges, order):
     """GTMP 2007 Algorithm 4.1 as first written: it walks the neighbours of every coloured
     neighbour (quadratic around a hub coloured early); the reference of the kernel."""
@@ -466,10 +474,7 @@ def _star_walking(ptr, adj, eid, n_edges, order):
                     x = adj[b]
                     if x != v and color[x] >= 0 and hub[star[eid[b]]] == x:
                         forbidden[color[x]] = v
-        c = 0
-        while forbidden[c] == v:
-            c += 1
-        color[v] = c
+        c = color[v] = _first_free(forbidden, v)
         for a in range(ptr[v], ptr[v + 1]):
             w = adj[a]
             if color[w] < 0:
@@ -540,10 +545,7 @@ def _acyclic_walking(ptr, adj, eid, n_edges, order):
                     visit_v[r], visit_w[r] = v, w
                 elif visit_w[r] != w:
                     forbidden[color[x]] = v
-        c = 0
-        while forbidden[c] == v:
-            c += 1
-        color[v] = c
+        c = color[v] = _first_free(forbidden, v)
         for a in range(ptr[v], ptr[v + 1]):
             w = adj[a]
             cw = color[w]
