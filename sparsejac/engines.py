@@ -215,14 +215,25 @@ class FdEngine:
     workers: Any = None
     #: the dtype f returned at preparation, which sizes the steps (:func:`sparsejac.fd.step_eps`)
     out_dtype: Any = None
+    #: flat ``(lb, ub)`` that no evaluation point leaves (:func:`sparsejac.fd.bounded_steps`)
+    bounds: tuple[np.ndarray, np.ndarray] | None = None
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """``p + 1`` (``2p`` for 3-point) evaluations of ``f``, on ``workers`` if given."""
+        if self.bounds is not None:
+            lb, ub = self.bounds
+            outside = np.flatnonzero((x.ravel() < lb) | (x.ravel() > ub))
+            if outside.size:
+                i = int(outside[0])
+                raise ValueError(
+                    f"`x` is outside the `bounds` given at preparation at index {i}: "
+                    f"{x.ravel()[i]} is not within [{lb[i]}, {ub[i]}]")
         with _fd.worker_map(self.workers) as evaluate_all:
             return _fd.fd_jacobian_data(_fd.BoundParams(self.call, tuple(params)), x, c,
                                         method=self.method, n_out=self.n_out, out=out,
-                                        map=evaluate_all, out_dtype=self.out_dtype), None
+                                        map=evaluate_all, out_dtype=self.out_dtype,
+                                        bounds=self.bounds), None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""

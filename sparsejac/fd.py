@@ -9,6 +9,9 @@ truncation and rounding errors; everything else in sparsejac is exact.
 Step sizes follow scipy's rules (``scipy.optimize._numdiff``): a relative step of
 ``eps**(1/2)`` for ``"2-point"`` and ``"cs"`` and ``eps**(1/3)`` for ``"3-point"``, scaled by
 ``max(1, |x_j|)`` with the sign of ``x_j``, and rounded so that ``x + h`` is representable.
+With bounds, every evaluation stays inside them, as in scipy's ``approx_derivative``
+(:func:`bounded_steps`): a step that would leave them turns back or shortens, and a central
+difference without room on one side becomes a one-sided second-order one.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sparsejac.coloring import ColoringResult
 __all__ = [
     "METHODS",
     "BoundParams",
+    "bounded_steps",
     "check_method",
     "check_workers",
     "evaluate_output",
@@ -243,6 +247,72 @@ def _checked(val: Any, n_out: int | None, complex_step: bool = False) -> np.ndar
     return arr.ravel()
 
 
+def bounded_steps(x: np.ndarray, h: np.ndarray, method: str, lb: np.ndarray, ub: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Steps that keep every evaluation point within ``lb <= x <= ub``, and which are one-sided.
+
+    ``h`` are the unbounded steps of :func:`fd_steps`. ``"2-point"`` evaluates at ``x + h``:
+    a step that would leave the box turns back where the other side has room, else it
+    becomes the distance to the farther bound. ``"3-point"`` evaluates at ``x ± h`` where both
+    fit; elsewhere a central difference with the nearer bound's distance if that is no
+    shorter than the one-sided step, else the one-sided second-order difference
+    ``(-3 f(x) + 4 f(x + h) - f(x + 2h)) / 2h`` towards the farther bound, with ``|h|`` at
+    most half its distance (the rule of scipy's ``approx_derivative``). ``"cs"`` steps in the
+    imaginary direction only and is returned unchanged. Steps are rounded so that ``x + h``
+    is representable.
+
+    Parameters
+    ----------
+    x, h : ndarray
+        The point (within the bounds) and the unbounded steps, flat.
+    method : {"2-point", "3-point", "cs"}
+        The scheme.
+    lb, ub : ndarray
+        Bounds, flat, ``lb < ub`` (infinite where there is none).
+
+    Returns
+    -------
+    (h, one_sided)
+        The steps, and a boolean mask of the ``"3-point"`` columns that use the one-sided
+        formula (all False for the other schemes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.fd import bounded_steps
+    >>> x, h = np.array([0.0, 0.5, 1.0]), np.full(3, 0.125)
+    >>> lb, ub = np.zeros(3), np.ones(3)
+    >>> bounded_steps(x, h, "2-point", lb, ub)[0]
+    array([ 0.125,  0.125, -0.125])
+    >>> bounded_steps(x, h, "3-point", lb, ub)
+    (array([ 0.125,  0.125, -0.125]), array([ True, False,  True]))
+    """
+    one_sided = np.zeros(x.shape, dtype=bool)
+    if method == "cs":
+        return h, one_sided
+    lower, upper = x - lb, ub - x
+    toward_upper = upper >= lower
+    far = np.where(toward_upper, upper, lower)
+    size = np.abs(h)
+    if method == "2-point":
+        moved = ((x + h) < lb) | ((x + h) > ub)  # turn back where it fits, else the far bound
+        step = np.where(size <= far, size, far)
+    else:
+        near = np.minimum(lower, upper)
+        moved = near < size  # no room for x ± |h|
+        step = np.minimum(size, 0.5 * far)  # one-sided: x + h and x + 2h within the bounds
+        central = moved & (step <= near)  # a shorter central difference fits and is better
+        one_sided = moved & ~central
+        step = np.where(central, near, step)
+        toward_upper = toward_upper | central
+    if not moved.any():
+        return h, one_sided
+    out = h.copy()
+    out[moved] = np.where(toward_upper[moved], step[moved], -step[moved])
+    out[moved] = (x[moved] + out[moved]) - x[moved]
+    return out, one_sided
+
+
 def fd_jacobian_data(
     fun: Callable[[np.ndarray], Any],
     x: np.ndarray,
@@ -253,6 +323,7 @@ def fd_jacobian_data(
     out: np.ndarray | None = None,
     map: Callable[..., Any] | None = None,
     out_dtype: Any = None,
+    bounds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Nonzeros of an *approximate* Jacobian (CSR order) by compressed finite differences.
 
@@ -281,6 +352,9 @@ def fd_jacobian_data(
         The dtype ``fun`` returns, which sizes the steps (:func:`step_eps`); if not given,
         ``fun(x)`` is evaluated first, in this process, to find it (for ``"2-point"`` that is
         the evaluation at ``x`` it needs anyway).
+    bounds : (lb, ub), optional
+        Flat float64 bounds that every evaluation point stays within (:func:`bounded_steps`;
+        a one-sided ``"3-point"`` column costs one more evaluation, at ``x``, in all).
 
     Returns
     -------
@@ -309,31 +383,41 @@ def fd_jacobian_data(
     if out_dtype is None:
         f0 = _evaluate(fun, x, n_out)
         out_dtype = f0.dtype
-        if method != "2-point":
-            f0 = None
     h = fd_steps(xf, method, step_eps(out_dtype))
+    one_sided = None
+    if bounds is not None:
+        h, one_sided = bounded_steps(xf, h, method, *bounds)
+        one_sided = one_sided if one_sided.any() else None
+    if method != "2-point" and one_sided is None:
+        f0 = None
     order = np.argsort(groups, kind="stable")
-    bounds = np.searchsorted(groups[order], np.arange(p + 1))
-    need_f0 = method == "2-point" and f0 is None
+    bounds_of = np.searchsorted(groups[order], np.arange(p + 1))
+    # 3-point: x + d_hi and x + d_lo, where d = (h, -h) (central) or (2h, h) (one-sided)
+    d_hi = h if one_sided is None else np.where(one_sided, 2.0 * h, h)
+    d_lo = -h if one_sided is None else np.where(one_sided, h, -h)
+    need_f0 = (method == "2-point" or one_sided is not None) and f0 is None
 
     def points() -> Iterator[np.ndarray]:  # generated one at a time (p can be n)
         if need_f0:
             yield np.array(x, copy=True)
         for c in range(p):
-            cols = order[bounds[c]:bounds[c + 1]]
+            cols = order[bounds_of[c]:bounds_of[c + 1]]
             if method == "cs":
                 dz = np.zeros(xf.size, dtype=np.complex128)
                 dz[cols] = 1j * h[cols]
                 yield (xf + dz).reshape(x.shape)
                 continue
             dx = np.zeros(xf.size)
-            dx[cols] = h[cols]
+            dx[cols] = h[cols] if method == "2-point" else d_hi[cols]
             yield (xf + dx).reshape(x.shape)
             if method == "3-point":
-                yield (xf - dx).reshape(x.shape)
+                dx[cols] = d_lo[cols]
+                yield (xf + dx).reshape(x.shape)
 
     cs = method == "cs"
-    expected = p + need_f0 if method == "2-point" else (2 * p if method == "3-point" else p)
+    expected = p + need_f0 if method != "3-point" else 2 * p + need_f0
+    if cs:
+        expected = p
     results = iter((builtins.map if map is None else map)(fun, points()))
     got = 0
 
@@ -346,6 +430,7 @@ def fd_jacobian_data(
         return _checked(value, n_out, complex_step=cs)
 
     b = np.empty((n_out, p))
+    b_one = None if one_sided is None else np.empty((n_out, p))  # -3 f0 + 4 f(x+h) - f(x+2h)
     if need_f0:
         f0 = take()
     for c in range(p):
@@ -355,9 +440,17 @@ def fd_jacobian_data(
             assert f0 is not None
             b[:, c] = take() - f0
         else:
-            plus = take()
-            b[:, c] = plus - take()
+            hi = take()
+            lo = take()
+            b[:, c] = hi - lo
+            if b_one is not None:
+                assert f0 is not None
+                b_one[:, c] = 4.0 * lo - 3.0 * f0 - hi
     data = coloring.decompress_data(B=b, out=out)
+    if b_one is not None:
+        assert one_sided is not None
+        one_sided_entries = one_sided[coloring.pattern.indices]
+        np.copyto(data, coloring.decompress_data(B=b_one), where=one_sided_entries)
     scale = 2.0 * h if method == "3-point" else h
     data /= scale[coloring.pattern.indices]
     return data
@@ -370,6 +463,7 @@ def missing_entries(
     *,
     n_probes: int = 3,
     seed: int = 0,
+    bounds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Entries of the Jacobian that a trusted pattern misses, by a few dense probes.
 
@@ -378,7 +472,9 @@ def missing_entries(
     they differ beyond rounding misses entries. Their columns are found by ``ceil(log2 n)``
     probes on the columns whose index has bit ``b`` set (one missing column per row decodes
     exactly), each candidate confirmed by a probe along its own column. The cost is
-    ``p + 1 + n_probes + log2(n)`` evaluations of ``fun`` plus one per candidate.
+    ``p + 1 + n_probes + log2(n)`` evaluations of ``fun`` plus one per candidate. With
+    ``bounds`` (flat ``(lb, ub)``) every probe stays within them: a probe's step turns back
+    where it would leave them, and shortens where neither side has room.
 
     Returns
     -------
@@ -405,15 +501,21 @@ def missing_entries(
     eps = step_eps(f0.dtype)
     # central differences: the truncation error of one-sided ones (h H / 2 per column) would
     # leave a first-order residual in every row with second derivatives
-    jp = fd_jacobian_data(fun, x, coloring, method="3-point", n_out=m)
+    jp = fd_jacobian_data(fun, x, coloring, method="3-point", n_out=m, bounds=bounds)
     j_p = sp.csr_array((jp, pattern.indices, pattern.indptr), shape=pattern.shape)
     h = fd_steps(xf, "2-point", eps)
+    room = None if bounds is None else (xf - bounds[0], bounds[1] - xf)
     scale = float(np.max(np.abs(f0), initial=0.0))
     rng = np.random.default_rng(seed)
 
     def residual(v: np.ndarray, shrink: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """|f(x + h v) - f(x) - h J_P v| per row, and its rounding level."""
         dx = shrink * h * v
+        if room is not None:  # turn back where the step leaves the bounds, shorten if needed
+            lower, upper = room
+            dx = np.where((dx > upper) & (dx <= lower), -dx, dx)
+            dx = np.where((dx < -lower) & (-dx <= upper), -dx, dx)
+            dx = np.clip(dx, -lower, upper)
         f1 = _evaluate(fun, (xf + dx).reshape(x.shape), m)
         pred = j_p @ dx
         # rounding of the two evaluations, and the differences' relative truncation error

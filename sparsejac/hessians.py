@@ -37,10 +37,10 @@ from sparsejac.engines import PreparedEngine
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
 from sparsejac.primitives.derive import mul0_matmul
-from sparsejac.sparse_jacobian import _same_args, bind_arguments
+from sparsejac.sparse_jacobian import bind_arguments
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_args, check_callable, check_kwargs, check_subset, check_x
-from sparsejac.verifying import Verifier, watch
+from sparsejac.verifying import Verifier, _same_args, watch
 
 __all__ = ["ConstraintHessian", "LagrangianHessian", "SparseHessian", "constraint_hessian",
            "hessian", "hessian_sparsity", "lagrangian_hessian"]

@@ -19,6 +19,7 @@ from sparsejac.validation import (
     Mode,
     check_args,
     check_callable,
+    check_fd_bounds,
     check_fd_method,
     check_fd_workers,
     check_kwargs,
@@ -44,6 +45,7 @@ def jacobian(
     effort: float | None = None,
     time_budget: float | None = None,
     workers: Any = None,
+    bounds: Any = None,
 ) -> sp.csr_array:
     """The sparse Jacobian of ``f`` at ``x``, exactly (or by finite differences if asked).
 
@@ -85,6 +87,9 @@ def jacobian(
     workers : int or map-like callable, optional
         For ``mode="fd"``: where the evaluations of ``f`` run (as for
         :class:`~sparsejac.SparseJacobian`).
+    bounds : (lb, ub) or scipy.optimize.Bounds, optional
+        For ``mode="fd"``: bounds that no evaluation of ``f`` leaves (as for
+        :class:`~sparsejac.SparseJacobian`).
 
     Returns
     -------
@@ -120,5 +125,6 @@ def jacobian(
     plan = prepare(call, xa, sparsity=sparsity,
                    mode=mode, order=order, effort=effort, time_budget=time_budget,
                    fd_method=method, reverse_cost=check_reverse_cost(reverse_cost),
-                   one_shot=True, workers=check_fd_workers(workers, mode))
+                   one_shot=True, workers=check_fd_workers(workers, mode),
+                   bounds=check_fd_bounds(bounds, xa, mode, name="x"))
     return plan.matrix(plan.evaluate(xa))

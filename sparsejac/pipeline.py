@@ -325,9 +325,9 @@ def _check_fd_shape(pattern: SparsityPattern, call: Callable[..., Any], x0: np.n
 
 
 def _check_trusted(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any],
-                   coloring: ColoringResult) -> None:
+                   coloring: ColoringResult, bounds: Any) -> None:
     """Refuse a trusted pattern that misses entries, naming them."""
-    entries, rows = _fd.missing_entries(lambda z: call(z, *params), x0, coloring)
+    entries, rows = _fd.missing_entries(lambda z: call(z, *params), x0, coloring, bounds=bounds)
     if entries or rows:
         shown = ", ".join(map(str, entries[:10])) + (" ..." if len(entries) > 10 else "")
         extra = (f"; rows {rows[:10]}{' ...' if len(rows) > 10 else ''} miss entries whose "
@@ -441,8 +441,7 @@ def prepare(
     sparsity: Any = None,
     mode: str = "auto",
     order: Any = "best",
-    effort: float | None = None,
-    time_budget: float | None = None,
+    effort: float | None = None, time_budget: float | None = None,
     fd_method: str = "2-point",
     calibrate: bool = False,
     reverse_cost: float = DEFAULT_REVERSE_COST,
@@ -450,6 +449,7 @@ def prepare(
     check: bool = False,
     engine: str = "auto",
     workers: Any = None,
+    bounds: tuple[np.ndarray, np.ndarray] | None = None,
     defer: bool = False,
     traced: tuple[Program, sp.csr_array] | None = None,
 ) -> Plan:
@@ -481,8 +481,9 @@ def prepare(
         (:func:`sparsejac.fd.missing_entries`).
     engine : {"auto", "tape", "chain"}
         What evaluates the recorded program in the exact modes (:func:`choose_engine`).
-    workers : int or map-like callable, optional
-        Where ``mode="fd"`` evaluates ``f`` (:func:`sparsejac.fd.worker_map`).
+    workers, bounds : optional
+        Where ``mode="fd"`` evaluates ``f`` (:func:`~sparsejac.fd.worker_map`), within the flat
+        ``(lb, ub)`` (:func:`~sparsejac.fd.bounded_steps`).
     defer : bool
         Leave the colour search of a prepared Jacobian (default ``effort`` and ``order``,
         ``mode="auto"``) for later, when calls have paid for it (:func:`deferred_search`):
@@ -588,13 +589,13 @@ def prepare(
     seconds["coloring"] = time.perf_counter() - t0
 
     if check and mode == "fd" and sparsity is not None:
-        _check_trusted(call, x0, params, colorings["fd"])
+        _check_trusted(call, x0, params, colorings["fd"], bounds)
 
     t0 = time.perf_counter()
     runner: Engine
     pending = call_work = 0.0
     if mode == "fd":
-        runner = FdEngine(call, fd_method, pattern.shape[0], workers=workers,
+        runner = FdEngine(call, fd_method, pattern.shape[0], workers=workers, bounds=bounds,
                           out_dtype=fd_dtype if program is None else program.out.dtype)
     elif retrace:
         runner = RetraceEngine(call, pattern, name)

@@ -30,6 +30,7 @@ from sparsejac.validation import (
     check_callable,
     check_compressed_size,
     check_engine,
+    check_fd_bounds,
     check_fd_method,
     check_fd_workers,
     check_kwargs,
@@ -39,13 +40,12 @@ from sparsejac.validation import (
     check_x,
     fits_pattern,
 )
-from sparsejac.verifying import VERIFY_RTOL, Verifier, bind_arguments, watch
+from sparsejac.verifying import VERIFY_RTOL, Verifier, _same_args, bind_arguments, watch
 
 if TYPE_CHECKING:
     from sparsejac.operators import JacobianOperator
 
 __all__ = ["VERIFY_RTOL", "SparseJacobian", "bind_arguments"]
-
 
 
 def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
@@ -57,14 +57,6 @@ def _rebuild(f: Callable[..., Any], x0: np.ndarray, options: dict[str, Any],
 
 
 _NO_POINT = np.zeros(0)
-
-
-def _same_args(state: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether ``state`` was prepared with these very argument objects."""
-    return len(args) == len(state.args) and all(
-        a is b for a, b in zip(args, state.args, strict=True)
-    ) and kwargs.keys() == state.kwargs.keys() and all(
-        kwargs[k] is state.kwargs[k] for k in kwargs)
 
 
 @dataclass(frozen=True)
@@ -176,6 +168,10 @@ class SparseJacobian(PlanView):
         (``multiprocessing.Pool().map``, ``concurrent.futures.Executor.map``, a
         ``dask.distributed`` client's map wrapper). The Jacobian is bit-identical to the
         serial one.
+    bounds : (lb, ub) or scipy.optimize.Bounds, optional
+        For ``mode="fd"``: bounds that no evaluation of ``f`` leaves (give ``least_squares``
+        its own ``bounds``): near them steps turn back, or become one-sided second-order
+        differences for ``"3-point"``, as in scipy's ``approx_derivative``.
 
     Attributes
     ----------
@@ -241,6 +237,7 @@ class SparseJacobian(PlanView):
         check: bool = False,
         engine: str = "auto",
         workers: Any = None,
+        bounds: Any = None,
     ) -> None:
         self._f = check_callable(f, x0)
         self._mode = check_mode(mode)
@@ -253,7 +250,8 @@ class SparseJacobian(PlanView):
             "time_budget": time_budget, "fd_method": self._fd_method,
             "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost,
             "check": bool(check), "engine": check_engine(engine),
-            "workers": check_fd_workers(workers, self._mode)}
+            "workers": check_fd_workers(workers, self._mode),
+            "bounds": check_fd_bounds(bounds, self._x0, self._mode)}
         self._params0 = check_params(params)
         self._verify = bool(verify)
         self._check = Verifier(self._x0)

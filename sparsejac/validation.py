@@ -27,6 +27,7 @@ __all__ = [
     "check_callable",
     "check_compressed_size",
     "check_engine",
+    "check_fd_bounds",
     "check_fd_method",
     "check_fd_workers",
     "check_kwargs",
@@ -75,6 +76,65 @@ def check_engine(engine: Any) -> str:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValueError(f"Unknown `engine` {engine!r}; expected one of {list(ENGINES)}.")
     return engine
+
+
+def check_fd_bounds(bounds: Any, x0: np.ndarray, mode: str, name: str = "x0"
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``bounds`` as flat float64 ``(lb, ub)`` for ``mode="fd"``; None if there are none.
+
+    Takes what ``scipy.optimize.least_squares`` takes: a pair ``(lb, ub)`` of scalars or
+    arrays broadcastable to ``x0``'s shape (``±np.inf`` for no bound), or a
+    ``scipy.optimize.Bounds``. Each lower bound must be below its upper bound and ``x0``
+    within them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.validation import check_fd_bounds
+    >>> check_fd_bounds((0.0, [1.0, np.inf]), np.array([0.5, 2.0]), "fd")
+    (array([0., 0.]), array([ 1., inf]))
+    >>> check_fd_bounds((0.0, 1.0), np.array([0.5, 2.0]), "fd")
+    Traceback (most recent call last):
+        ...
+    ValueError: `x0` is outside `bounds` at index 1: 2.0 is not within [0.0, 1.0]
+    """
+    if bounds is None:
+        return None
+    if mode != "fd":
+        raise ValueError(
+            f"`bounds` apply to mode='fd' only (where finite differences may evaluate f); "
+            f"mode={mode!r} is exact and evaluates f at x only. Drop `bounds`, or pass "
+            "mode='fd'.")
+    if hasattr(bounds, "lb") and hasattr(bounds, "ub"):  # scipy.optimize.Bounds
+        bounds = (bounds.lb, bounds.ub)
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise TypeError(f"`bounds` must be a pair (lb, ub) or a scipy.optimize.Bounds; got "
+                        f"{type(bounds).__name__}")
+    pair = []
+    for side, b in zip(("lb", "ub"), bounds, strict=True):
+        try:
+            arr = np.asarray(b, dtype=np.float64)
+            if arr.ndim == 1 and arr.size == x0.size:  # flat, as least_squares' x
+                arr = arr.reshape(x0.shape)
+            pair.append(np.broadcast_to(arr, x0.shape).ravel().copy())
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"`bounds` {side} must be real numbers broadcastable to "
+                             f"`{name}`'s shape {x0.shape}; got {np.shape(b)}") from exc
+    lb, ub = pair
+    bad = np.flatnonzero(~(lb < ub))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"`bounds`: each lower bound must be less than its upper bound; "
+                         f"index {i} has [{lb[i]}, {ub[i]}]")
+    x = x0.ravel()
+    out = np.flatnonzero((x < lb) | (x > ub))
+    if out.size:
+        i = int(out[0])
+        raise ValueError(f"`{name}` is outside `bounds` at index {i}: {x[i]} is not within "
+                         f"[{lb[i]}, {ub[i]}]")
+    if np.isinf(lb).all() and np.isinf(ub).all():
+        return None
+    return lb, ub
 
 
 def check_fd_workers(workers: Any, mode: str) -> Any:

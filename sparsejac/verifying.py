@@ -472,3 +472,11 @@ def param_key(params: Sequence[Any]) -> bytes:
     True
     """
     return b"".join(np.asarray(p).tobytes() for p in params) if params else b""
+
+
+def _same_args(state: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``state`` was prepared with these very argument objects."""
+    return len(args) == len(state.args) and all(
+        a is b for a, b in zip(args, state.args, strict=True)
+    ) and kwargs.keys() == state.kwargs.keys() and all(
+        kwargs[k] is state.kwargs[k] for k in kwargs)

@@ -336,3 +336,118 @@ def test_check_accepts_complete_patterns_of_rows_whose_first_order_change_cancel
     with pytest.raises(ValueError, match=r"\(3, 0\)"):
         sparsejac.SparseJacobian(_powell_singular, np.array([0.3, 0.5, 0.7, 0.9]), mode="fd",
                                  sparsity=short, check=True)
+
+
+def _sqrt_chain(x):
+    """Defined only for x >= 0 (NaN below): a residual whose solution lies on the bound."""
+    r = np.sqrt(x) + 0.1 * x
+    r[1:] += 0.05 * x[:-1] ** 2
+    return r
+
+
+def _recording(f, seen):
+    def g(x):
+        seen.append(np.array(x, dtype=float).ravel())
+        return f(x)
+    return g
+
+
+@pytest.mark.parametrize("method", ["2-point", "3-point"])
+def test_bounded_steps_equal_scipy_and_stay_within_the_bounds(method, rng):
+    """With bounds, every evaluation point lies within them and the Jacobian equals scipy's
+    approx_derivative with the same bounds and groups (one-sided 3-point columns included)."""
+    n = 40
+    lb, ub = np.zeros(n), np.full(n, 1.0)
+    ub[::7] = np.inf
+    x = rng.uniform(0.0, 1.0, n)
+    x[::3] = 0.0  # on the lower bound
+    x[1::5] = 1.0 - 1e-7  # a hair below the upper bound (or far from an infinite one)
+    x[2::11] = 1e-6  # neither side has room for a central 3-point step
+    pattern = sparsejac.jacobian_sparsity(_sqrt_chain, np.ones(n))
+    seen: list[np.ndarray] = []
+    ours = sparsejac.jacobian(_recording(_sqrt_chain, seen), x, mode="fd", sparsity=pattern,
+                              fd_method=method, bounds=(lb, ub))
+    pts = np.array(seen)
+    assert (pts >= lb).all()
+    assert (pts <= ub).all()
+    groups = sparsejac.color(pattern, "column").column_groups
+    theirs = approx_derivative(_sqrt_chain, x, method=method, bounds=(lb, ub),
+                               sparsity=(sp.csc_array(pattern).astype(float), groups))
+    theirs = sp.csr_array(theirs).toarray()
+    assert np.isfinite(ours.toarray()).all()
+    np.testing.assert_allclose(ours.toarray(), theirs, rtol=1e-9, atol=1e-12)
+
+
+def test_bounds_let_least_squares_solve_on_a_bound():
+    """3-point differences stepped below zero, where the residual is NaN: least_squares
+    failed. With the solver's bounds given, it converges to scipy's own answer."""
+    from scipy.optimize import least_squares
+
+    n = 30
+    x0 = np.ones(n)
+    pattern = sparsejac.jacobian_sparsity(_sqrt_chain, x0)
+    ref = least_squares(_sqrt_chain, x0, jac_sparsity=pattern, bounds=(0, np.inf),
+                        method="trf", jac="3-point")
+    jac = sparsejac.least_squares_jacobian(_sqrt_chain, x0, mode="fd", fd_method="3-point",
+                                           sparsity=pattern, bounds=(0, np.inf))
+    res = least_squares(_sqrt_chain, x0, jac=jac, bounds=(0, np.inf))
+    assert res.success
+    assert ref.success
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-6)
+    assert res.cost <= 10 * ref.cost + 1e-12
+
+
+def _pow_chain(x):
+    """Smooth on x >= 0, NaN below (the square root of a negative number times zero)."""
+    r = x**2 + 0.1 * x + 0.0 * np.sqrt(x)
+    r[1:] += 0.05 * x[:-1] ** 2
+    return r
+
+
+def test_check_probes_stay_within_the_bounds():
+    """check=True at a point on the bounds: every probe stays within them (below 0, f is
+    NaN and the complete pattern was refused), and a missing entry is still named."""
+    seen: list[np.ndarray] = []
+    x0 = np.zeros(12)
+    x0[1::2] = 1.0
+    pattern = sparsejac.jacobian_sparsity(_pow_chain, np.ones(12))
+    sparsejac.SparseJacobian(_recording(_pow_chain, seen), x0, mode="fd", sparsity=pattern,
+                             check=True, bounds=(0.0, 1.0))
+    pts = np.array(seen)
+    assert (pts >= 0).all()
+    assert (pts <= 1).all()
+    short = pattern.toarray()
+    short[6, 5] = False  # 0.1 at x0 (x0[5] = 1)
+    with pytest.raises(ValueError, match=r"\(6, 5\)"):
+        sparsejac.SparseJacobian(_pow_chain, x0, mode="fd", sparsity=short, check=True,
+                                 bounds=(0.0, 1.0))
+
+
+@pytest.mark.parametrize(("bounds", "message"), [
+    ((1.0, 0.0), r"lower bound must be less than its upper bound; index 0"),
+    ((2.0, np.inf), r"`x0` is outside `bounds` at index 0: 1.0"),
+    ("box", r"must be a pair \(lb, ub\)"),
+    ((np.zeros(3), 1.0), r"`bounds` lb must be real numbers broadcastable"),
+    ((0.0, [1.0, np.nan, 1.0, 1.0]), r"index 1 has \[0.0, nan\]"),
+])
+def test_bad_bounds_are_named(bounds, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        sparsejac.SparseJacobian(_sqrt_chain, np.ones(4), mode="fd", sparsity=np.eye(4),
+                                 bounds=bounds)
+
+
+def test_bounds_are_for_finite_differences_and_checked_at_each_call():
+    from scipy.optimize import Bounds
+
+    with pytest.raises(ValueError, match=r"`bounds` apply to mode='fd' only"):
+        sparsejac.SparseJacobian(_sqrt_chain, np.ones(4), bounds=(0, 2))
+    jac = sparsejac.SparseJacobian(_sqrt_chain, np.ones((2, 2)), mode="fd",
+                                   sparsity=np.eye(4), bounds=Bounds(0, 2))
+    with pytest.raises(ValueError, match=r"`x` is outside the `bounds`.*index 3: 3.0"):
+        jac(np.array([1.0, 1.0, 1.0, 3.0]))
+    import pickle
+
+    again = pickle.loads(pickle.dumps(jac))
+    x = np.array([[0.0, 2.0], [1.0, 0.5]])
+    np.testing.assert_array_equal(again(x).toarray(), jac(x).toarray())
+    assert np.isfinite(jac(x).toarray()).all()
