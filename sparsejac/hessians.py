@@ -402,8 +402,6 @@ class SparseHessian(PlanView):
                 self._prepare(tuple(args), state.kwargs)
             return self._state
 
-    # -- evaluation ------------------------------------------------------------------------
-
     def _data(self, x: Any, params: Sequence[Any] | None, state: _State
               ) -> tuple[np.ndarray, Any, _State]:
         """H's values (CSR order), the gradient at ``x``, and the preparation used."""
@@ -427,19 +425,21 @@ class SparseHessian(PlanView):
                                                           state.kwargs):
                     self._prepare(state.args, state.kwargs)
                 state = self._state
-            if not self._agrees(state, xa, ps):
+            if not self._agrees(state, xa, ps, tolerate=True):
                 raise RuntimeError(
                     f"`{self._name}` does not compute the same value from the same x: the "
                     "recorded program disagrees with a real call even right after preparing "
                     "again; f must be a deterministic function of x and its arguments")
         return state
 
-    def _agrees(self, state: _State, x: np.ndarray, params: Sequence[Any]) -> bool:
-        """Whether the recorded program of ``f`` still computes ``f``, to rounding."""
+    def _agrees(self, state: _State, x: np.ndarray, params: Sequence[Any],
+                tolerate: bool = False) -> bool:
+        """Whether the recording still computes ``f``, to rounding (:class:`Verifier`)."""
         prog = state.program
-        return self._check.agrees_scalar(state, x, params, lambda at: (
-            prog.out.value if prog.out.is_const else replay_value(
-                prog, x=at, params=list(params) if prog.params else None)[prog.out.id]))
+        replay = lambda at: (prog.out.value if prog.out.is_const else replay_value(  # noqa: E731
+            prog, x=at, params=list(params) if prog.params else None)[prog.out.id])
+        return self._check.agrees_scalar(state, x, params, replay) or (
+            tolerate and self._check.tolerate_rounding(state, None, x, params, replay))
 
     def __call__(self, x: Any, *args: Any) -> sp.csr_array:
         """The Hessian at ``x`` as a new, exactly symmetric ``csr_array`` (``args``: to ``f``).

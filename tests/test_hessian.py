@@ -602,3 +602,19 @@ def test_a_nan_point_is_refused_naming_the_callers_argument():
         sparsejac.SparseHessian(lambda v: np.sum(v ** 3), x)
     np.testing.assert_array_equal(sparsejac.hessian(lambda v: np.sum(v ** 3), [1, 2]).toarray(),
                                   np.diag([6.0, 12.0]))
+
+
+def test_a_hessian_of_f_that_cancels_the_recordings_rounding_is_not_refused():
+    """The recorded sum of x @ x rounds differently from BLAS; f cancels it to that rounding.
+    A fresh preparation disagreeing by that much was refused as a non-deterministic f."""
+    rng = np.random.default_rng(0)
+
+    def f(x):
+        return (x @ x) * 1e12 - np.sum(x * x) * 1e12 + np.sum(x**3)
+
+    hess = sparsejac.SparseHessian(f, np.ones(30))
+    for _ in range(4):
+        x = rng.normal(size=30)
+        # H = diag(6 x) + 2e12 I - 2e12 I, exact to the rounding of 2e12
+        np.testing.assert_allclose(hess(x).toarray(), np.diag(6 * x), atol=1e-3)
+    assert hess.stats()["preparations"] <= 3

@@ -6,6 +6,7 @@ Jacobian derived by hand (or the error the call must now raise).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 
@@ -815,3 +816,63 @@ def test_asarray_with_its_own_dtype_aliases():
     x = np.array([1.0, 2.0, 3.0])
     want = np.array([[0.0, 12.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 3.0]])
     np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), want)
+
+
+class _Model:
+    """Constants behind an object's attribute: the watch sees the object, not ``c``."""
+
+    c = 1.0
+
+
+_MODEL = _Model()
+
+
+def _cancelling(x):
+    """The recording sums x @ x in another order than BLAS: the cancellation leaves only
+    rounding, of the size of 1e12 * eps * |x|^2, in f's value (its Jacobian is c)."""
+    return _MODEL.c * x + ((x @ x) * 1e12 - np.sum(x * x) * 1e12)
+
+
+def test_rounding_the_recording_does_differently_is_not_taken_for_a_changed_f():
+    """f cancels two large values that the recording rounds differently from numpy (its
+    output is their rounding): the check refused it ("does not compute the same values")
+    even though f is deterministic. It now allows differences within 1e-9 of the largest
+    intermediate once a fresh preparation shows them, and still sees a changed constant."""
+    rng = np.random.default_rng(3)
+    _MODEL.c = 1.0
+    try:
+        jac = sparsejac.SparseJacobian(_cancelling, np.ones(50))
+        for _ in range(4):
+            x = rng.normal(size=50)
+            j = jac(x).toarray()
+            # J = c I + 2e12 x - 2e12 x: exact to the rounding of 2e12 x
+            np.testing.assert_allclose(j, np.eye(50), atol=4e12 * np.abs(x).max() * 2.3e-16)
+        assert jac.stats()["preparations"] <= 3
+        _MODEL.c = 3.0  # invisible to the watch (an attribute): the value check sees it
+        np.testing.assert_allclose(jac(rng.normal(size=50)).diagonal(), 3.0, atol=1e-2)
+    finally:
+        _MODEL.c = 1.0
+
+
+def test_a_recording_that_differs_beyond_rounding_is_not_allowed():
+    """What the allowance accepts is bounded by the intermediates' size: a recorded value
+    that is off by more (a rule's bug) is no rounding, deterministic f or not."""
+    f = lambda x: x**2 + 1.0  # noqa: E731
+    jac = sparsejac.SparseJacobian(f, np.ones(3))
+    state, check = jac._state, jac._check
+    x = np.full(3, 2.0)
+    for off, allowed in [(0.5, False), (1e-13, True)]:
+        check.keep(state, b"", f(check.y) * (1.0 + off))
+        assert check.tolerate_rounding(state, f(x) * (1.0 + off), x, ()) is allowed
+    assert 0.0 < check.allowance(state) < 1e-11
+    assert check.allowance(object()) == 0.0
+
+
+def test_a_random_f_is_not_taken_for_rounding():
+    rng = np.random.default_rng(0)
+    jac = sparsejac.SparseJacobian(lambda x: x * 2.0, np.ones(3))
+    state = jac._state
+    noisy = dataclasses.replace(state, call=lambda z: z * (2.0 + 1e-14 * rng.random()))
+    check = jac._check
+    check.keep(noisy, b"", check.y * 2.0)
+    assert not check.tolerate_rounding(noisy, np.full(3, 4.0), np.full(3, 2.0), ())
