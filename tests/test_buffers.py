@@ -115,9 +115,49 @@ def _traced_fill(u):
 
 #: Programs whose pattern is an upper bound (a product of two traced matrices counts every
 #: element of a traced operand as a possible nonzero, also the buffer's untouched zeros).
-UPPER_BOUND = {"_matrix"}
+UPPER_BOUND = {"_matrix", "_eye_and_identity", "_constants_without_rules"}
+
+def _eye_and_identity(u):
+    a = np.eye(N)  # a matrix filled with traced entries (a rotation, a Jacobian block)
+    a[0, 1:] = u[1:] ** 2
+    b = np.identity(N)
+    b[np.arange(1, N), np.arange(N - 1)] = -u[:-1]
+    return a @ u + b @ u
+
+
+def _arange_and_linspace(u):
+    a = np.arange(float(N))
+    a[::2] = u[::2] * u[1::2]
+    t = np.linspace(0.5, 1.0, N)
+    t[1] += u[0]
+    return a * t
+
+
+def _loop_over_a_buffer_written_ahead(u):
+    a = np.arange(1.0, N + 1.0)  # iterated as numpy's scalars while it is constant ...
+    out = np.zeros(N)
+    for k, v in enumerate(a):  # ... and read afresh at each step, as numpy iterates
+        if k + 1 < N:
+            a[k + 1] = u[k]
+        out[k] = v * u[k]
+    return out
+
+
+def _constants_without_rules(u):
+    boundary = np.zeros(N, dtype=bool)
+    boundary[[0, -1]] = True
+    interior = np.flatnonzero(~boundary)  # no rule: numpy's value of the constant mask
+    a = np.eye(N)
+    np.fill_diagonal(a, 3.0)  # no rule: numpy writes into the constant buffer
+    w = np.gcd(np.arange(N), 4)  # a ufunc without a rule, on constants
+    out = a @ u + w * u
+    out[interior] += u[interior - 1] ** 2
+    return out
+
 
 PROGRAMS = [_slices, _element_loop, _mask_and_fancy, _add_at, _put, _matrix, _full_and_like,
+            _eye_and_identity, _arange_and_linspace, _constants_without_rules,
+            _loop_over_a_buffer_written_ahead,
             _reshaped_and_returned, _int_buffer_as_index, _ufunc_out, _traced_fill]
 
 

@@ -630,18 +630,18 @@ def test_threads_calling_with_different_args_each_get_their_own_jacobian():
 
 
 def test_a_traced_scalar_as_a_dict_key_is_a_branch_on_its_value():
-    """``table[y[0]]`` hashes the element, as with numpy's scalars: a one-off Jacobian at x
-    follows it (the value picked there), a global pattern refuses it as a branch on values
-    (``ConcretizationError``, a TypeError as Python's unhashable error is), and a traced array
-    stays unhashable like an ndarray."""
+    """``table[y[0]]`` hashes the element, as with numpy's scalars, and finds the key by an
+    equality that holds at x only: a one-off Jacobian refuses it (the lookup fails at every
+    nearby point; a memo keyed on x found this way gave a zero Jacobian), a global pattern
+    refuses it as a branch on values (``ConcretizationError``, a TypeError as Python's
+    unhashable error is), and a traced array stays unhashable like an ndarray."""
     table = {1.0: 3.0, 2.0: 5.0}
 
     def f(y):
         return y * table[y[0]]
 
-    np.testing.assert_array_equal(sparsejac.jacobian(f, np.ones(3)).toarray(), 3 * np.eye(3))
-    np.testing.assert_array_equal(sparsejac.jacobian(f, np.full(3, 2.0)).toarray(),
-                                  5 * np.eye(3))
+    with pytest.raises(sparsejac.ConcretizationError, match=r"holds at this x"):
+        sparsejac.jacobian(f, np.ones(3))
     with pytest.raises(sparsejac.ConcretizationError, match=r"hash\(\).*table\[y\[0\]\]"):
         sparsejac.jacobian_sparsity(f, np.ones(3))
 
@@ -876,3 +876,53 @@ def test_a_random_f_is_not_taken_for_rounding():
     check = jac._check
     check.keep(noisy, b"", check.y * 2.0)
     assert not check.tolerate_rounding(noisy, np.full(3, 4.0), np.full(3, 2.0), ())
+
+
+class _Shared:
+    """Objective and constraints sharing an intermediate cached on x, as with scipy."""
+
+    def __init__(self, same):
+        self.key, self.val, self.same = None, None, same
+
+    def con(self, x):
+        if self.key is None or not self.same(x, self.key):
+            self.key, self.val = np.array(x, copy=True), np.exp(x) * x[::-1]
+        return self.val[:2] - 1.0
+
+
+@pytest.mark.parametrize("same", [lambda x, k: tuple(x) == tuple(k),
+                                  lambda x, k: bool(np.all(x == k))],
+                         ids=["tuple_key", "memoize_jac"])
+def test_a_cache_hit_on_x_is_not_differentiated_as_a_constant(same):
+    """A one-off Jacobian of f whose cache already holds x fell back to a local trace, took
+    the cache hit (constants) and returned an all-zero Jacobian. The branch on x == key holds
+    at x only: it is refused, naming the line."""
+    x = np.array([0.1, 0.5, -0.3])
+    shared = _Shared(same)
+    shared.con(x)  # the solver evaluated c(x) first
+    with pytest.raises(sparsejac.ConcretizationError, match=r"holds at this x.*cache"):
+        sparsejac.jacobian(shared.con, x)
+    # a cold cache (another x) follows the computation: the true Jacobian
+    fresh = _Shared(same)
+    fresh.con(x + 1.0)
+    want = sparsejac.jacobian(lambda z: (np.exp(z) * z[::-1])[:2] - 1.0, x).toarray()
+    np.testing.assert_allclose(sparsejac.jacobian(fresh.con, x).toarray(), want)
+
+
+def test_equalities_that_may_hold_nearby_are_still_followed():
+    """y == y (a NaN check) and two x-dependent values (a converged iteration) may stay
+    equal near x: local traces still follow them; x == c where it does not hold is a branch
+    that holds nearby too."""
+    x = np.array([0.5, 2.0])
+
+    def f(y):
+        z = y.copy()
+        for _ in range(60):  # a fixed-point iteration inside f, until nothing changes
+            new = 0.5 * (z + y / z)
+            if np.all(new == z):
+                break
+            z = new
+        return z * (1.0 if np.any(y != y) else 2.0) * (3.0 if y[0] == 7.0 else 1.0)
+
+    want = np.diag(1.0 / np.sqrt(x))  # d(2 sqrt(y))/dy
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-8)

@@ -326,7 +326,7 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     if complex_pairs.involves_complex(args, kwargs):  # complex intermediates: real pairs
         return complex_pairs.pair_function(func, args, kwargs)
     if entry is None:
-        raise UnsupportedPrimitiveError(public_name(func))
+        return _on_constants(func, public_name(func), args, kwargs)
     out = kwargs.get("out")
     if out is not None and not isinstance(out, tuple):
         # computed, then written into `out` (a buffer made in f, or a slice of one) as numpy
@@ -346,6 +346,42 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         out[...] = res
         return out
     return _refuse_complex(entry.handler(*args, **kwargs), entry.name)
+
+
+def _on_constants(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A function without a rule, given traced arrays that are constants: numpy's result.
+
+    Arrays made inside f (``np.zeros(n, bool)``, ``np.arange(n)``) are traced constants
+    until a value depending on x is written into them; a function of constants alone
+    (``np.flatnonzero(mask)``, ``np.isin(idx, ends)``) is the same constant at every x, so
+    numpy computes it on their values (copies: what it writes into one is written back
+    into the traced array, as numpy writes into its argument). Any argument that depends on
+    x or a parameter: :class:`UnsupportedPrimitiveError` naming ``name``. A floating result
+    is a traced constant again (a buffer f may fill), others plain (indices, masks).
+    """
+    found: list[tuple[Tracer, np.ndarray]] = []
+
+    def plain(a: Any) -> Any:
+        if isinstance(a, Tracer):
+            if not a._var.is_const:
+                raise UnsupportedPrimitiveError(name)
+            value = np.array(a._var.value, copy=True)
+            found.append((a, value))
+            return value
+        if type(a) in (list, tuple):
+            return type(a)(plain(v) for v in a)
+        return a
+
+    new_args = tuple(plain(a) for a in args)
+    new_kwargs = {k: plain(v) for k, v in kwargs.items()}
+    result = func(*new_args, **new_kwargs)
+    for tracer, value in found:  # written by numpy (np.fill_diagonal, np.copyto, out=)
+        if value.tobytes() != np.asarray(tracer._var.value).tobytes():
+            tracer[...] = value
+    trace = current_trace()
+    if isinstance(result, np.ndarray) and result.dtype.kind == "f" and trace is not None:
+        return Tracer(trace, trace.const(result))
+    return result
 
 
 #: Functions whose list argument is a sequence of arrays (0-d ones too), not one array.
@@ -410,7 +446,8 @@ def dispatch_ufunc(
     entry = uentry.methods.get(method) if uentry is not None else None
     if entry is None:
         suffix = "" if method == "__call__" else f".{method}"
-        raise UnsupportedPrimitiveError(f"{_ufunc_name(ufunc)}{suffix}")
+        call = ufunc if method == "__call__" else getattr(ufunc, method)
+        return _on_constants(call, f"{_ufunc_name(ufunc)}{suffix}", inputs, kwargs)
     out = kwargs.pop("out", None)
     inputs = tuple(_lift_array_like(lift_objects(a)) for a in inputs)
     if method == "at":

@@ -105,7 +105,8 @@ def _stacked(v: Any) -> Any:
 
 
 @register_function(np.linspace, family="creation", via="composite: multiply, add",
-                   note="traced `start`/`stop` are differentiated; `num` constant")
+                   note="traced `start`/`stop` are differentiated; `num` constant; a buffer "
+                        "made inside f is traceable")
 def _linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True,
               retstep: bool = False, dtype: Any = None, axis: int = 0, *,
               device: Any = None, like: Any = None) -> Any:

@@ -8,9 +8,10 @@ The most common way to write a right-hand side fills a buffer::
 
 ``np.zeros(n)`` has no traced argument, so numpy never asks the tracer, and a plain array
 cannot hold traced values. While a trace runs, the creation functions of :data:`CREATORS`
-(``numpy.zeros``, ``ones``, ``empty``, ``full``, ``copy`` and the ``_like`` forms given a plain
-prototype) are replaced by wrappers that, **when called from the traced function's own code
-in the tracing thread**, return a *constant* traced array with the same value, shape and
+(``numpy.zeros``, ``ones``, ``empty``, ``full``, ``eye``, ``identity``, ``arange``,
+``linspace``, ``copy`` and the ``_like`` forms given a plain prototype) are replaced by
+wrappers that, **when called from the traced function's own code in the tracing thread**,
+return a *constant* traced array with the same value, shape and
 dtype: it can then receive traced values (slices, masks, fancy indices, ``+=``, ``np.add.at``,
 ``np.put``), be read back, reshaped and returned. Everywhere else (another thread, numpy,
 scipy or sparsejac calling them) the wrappers call the original function unchanged. The
@@ -42,7 +43,8 @@ __all__ = ["CREATORS", "buffers_traced"]
 
 #: numpy creation functions whose result, made by the traced function, becomes traceable.
 CREATORS: tuple[str, ...] = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like",
-                             "empty_like", "full_like", "copy")
+                             "empty_like", "full_like", "copy", "eye", "identity", "arange",
+                             "linspace")
 
 #: numpy's converters: called from f's code with a list or tuple holding traced values
 #: (``np.array([y[0], 0.0, y[1]])``), they give one traced array, as the tracer's rule for

@@ -63,7 +63,7 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "shape", "size", "sources", "value")
+    __slots__ = ("active", "dtype", "id", "kind", "shape", "size", "sources", "tied", "value")
 
     def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = np.asarray(value)
@@ -79,6 +79,9 @@ class Var:
         self.active = active
         #: what the value depends on, as bits: FROM_X (the input), FROM_PARAMS (a parameter)
         self.sources = sources
+        #: a boolean that some equality ``x-dependent == constant`` holding at the trace point
+        #: decided (local traces: a branch on it holds at no nearby point)
+        self.tied = False
         self.id = next(_ids)
 
     @property
@@ -290,12 +293,30 @@ class Trace:
         for v in inputs:
             sources |= v.sources
         out = Var(value, NODE, active=active, sources=sources)
+        if self.local and value.dtype == bool and sources & FROM_X:
+            out.tied = _tied(prim.name, inputs, value)
         self.nodes.append(Node(prim, inputs, params, out))
         return out
 
     def mark_value_dependent(self, what: str) -> None:
         """Note that the trace consulted a value (allowed in local mode only)."""
         self.value_dependent = True
+
+
+def _tied(name: str, inputs: tuple[Var, ...], value: np.ndarray) -> bool:
+    """Whether a boolean result is decided by an equality of ``x`` and a constant that holds.
+
+    ``x[0] == c`` (a cache keyed on ``x``, a special case at a value) true at the trace point
+    is false at every nearby point: a branch on it is no branch of f's neighbourhood. Equal
+    x-dependent operands (``y == y``, a converged iteration) are not ties: they may stay
+    equal. A boolean computed from a tie is one as well.
+    """
+    if name in ("equal", "not_equal"):
+        if len(inputs) != 2 or not any(v.sources & FROM_X for v in inputs) or not any(
+                v.kind == CONST for v in inputs):
+            return False
+        return bool(np.any(value if name == "equal" else ~value))
+    return any(v.tied for v in inputs)
 
 
 class _Stack(threading.local):

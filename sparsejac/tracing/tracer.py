@@ -174,7 +174,8 @@ class Tracer:
     def __iter__(self) -> Any:
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
+        return (self._var.value[i] if self._var.is_const and self.ndim == 1 else self[i]
+                for i in range(self.shape[0]))  # numpy's scalars while 1-D and constant
 
     def __repr__(self) -> str:
         kind = "active" if self._var.active else ("constant" if self._var.is_const else "inactive")
@@ -245,6 +246,12 @@ class Tracer:
                 raise ConcretizationError(f"{what} of a traced value{user_line()}: "
                                           f"{_PARAM_HINT}")
             raise ConcretizationError(f"{what} of a traced array{user_line()}: {_GLOBAL_HINT}")
+        if var.tied:
+            raise ConcretizationError(
+                f"{what} of an equality of a value depending on x and a constant{user_line()}, "
+                "which holds at this x only: the branch tells nothing of f's derivatives (a "
+                "cache keyed on x hit here, a special case at a value); differentiate f "
+                "without the cache, or at another point")
         self._trace.mark_value_dependent(what)
         return var.value
 
