@@ -37,16 +37,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
         root_jacobian,
     )
     from sparsejac.coloring import ColoringResult, color
-    from sparsejac.detection import jacobian_sparsity
-    from sparsejac.hessians import (
+    from sparsejac.constrained import (
         ConstraintHessian,
         LagrangianHessian,
-        SparseHessian,
         constraint_hessian,
-        hessian,
-        hessian_sparsity,
         lagrangian_hessian,
     )
+    from sparsejac.detection import jacobian_sparsity
+    from sparsejac.hessians import SparseHessian, hessian, hessian_sparsity
     from sparsejac.one_off import jacobian
     from sparsejac.operators import JacobianOperator, KrylovMethod
     from sparsejac.plans import load
@@ -77,12 +75,12 @@ _LAZY: dict[str, str] = {
     "matrix_report": "sparsejac.report",
     "SparseJacobian": "sparsejac.sparse_jacobian",
     "SparseHessian": "sparsejac.hessians",
-    "ConstraintHessian": "sparsejac.hessians",
-    "LagrangianHessian": "sparsejac.hessians",
+    "ConstraintHessian": "sparsejac.constrained",
+    "LagrangianHessian": "sparsejac.constrained",
     "hessian": "sparsejac.hessians",
     "hessian_sparsity": "sparsejac.hessians",
-    "constraint_hessian": "sparsejac.hessians",
-    "lagrangian_hessian": "sparsejac.hessians",
+    "constraint_hessian": "sparsejac.constrained",
+    "lagrangian_hessian": "sparsejac.constrained",
     "load": "sparsejac.plans",
     "ProductJacobian": "sparsejac.products",
     "from_products": "sparsejac.products",

@@ -37,7 +37,7 @@ MODULES = ("sparsejac", "sparsejac.ad", "sparsejac.fd", "sparsejac.coloring", "s
            "sparsejac.numeric", "sparsejac.errors", "sparsejac.one_off",
            "sparsejac.sparse_jacobian", "sparsejac.adapters", "sparsejac.report",
            "sparsejac.products", "sparsejac.plans", "sparsejac.engines", "sparsejac.hessians",
-           "sparsejac.deferred")
+           "sparsejac.deferred", "sparsejac.constrained")
 EXAMPLES = re.compile(r"^Examples\n-{8,}\n(.*)", re.M | re.S)
 
 

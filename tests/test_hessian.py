@@ -618,3 +618,36 @@ def test_a_hessian_of_f_that_cancels_the_recordings_rounding_is_not_refused():
         # H = diag(6 x) + 2e12 I - 2e12 I, exact to the rounding of 2e12
         np.testing.assert_allclose(hess(x).toarray(), np.diag(6 * x), atol=1e-3)
     assert hess.stats()["preparations"] <= 3
+
+
+def test_lagrangian_of_an_objective_that_writes_into_x():
+    """f shifting its x in place (scipy hands it a copy) made c see the shifted x inside the
+    Lagrangian: H[0, 0] was 2.88 instead of 8.88. The Lagrangian gives f a copy."""
+
+    def f(x):
+        x -= 1.0
+        return np.sum(x**4)
+
+    def c(x):
+        return np.array([x[0] ** 3, x[1] * x[2]])
+
+    x = np.array([0.2, 1.5, -1.0])
+    lam = np.array([1.0, -2.0])
+    hl = sparsejac.lagrangian_hessian(f, c, x)
+    want = 2.5 * np.diag(12.0 * (x - 1.0) ** 2)  # sigma * H(f), by hand
+    want[0, 0] += lam[0] * 6.0 * x[0]
+    want[1, 2] += lam[1]
+    want[2, 1] += lam[1]
+    np.testing.assert_allclose(hl(x, lagrange=lam, obj_factor=2.5).toarray(), want)
+    np.testing.assert_array_equal(x, [0.2, 1.5, -1.0])
+
+
+def test_constraint_and_lagrangian_hessians_refresh():
+    w = np.array([1.0])
+    ch = sparsejac.constraint_hessian(lambda x: w * x**2, np.ones(1))
+    hl = sparsejac.lagrangian_hessian(lambda x: np.sum(w * x**3), lambda x: x, np.ones(1))
+    w[0] = 3.0
+    ch.refresh()
+    hl.refresh()
+    np.testing.assert_array_equal(ch(np.ones(1), np.ones(1)).toarray(), [[6.0]])
+    np.testing.assert_array_equal(hl(np.ones(1), lagrange=[0.0]).toarray(), [[18.0]])

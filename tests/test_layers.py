@@ -33,7 +33,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
             "sparsejac.one_off", "sparsejac.adapters", "sparsejac.operators", "sparsejac.report",
             "sparsejac.plot", "sparsejac.products", "sparsejac.plans", "sparsejac.engines",
             "sparsejac.hessians", "sparsejac.deferred", "sparsejac.verifying", "sparsejac.warmup",
-            "sparsejac.memory"),
+            "sparsejac.memory", "sparsejac.constrained"),
     "cli": ("sparsejac.cli", "sparsejac.__main__"),
     "package": ("sparsejac",),
 }
