@@ -34,6 +34,7 @@ from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.orders import resolve_order
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import PreparedEngine
+from sparsejac.errors import ConcretizationError
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
 from sparsejac.primitives.derive import mul0_matmul
@@ -129,6 +130,8 @@ def hessian(f: Callable[..., Any], x: Any, *, method: str = "star", params: Sequ
 
     One-off: pattern detection, a symmetric colouring (one greedy pass) and one forward-over-
     reverse pass with the colouring's seeds. For many points, prepare :class:`SparseHessian`.
+    An ``f`` with Python branches on values (``if x[0] > 0:``) gets the Hessian of the branch
+    taken at ``x``, from local traces, as :func:`sparsejac.jacobian` does.
 
     Parameters
     ----------
@@ -156,8 +159,37 @@ def hessian(f: Callable[..., Any], x: Any, *, method: str = "star", params: Sequ
            [0., 4., 0.]])
     """
     xa = check_x(x, name="x")  # messages name the caller's argument
-    return SparseHessian(f, xa, method=method, params=params, args=args, kwargs=kwargs,
-                         effort=0.0, verify=False)(xa)
+    try:
+        return SparseHessian(f, xa, method=method, params=params, args=args, kwargs=kwargs,
+                             effort=0.0, verify=False)(xa)
+    except ConcretizationError:  # f branches on values: the Hessian of the branch at x
+        return _local_hessian(bind_arguments(f, check_args(args), check_kwargs(kwargs)), xa,
+                              tuple(params))
+
+
+def _at_x_only(*args: Any) -> Any:  # pragma: no cover - a one-off plan never calls it
+    raise RuntimeError("a gradient recorded at one x (local) is evaluated there only")
+
+
+def _local_hessian(call: Callable[..., Any], x: np.ndarray, params: tuple[Any, ...]
+                   ) -> sp.csr_array:
+    """The Hessian at ``x`` of an ``f`` with Python branches on values (local traces).
+
+    The Jacobian of the gradient recorded at ``x``, as :func:`sparsejac.jacobian` follows the
+    branches, by the columns of a natural colouring, made exactly symmetric.
+    """
+    prog = _scalar_program(call, x, params, "f", local=True)
+    gprog = trace_gradient(prog, x, params=params, name="gradient of f", local=True)
+    gpattern = program_sparsity(gprog, local=True)
+    pattern = _symmetric(gpattern)
+    pat = as_pattern(pattern) if pattern.nnz else SparsityPattern(pattern.shape, [], [])
+    column = color(pat, "column", "natural")
+    saved = SavedPlan(pat, {"forward": column}, "forward", "", {"forward": 1.0}, 0.0)
+    plan = prepare(_at_x_only, x, params=params, name="gradient of f", sparsity=saved,
+                   mode="forward", order="natural", effort=0.0, one_shot=True,
+                   traced=(gprog, gpattern))
+    h = plan.matrix(plan.evaluate(x, params))
+    return sp.csr_array((h + h.T) * 0.5)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -305,7 +337,12 @@ class SparseHessian(PlanView):
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         call = bind_arguments(self._f, args, kwargs)
-        prog = _scalar_program(call, self._x0, self._params0, self._name)
+        try:
+            prog = _scalar_program(call, self._x0, self._params0, self._name)
+        except ConcretizationError as e:  # (local=True is no option of a prepared Hessian)
+            raise ConcretizationError(str(e).replace(
+                "or ask for a pattern valid at this x only with local=True.", "or, for one x, "
+                "sparsejac.hessian(f, x) (the branch taken there).")) from None
         grad = gradient_call(prog)
         gprog = trace_gradient(prog, self._x0, params=self._params0,
                                name=f"gradient of {self._name}")

@@ -651,3 +651,26 @@ def test_constraint_and_lagrangian_hessians_refresh():
     hl.refresh()
     np.testing.assert_array_equal(ch(np.ones(1), np.ones(1)).toarray(), [[6.0]])
     np.testing.assert_array_equal(hl(np.ones(1), lagrange=[0.0]).toarray(), [[18.0]])
+
+
+def test_one_off_hessian_follows_the_branch_taken_at_x():
+    """hessian(f, x) refused Python branches on values (its message suggested a local=True
+    it does not take); like jacobian(f, x) it now gives the Hessian of the branch at x.
+    SparseHessian (every x) still refuses, pointing at hessian(f, x)."""
+
+    def f(x):
+        if x[0] > 0:
+            return np.sum(x**3) + x[0] * x[1]
+        return np.sum(x**2)
+
+    x = np.array([0.5, -1.0, 2.0])
+    want = np.diag(6.0 * x)
+    want[0, 1] = want[1, 0] = 1.0
+    got = sparsejac.hessian(f, x)
+    np.testing.assert_allclose(got.toarray(), want)
+    assert (got != got.T).nnz == 0
+    np.testing.assert_allclose(sparsejac.hessian(f, -x).toarray(), 2.0 * np.eye(3))
+    with pytest.raises(sparsejac.ConcretizationError, match=r"sparsejac\.hessian\(f, x\)"):
+        sparsejac.SparseHessian(f, x)
+    with pytest.raises(sparsejac.ConcretizationError, match=r"holds at this x"):
+        sparsejac.hessian(lambda z: np.sum(z**2) * (2.0 if z[0] == 0.5 else 1.0), x)
