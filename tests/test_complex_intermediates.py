@@ -228,3 +228,20 @@ def test_complex_sparse_matrix_imag_and_spmatrix_product() -> None:
     L = sp.csr_matrix(np.array([[1.0, 2, 0], [0, 1, 3], [4, 0, 1]]))
     np.testing.assert_array_equal(sparsejac.jacobian(lambda u: u * L, x).toarray(),
                                   L.toarray().T)
+
+
+def test_matmul_of_two_complex_intermediates():
+    """A @ v with both complex (one with a constant imaginary part: x + 1j) raised a bare
+    TypeError naming an internal class; it is the real-pair product, checked against
+    central differences of the numpy function."""
+
+    def f(x):
+        a = x[:4].reshape(2, 2) + 1j
+        b = x[:4].reshape(2, 2) + 1j * x[:4].reshape(2, 2) ** 2
+        v = x[4:] + 1j * x[4:] ** 2
+        w, u = a @ v, v @ b
+        return np.concatenate([w.real, w.imag, u.real, u.imag])
+
+    x = np.arange(1.0, 7.0) / 3.0
+    want = np.array([(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(6)]).T
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, atol=1e-7)

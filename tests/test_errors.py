@@ -463,3 +463,47 @@ def test_load_with_arguments_of_another_pattern_says_so(tmp_path):
     with pytest.raises(ValueError, match=r"saved plan's pattern misses .* prepare anew") as info:
         sparsejac.load(tmp_path / "g.npz", g, args=(1,))
     assert "omit `sparsity`" not in str(info.value)
+
+
+def test_a_ragged_list_of_traced_values_gets_numpys_error_with_the_shapes():
+    """A (1,) array among scalars raised numpy's 'all input arrays must have the same shape'
+    from inside the tracer's stacking; numpy's own message, with the shapes and the line."""
+    x = np.array([0.7, -1.3, 2.1])
+
+    def f(x):
+        return np.array([x[0] * x[1], x[1:2] ** 2, x[2]])
+
+    with pytest.raises(ValueError, match=r"inhomogeneous shape.*shapes \[\(\), \(1,\)\]"):
+        sparsejac.jacobian(f, x)
+    with pytest.raises(ValueError, match="inhomogeneous shape"):
+        sparsejac.jacobian(lambda x: [x[0] * x[1], x[1:2] ** 2, np.sum(x)], x)
+
+
+def test_ufunc_casting_is_applied_as_numpy_applies_it():
+    """casting= was dropped: np.add(x, 1, dtype=int, casting='unsafe') raised numpy's
+    'same_kind' error; the operands are cast first, as numpy does, and a cast numpy refuses
+    is refused."""
+    x = np.array([1.5, 2.5])
+    f = lambda x: np.add(x, 1, dtype=int, casting="unsafe") * x  # noqa: E731
+    np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), np.diag(f(x) / x))
+    g = lambda x: np.multiply(x, 3, dtype=np.float32, casting="unsafe") * x  # noqa: E731
+    np.testing.assert_allclose(sparsejac.jacobian(g, x).toarray(), np.diag(6 * x))
+    with pytest.raises(TypeError, match="casting rule 'safe'"):
+        sparsejac.jacobian(lambda x: np.add(x, 1, dtype=np.float32, casting="safe"), x)
+
+
+def test_reshape_by_an_integer_array():
+    x = np.arange(6.0)
+    for shape in (np.array([2, 3]), [2, -1]):
+        got = sparsejac.jacobian(lambda x, s=shape: x.reshape(s).sum(axis=0), x).toarray()
+        np.testing.assert_array_equal(got, np.tile(np.eye(3), 2))
+
+    def f(x):
+        shape = np.zeros(2, dtype=int)  # a buffer made in f (a traced constant)
+        shape[:] = [3, 2]
+        return x.reshape(shape).sum(axis=1)
+
+    np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(),
+                                  np.kron(np.eye(3), np.ones(2)))
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        sparsejac.jacobian(lambda x: x.reshape([2.0, 3.0]), x)

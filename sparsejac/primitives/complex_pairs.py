@@ -198,6 +198,12 @@ class ComplexPair:
     def __rtruediv__(self, o: Any) -> Any:
         return np.true_divide(o, self)
 
+    def __matmul__(self, o: Any) -> Any:
+        return np.matmul(self, o)
+
+    def __rmatmul__(self, o: Any) -> Any:
+        return np.matmul(o, self)
+
     def __neg__(self) -> Any:
         return np.negative(self)
 
@@ -317,7 +323,9 @@ def pair_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: di
         return _make(_add(_mul(ar, br), _neg(_mul(ai, bi))), _add(_mul(ar, bi), _mul(ai, br)),
                      shape)
     if ufunc is np.matmul and not kwargs:  # (ar + i ai) @ (br + i bi), part by part
-        (ar, ai), (br, bi) = parts
+        (ar, ai), (br, bi) = ([q if q is None or np.shape(q) == _shape(a) else
+                               np.broadcast_to(q, _shape(a)) for q in p]  # (x + 1j: im ())
+                              for p, a in zip(parts, inputs, strict=True))
         out_shape = np.matmul(np.empty(_shape(inputs[0])), np.empty(_shape(inputs[1]))).shape
         return _make(_add(_mm(ar, br), _neg(_mm(ai, bi))), _add(_mm(ar, bi), _mm(ai, br)),
                      out_shape)

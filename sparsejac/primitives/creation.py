@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.primitives.core import find_trace, register_function, wrap_const
+from sparsejac.tracing.callers import user_line
 from sparsejac.tracing.tracer import Tracer, concretize
 
 __all__ = ["as_traced_array"]
@@ -145,7 +146,15 @@ def as_traced_array(obj: Any, dtype: Any = None) -> Any:
         if not any(_holds_tracer(o) for o in obj):
             res = np.array(obj)
         else:
-            res = np.stack([as_traced_array(o) for o in obj])
+            parts = [as_traced_array(o) for o in obj]
+            shapes = {np.shape(p) for p in parts}
+            if len(shapes) > 1:  # numpy's own error, with the shapes it found
+                raise ValueError(
+                    "setting an array element with a sequence. The requested array has an "
+                    f"inhomogeneous shape after 1 dimensions: its elements have shapes "
+                    f"{sorted(shapes)}{user_line()} (a (1,) array among scalars: index it "
+                    "with [0], or np.concatenate the parts)")
+            res = np.stack(parts)
     else:
         res = obj
     if dtype is not None and isinstance(res, Tracer) and np.dtype(dtype) != res.dtype:

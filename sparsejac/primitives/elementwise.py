@@ -447,6 +447,9 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
         if len(args) != prim.nin:
             raise TypeError(f"numpy.{prim.name} takes {prim.nin} operands, got {len(args)}")
         refuse_traced(public_name(prim.fn), args, refuse)
+        casting, dtype = kwargs.get("casting", "same_kind"), kwargs.get("dtype")
+        if casting != "same_kind" and dtype is not None:  # numpy casts the operands first
+            args = _cast_operands(prim.name, args, np.dtype(dtype), casting)
         params = {}
         for key, val in kwargs.items():
             if key == "where" and (val is True):
@@ -462,6 +465,19 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
         return bind(prim, args, params)
 
     return handler
+
+
+def _cast_operands(name: str, args: tuple[Any, ...], dtype: np.dtype[Any], casting: str
+                   ) -> tuple[Any, ...]:
+    """The operands cast to ``dtype`` as numpy does for ``casting=`` (or numpy's refusal)."""
+    out = []
+    for a in args:
+        src = a.dtype if hasattr(a, "dtype") else np.result_type(a)
+        if not np.can_cast(src, dtype, casting=casting):  # type: ignore[arg-type]
+            raise TypeError(f"Cannot cast ufunc {name!r} input from {src!r} to {dtype!r} with "
+                            f"casting rule {casting!r}")
+        out.append(a.astype(dtype) if hasattr(a, "astype") else np.asarray(a).astype(dtype))
+    return tuple(out)
 
 
 def _register_rows() -> None:

@@ -17,6 +17,7 @@ Conversions to plain Python values are where tracing meets Python control flow:
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -180,8 +181,6 @@ class Tracer:
     def __repr__(self) -> str:
         kind = "active" if self._var.active else ("constant" if self._var.is_const else "inactive")
         return f"Tracer(shape={self.shape}, dtype={self.dtype}, {kind})"
-
-    # -- numpy protocols -----------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return registry().ufunc(ufunc, method, inputs, kwargs)
@@ -411,8 +410,8 @@ class Tracer:
 
     def reshape(self, *shape: Any, order: str = "C") -> Any:
         """As :meth:`numpy.ndarray.reshape`."""
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
+        if len(shape) == 1 and (isinstance(shape[0], (tuple, list)) or np.ndim(shape[0]) == 1):
+            shape = tuple(operator.index(s) for s in shape[0])  # (an int array: numpy's too)
         return np.reshape(self, shape, order=order)  # type: ignore[call-overload]
 
     def ravel(self, order: str = "C") -> Any:
