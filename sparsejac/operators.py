@@ -16,10 +16,20 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from sparsejac.ad import Linearization
+from sparsejac.ad import InterpretedLinearization, Linearization, PreparedProgram
+from sparsejac.engines import PreparedEngine
 from sparsejac.verifying import Verifier
 
-__all__ = ["JacobianOperator", "KrylovMethod"]
+__all__ = ["DENSE_PRODUCTS", "DENSE_PRODUCTS_MIN", "JacobianOperator", "KrylovMethod", "linearized"]
+
+#: :meth:`SparseJacobian.linear_operator <sparsejac.SparseJacobian.linear_operator>` sweeps
+#: the recorded program node by node (about one evaluation of ``f`` per product) when J has
+#: this many nonzeros per row and column, and :data:`DENSE_PRODUCTS_MIN` in all: a rank-one
+#: term (``np.mean(x)`` broadcast back) makes J dense, not its program. Otherwise the
+#: products multiply the preaccumulated entries.
+DENSE_PRODUCTS = 32
+#: See :data:`DENSE_PRODUCTS` (below it, a product with the entries costs under a millisecond).
+DENSE_PRODUCTS_MIN = 1 << 20
 
 
 class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no type stubs
@@ -58,7 +68,8 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
     array([1., 3., 7.])
     """
 
-    def __init__(self, shape: tuple[int, int], *, linearization: Linearization | None = None,
+    def __init__(self, shape: tuple[int, int], *,
+                 linearization: Linearization | InterpretedLinearization | None = None,
                  matrix: sp.csr_array | None = None, value: Any = None,
                  fd: bool = False) -> None:
         super().__init__(dtype=np.dtype(np.float64), shape=shape)
@@ -115,6 +126,99 @@ class JacobianOperator(LinearOperator):  # type: ignore[misc]  # scipy ships no 
         return f"JacobianOperator(shape={self.shape}, matrix_free={self.matrix_free}{note})"
 
 
+def linearized(jac: Any, x: np.ndarray, params: Any, given: bool = True) -> JacobianOperator:
+    """``jac.linear_operator(x, params=params)`` of a :class:`~sparsejac.SparseJacobian`.
+
+    A prepared plan sweeps its program: the preaccumulated entries
+    (:class:`~sparsejac.ad.Linearization`), or node by node where J is dense
+    (:data:`DENSE_PRODUCTS`, :class:`~sparsejac.ad.InterpretedLinearization`). Finite
+    differences and a value-dependent ``f`` assemble ``J(x)`` once and multiply by it.
+    ``given``: whether the caller passed ``params`` (a pickle rebuilds from them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.operators import linearized
+    >>> jac = sparsejac.SparseJacobian(lambda x: x * np.mean(x), np.ones(3))
+    >>> linearized(jac, np.array([1.0, 2.0, 3.0]), ()) @ np.array([1.0, 0.0, 0.0])
+    array([2.33333333, 0.66666667, 1.        ])
+    """
+    state = jac._state
+    plan = state.plan
+    engine = plan.engine
+    if not isinstance(engine, PreparedEngine):
+        # fd or a value-dependent f: no program to sweep; J(x) assembled, sparse products
+        matrix = jac.evaluate(x, params=params)
+        value = state.call(np.array(x, copy=True), *params)
+        op = JacobianOperator(plan.shape, matrix=matrix, value=value, fd=jac.mode == "fd")
+    else:
+        m, n = plan.shape
+        lin: Any
+        if plan.pattern.nnz >= max(DENSE_PRODUCTS * (m + n), DENSE_PRODUCTS_MIN):
+            lin = InterpretedLinearization(engine.program.prog, x, params)
+        else:
+            lin = _chain_program(jac, plan).linearize(x, params)
+        if jac._verify and not jac._check.agrees(state, lin.value, x, params):
+            jac.evaluate(x, params=params)  # f changed: prepare again (or say why not)
+            return linearized(jac, x, params, given)
+        op = JacobianOperator(plan.shape, linearization=lin, value=lin.value)
+    op.source = (jac, x, params if given else None)  # what a pickle rebuilds from
+    return op
+
+
+def _chain_program(jac: Any, plan: Any) -> PreparedProgram:
+    """The chain engine's prepared program of ``plan`` (a tape's: built once per plan).
+
+    A compiled tape's sweeps take only colouring seeds: the chain program is built from the
+    tape's program once per preparation.
+    """
+    program = plan.engine.program
+    if isinstance(program, PreparedProgram):
+        return program
+    hit: tuple[Any, PreparedProgram] | None = getattr(jac, "_chain_cache", None)
+    if hit is None or hit[0] is not plan:
+        hit = (plan, PreparedProgram(program.prog, width=1))
+        jac._chain_cache = hit
+    return hit[1]
+
+
+class _TracedAtEachPoint:
+    """``F`` traced at every point asked for, its products walking the trace (no pattern).
+
+    A fresh trace at each ``x`` reads ``F``'s constants as they are then: nothing to verify.
+    scipy hands the hooks flat points; ``F`` takes them in ``shape`` (None: flat).
+    """
+
+    def __init__(self, fun: Any, shape: Any) -> None:
+        self.fun = fun
+        self.shape = None if shape is None else tuple(int(k) for k in np.atleast_1d(shape))
+
+    def _point(self, x: Any) -> np.ndarray:
+        xa = np.array(x, dtype=np.float64, copy=True)
+        if self.shape is not None and xa.size != int(np.prod(self.shape)):
+            raise ValueError(f"KrylovMethod: `shape` {self.shape} does not hold the solver's "
+                             f"{xa.size} unknowns")
+        return xa if self.shape is None else xa.reshape(self.shape)
+
+    def f(self, x: Any) -> np.ndarray:
+        """A real call of ``F`` at the flat ``x``, flattened (the hook's check)."""
+        return np.ravel(np.asarray(self.fun(self._point(x)), dtype=np.float64))
+
+    def linear_operator(self, x: Any) -> JacobianOperator:
+        from sparsejac.errors import ConcretizationError
+        from sparsejac.tracing import trace
+
+        xa = self._point(x)
+        name = str(getattr(self.fun, "__name__", "F"))
+        try:
+            prog = trace(self.fun, xa, name=name, check=True)
+        except ConcretizationError:  # F branches on values: its linearisation at this x
+            prog = trace(self.fun, xa, name=name, local=True, check=True)
+        lin = InterpretedLinearization(prog)
+        return JacobianOperator((prog.out.size, prog.x.size), linearization=lin, value=lin.value)
+
+
 def _linear_operator(jac: Any, x: np.ndarray, params: Any) -> JacobianOperator:
     """A JacobianOperator made again (unpickling): ``jac.linear_operator(x, params)``."""
     op: JacobianOperator = jac.linear_operator(x, params=params)
@@ -159,11 +263,18 @@ class KrylovMethod:
 
     Parameters
     ----------
-    jacobian : SparseJacobian
-        Prepared for ``F``.
+    jacobian : SparseJacobian or callable
+        Prepared for ``F``; or ``F`` itself, written with numpy: it is then traced at each
+        Newton point and the products walk that trace node by node
+        (:class:`~sparsejac.ad.InterpretedLinearization`), with no sparsity pattern, colouring
+        or recording: what a problem whose Jacobian is dense (a rank-one term such as
+        ``np.mean(P)`` in every residual) or that is solved once wants.
     solver : str or callable
-        ``"gmres"``, ``"lgmres"``, ``"bicgstab"`` ... of ``scipy.sparse.linalg``, or a function
-        with their interface.
+        ``"lgmres"`` (the default, as ``newton_krylov``'s), ``"gmres"``, ``"bicgstab"`` ... of
+        ``scipy.sparse.linalg``, or a function with their interface.
+    shape : tuple of int, optional
+        With ``F``: the shape of its argument, the solver's ``x0.shape`` (scipy hands the
+        hooks flat points); default flat.
     **options
         Passed to ``solver`` at every call (``restart``, a preconditioner ``M`` ...). For
         ``"lgmres"`` and ``"gmres"`` the defaults are the ones ``newton_krylov`` itself uses
@@ -196,12 +307,19 @@ class KrylovMethod:
     True
     """
 
-    def __init__(self, jacobian: Any, solver: Any = "gmres", **options: Any) -> None:
+    def __init__(self, jacobian: Any, solver: Any = "lgmres", *, shape: Any = None,
+                 **options: Any) -> None:
         import scipy.sparse.linalg as sla
 
         if not hasattr(jacobian, "linear_operator"):
-            raise TypeError("`jacobian` must be a SparseJacobian (with `linear_operator`); got "
-                            f"{type(jacobian).__name__}")
+            if not callable(jacobian) or isinstance(jacobian, (np.ndarray, sp.sparray,
+                                                               sp.spmatrix)):
+                raise TypeError("`jacobian` must be a SparseJacobian (with `linear_operator`) "
+                                f"or the function F; got {type(jacobian).__name__}")
+            jacobian = _TracedAtEachPoint(jacobian, shape)
+        elif shape is not None:
+            raise ValueError("`shape` is for KrylovMethod(F, shape=...); a SparseJacobian "
+                             "knows its x0's shape")
         self.jacobian = jacobian
         if isinstance(solver, str):
             if solver not in ("gmres", "lgmres", "bicgstab", "cgs", "tfqmr", "gcrotmk"):

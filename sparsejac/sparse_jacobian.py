@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsejac.ad import PreparedProgram
 from sparsejac.ad.tape import Tape
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.deferred import deferred_search, search_due
@@ -690,43 +689,11 @@ class SparseJacobian(PlanView):
         >>> info, bool(np.allclose(jac(np.full(50, 0.5)) @ dx, -A.value))
         (0, True)
         """
-        from sparsejac.operators import JacobianOperator  # scipy.sparse.linalg: on first use
+        from sparsejac.operators import linearized  # scipy.sparse.linalg: on first use
 
         xa = check_x(x, self._x0.shape)
-        ps = self._params0 if params is None else check_params(params)
-        state = self._state
-        plan = state.plan
-        program = self._chain_program(plan)
-        if program is None:
-            # fd or a value-dependent f: no program to sweep; J(x) assembled, sparse products
-            matrix = self.evaluate(xa, params=ps)
-            value = self._state.call(np.array(xa, copy=True), *ps)
-            op = JacobianOperator(plan.shape, matrix=matrix, value=value, fd=self.mode == "fd")
-        else:
-            lin = program.linearize(xa, ps)
-            if self._verify and not self._check.agrees(state, lin.value, xa, ps):
-                self.evaluate(xa, params=ps)  # f changed: prepare again (or say why not)
-                return self.linear_operator(xa, params=ps)
-            op = JacobianOperator(plan.shape, linearization=lin, value=lin.value)
-        op.source = (self, xa, None if params is None else ps)  # what a pickle rebuilds from
-        return op
-
-    def _chain_program(self, plan: Plan) -> PreparedProgram | None:
-        """The chain engine's prepared program of ``plan``, or None if it replays no program.
-
-        A compiled tape's sweeps take only colouring seeds: the chain program is built from
-        the tape's program once per preparation.
-        """
-        if not isinstance(plan.engine, PreparedEngine):
-            return None
-        program = plan.engine.program
-        if isinstance(program, PreparedProgram):
-            return program
-        hit: tuple[Plan, PreparedProgram] | None = getattr(self, "_chain_cache", None)
-        if hit is None or hit[0] is not plan:
-            hit = (plan, PreparedProgram(program.prog, width=1))
-            self._chain_cache = hit
-        return hit[1]
+        return linearized(self, xa, self._params0 if params is None else check_params(params),
+                          params is not None)
 
     # -- introspection -------------------------------------------------------------------
 

@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsejac.ad.interpret import evaluate, program_jvp, program_vjp
+from sparsejac.ad.interpret import InterpretedLinearization, evaluate, program_jvp, program_vjp
 from sparsejac.ad.prepared import Linearization, PreparedProgram
 from sparsejac.ad.second_order import hvp
 from sparsejac.ad.tape import Tape
 from sparsejac.tracing import trace
 
-__all__ = ["Linearization", "PreparedProgram", "Tape", "evaluate", "hvp", "jvp", "program_jvp",
-           "program_vjp", "vjp"]
+__all__ = ["InterpretedLinearization", "Linearization", "PreparedProgram", "Tape", "evaluate",
+           "hvp", "jvp", "program_jvp", "program_vjp", "vjp"]
 
 
 def _seed(s: Any, name: str, length: int, axis: int, what: str) -> tuple[np.ndarray, bool]:
