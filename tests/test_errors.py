@@ -507,3 +507,21 @@ def test_reshape_by_an_integer_array():
                                   np.kron(np.eye(3), np.ones(2)))
     with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
         sparsejac.jacobian(lambda x: x.reshape([2.0, 3.0]), x)
+
+
+def test_a_library_converting_an_odes_time_says_so():
+    """CubicSpline(tp, fp)(t) in a right-hand side: the message spoke of losing the
+    dependence on x, though the converted value is the time t; it names the parameter and
+    the numpy way (np.interp of t works)."""
+    from scipy.interpolate import CubicSpline
+
+    spline = CubicSpline(np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2)
+
+    def rhs(t, y):
+        return -y + spline(t)
+
+    with pytest.raises(sparsejac.TracedConversionError, match=r"traced parameter.*np\.interp"):
+        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3))
+    tp, fp = np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2
+    jac = sparsejac.ode_jacobian(lambda t, y: -y + np.interp(t, tp, fp), 0.0, np.ones(3))
+    np.testing.assert_array_equal(np.asarray(jac(1.5, np.ones(3))), -np.eye(3))

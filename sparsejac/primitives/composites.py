@@ -312,12 +312,16 @@ def _spacings(f: Any, varargs: Sequence[Any], axes: Sequence[int]) -> list[Any]:
     n = len(varargs)
     if n == 0:
         return [1.0] * len(axes)
-    if n == 1 and np.ndim(varargs[0]) == 0:
-        return [float(_static(varargs[0], "numpy.gradient", "spacing"))] * len(axes)
+    if n == 1 and np.ndim(varargs[0]) == 0:  # a scalar spacing may be traced (h(t), h(x)):
+        h = varargs[0]                         # the formulas only divide by it
+        return [h if _traced(h) else float(_static(h, "numpy.gradient", "spacing"))] * len(axes)
     if n != len(axes):
         raise TypeError("invalid number of arguments")
     dx: list[Any] = []
     for i, d in enumerate(varargs):
+        if _traced(d) and np.ndim(d) == 0:
+            dx.append(d)
+            continue
         arr = _static(d, "numpy.gradient", "spacing").astype(np.float64)
         if arr.ndim == 0:
             dx.append(float(arr))
@@ -379,7 +383,7 @@ def _gradient_axis(f: Any, axis: int, h: Any, edge_order: int) -> Any:
 
 
 @register_function(np.gradient, family="reductions", via="composite: indexing, arithmetic",
-                   note="constant spacings (scalars or coordinate arrays)")
+                   note="scalar spacings (traced too), constant coordinate arrays")
 def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
     nd = np.ndim(f)
     if axis is None:

@@ -114,8 +114,20 @@ def user_line() -> str:
     return ""
 
 
-def library_message(site: str) -> str:
-    """The error message for a library function that converted a traced array."""
+def library_message(site: str, param: bool = False) -> str:
+    """The error message for a library function that converted a traced array.
+
+    ``param``: the array depends on a traced parameter only (an ODE's time ``t``).
+    """
+    if param:
+        return (
+            f"{site} received a traced parameter (a value computed from an ODE's time t, or "
+            "from `params`) and converted it to a plain numpy array (np.asarray): parameters "
+            "are traced so that one preparation serves all their values, and sparsejac has no "
+            f"rule for {site}. Write that term with numpy (np.interp(t, tp, fp) for a table "
+            "of values in time, np.where for a switch), or pass `sparsity=` and use "
+            "mode='fd' (finite differences) for this f."
+        )
     return (
         f"{site} received a traced array and converted it to a plain numpy array "
         "(np.asarray), which would lose its dependence on x: it is not a numpy function the "

@@ -195,7 +195,7 @@ class Tracer:
             return np.asarray(self._var.value, dtype=dtype)
         site = library_caller()
         if site is not None:
-            raise TracedConversionError(library_message(site))
+            raise TracedConversionError(library_message(site, self._var.sources == FROM_PARAMS))
         if self._var.shape == () and self._var.dtype.kind in "biu" and dtype is None:
             # an integer scalar (an index computed from x: table[i] of a plain table asks
             # numpy to convert i) has zero derivative: its value, as int() and __index__ give

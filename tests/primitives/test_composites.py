@@ -193,3 +193,30 @@ def test_multi_dot_is_a_matmul_chain() -> None:
     """np.linalg.multi_dot of a constant, a traced matrix and a traced vector."""
     a = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 0.0]])
     check_exact(lambda x: np.linalg.multi_dot([a, x, x[0]]), X34[:, :3])
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_with_a_traced_scalar_spacing(edge_order):
+    """np.gradient(u, dx) with dx computed from an ODE's t (a domain growing in time) or from
+    x itself was refused as a 'branch chosen by the values'; the formulas only divide by a
+    scalar spacing, so it is followed exactly (checked against central differences)."""
+    n = 12
+    grid = np.linspace(0.0, 1.0, n)
+
+    def rhs(t, u):
+        dx = (1.0 + t) / (n - 1)
+        return 0.1 * np.gradient(np.gradient(u, dx, edge_order=edge_order), dx) - u**2
+
+    jac = sparsejac.ode_jacobian(rhs, 0.0, grid, format="dense")
+    u = np.cos(3 * grid) + 0.1
+    for t in (0.0, 0.7):
+        want = np.array([(rhs(t, u + 1e-6 * e) - rhs(t, u - 1e-6 * e)) / 2e-6
+                         for e in np.eye(n)]).T
+        np.testing.assert_allclose(jac(t, u), want, rtol=1e-7, atol=1e-7 * np.abs(want).max())
+
+    def g(x):  # a spacing that depends on x: differentiated through the division
+        return np.gradient(x[:-1] ** 2, x[-1], edge_order=edge_order)
+
+    x = np.array([1.0, 2.0, 4.0, 7.0, 0.5])
+    want = np.array([(g(x + 1e-6 * e) - g(x - 1e-6 * e)) / 2e-6 for e in np.eye(5)]).T
+    np.testing.assert_allclose(sparsejac.jacobian(g, x).toarray(), want, atol=1e-6)
