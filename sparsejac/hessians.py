@@ -120,7 +120,9 @@ def hessian_sparsity(f: Callable[..., Any], x: Any, *, local: bool = False,
     xa = check_x(x, name="x")
     call = bind_arguments(fn, check_args(args), check_kwargs(kwargs))
     prog = _scalar_program(call, xa, tuple(params), "f", local=local)
-    gprog = trace_gradient(prog, xa, params=tuple(params), name="gradient of f", local=local)
+    with np.errstate(all="ignore"):  # (derivatives: inf * 0 at a singular point)
+        gprog = trace_gradient(prog, xa, params=tuple(params), name="gradient of f",
+                               local=local)
     return _symmetric(program_sparsity(gprog, local=local))
 
 
@@ -179,6 +181,11 @@ def _local_hessian(call: Callable[..., Any], x: np.ndarray, params: tuple[Any, .
     branches, by the columns of a natural colouring, made exactly symmetric.
     """
     prog = _scalar_program(call, x, params, "f", local=True)
+    with np.errstate(all="ignore"):  # (derivatives: inf * 0 at a singular point)
+        return _local_hessian_of(prog, x, params)
+
+
+def _local_hessian_of(prog: Program, x: np.ndarray, params: tuple[Any, ...]) -> sp.csr_array:
     gprog = trace_gradient(prog, x, params=params, name="gradient of f", local=True)
     gpattern = program_sparsity(gprog, local=True)
     pattern = _symmetric(gpattern)
@@ -344,8 +351,9 @@ class SparseHessian(PlanView):
                 "or ask for a pattern valid at this x only with local=True.", "or, for one x, "
                 "sparsejac.hessian(f, x) (the branch taken there).")) from None
         grad = gradient_call(prog)
-        gprog = trace_gradient(prog, self._x0, params=self._params0,
-                               name=f"gradient of {self._name}")
+        with np.errstate(all="ignore"):  # (derivatives: inf * 0 at a singular point)
+            gprog = trace_gradient(prog, self._x0, params=self._params0,
+                                   name=f"gradient of {self._name}")
         gpattern = program_sparsity(gprog)
         detected = _symmetric(gpattern)
         if self._user_sparsity is None:
@@ -366,9 +374,11 @@ class SparseHessian(PlanView):
         column = color(pattern, "column", "natural")  # also recovers H from H @ S
         saved = SavedPlan(pattern, {"forward": column}, "forward", "",
                           {"forward": float(column.n_colors)}, 0.0)
-        plan = prepare(grad, self._x0, params=self._params0, name=f"gradient of {self._name}",
-                       sparsity=saved, mode="auto" if self._path == "auto" else "forward",
-                       order="natural", effort=0.0, traced=(gprog, gpattern))
+        with np.errstate(all="ignore"):
+            plan = prepare(grad, self._x0, params=self._params0,
+                           name=f"gradient of {self._name}", sparsity=saved,
+                           mode="auto" if self._path == "auto" else "forward",
+                           order="natural", effort=0.0, traced=(gprog, gpattern))
         seconds["preparation"] = plan.seconds.get("detection", 0.0) + plan.seconds.get(
             "preparation", 0.0)
         t0 = time.perf_counter()
@@ -444,7 +454,8 @@ class SparseHessian(PlanView):
         xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else tuple(params)
         state = self._checked_state(xa, ps, state)
-        data, grad = state.plan.evaluate_with_value(xa, ps)
+        with np.errstate(all="ignore"):  # (f itself ran under the caller's: the check's call)
+            data, grad = state.plan.evaluate_with_value(xa, ps)
         return data, grad, state
 
     def _checked_state(self, xa: np.ndarray, ps: Sequence[Any], state: _State) -> _State:
@@ -557,7 +568,8 @@ class SparseHessian(PlanView):
         if cache is not None and cache[0] == key and _same(cache[1], ps) and cache[3] is state:
             h = cache[2]
         else:
-            data, _ = state.plan.evaluate_with_value(xa, ps)
+            with np.errstate(all="ignore"):
+                data, _ = state.plan.evaluate_with_value(xa, ps)
             h = sp.csr_array(state.plan.matrix(data[state.mirror], "csr"))
             self._cache = (key, ps, h, state)
         pa = np.asarray(p, dtype=np.float64)

@@ -674,3 +674,29 @@ def test_one_off_hessian_follows_the_branch_taken_at_x():
         sparsejac.SparseHessian(f, x)
     with pytest.raises(sparsejac.ConcretizationError, match=r"holds at this x"):
         sparsejac.hessian(lambda z: np.sum(z**2) * (2.0 if z[0] == 0.5 else 1.0), x)
+
+
+@pytest.mark.parametrize(("f", "x"), [(lambda x: np.linalg.norm(x), np.zeros(3)),
+                                      (lambda x: np.std(x), np.ones(3)),
+                                      (lambda x: np.sqrt(np.sum(x**2)), np.zeros(3))])
+def test_hessians_at_singular_points_under_errstate_raise(f, x):
+    """inf * 0 in the recorded derivatives at a singular point raised FloatingPointError from
+    inside an elementwise rule under np.errstate(all="raise"); the derivatives are sparsejac's
+    computation, not f's: the Hessian is the one numpy's default gives (inf/nan entries)."""
+    want = sparsejac.hessian(f, x).toarray()
+    hess = sparsejac.SparseHessian(f, x + 1.0)
+    with np.errstate(all="raise"):
+        np.testing.assert_array_equal(sparsejac.hessian(f, x).toarray(), want)
+        np.testing.assert_array_equal(hess(x).toarray(), want)
+        hess.hessp(x, np.ones(3))
+        sparsejac.SparseHessian(f, x)
+
+
+def test_cbrt_second_derivative_at_zero_follows_the_power_convention():
+    """cbrt's derivative 1 / (3 out out), differentiated again at 0, met 0 * inf in a
+    product's rule and gave 0 where x ** (1/3) and sqrt give -inf (their one-sided limit)."""
+    x = np.array([0.0, 1.0, -8.0])
+    h = sparsejac.hessian(lambda x: np.sum(np.cbrt(x)), x).diagonal()
+    assert h[0] == -np.inf
+    np.testing.assert_allclose(h[1:], -2.0 / (9.0 * np.cbrt(x[1:]) ** 5))
+    assert sparsejac.hessian(lambda x: np.sum(x ** (1 / 3)), np.zeros(2)).diagonal()[0] == h[0]

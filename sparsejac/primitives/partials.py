@@ -63,7 +63,9 @@ def sqrt(x: Any, out: Any) -> Any:
 
 
 def cbrt(x: Any, out: Any) -> Any:
-    return 1.0 / (3.0 * out * out)
+    # a power, not 1 / (3 out out): differentiated again at 0 (Hessians), a product's rule
+    # gives 0 * inf = 0 by the zero convention, where x ** (1/3) and sqrt give -inf
+    return np.power(out, -2.0) / 3.0
 
 
 def square(x: Any, out: Any) -> Any:
