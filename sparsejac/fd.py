@@ -397,6 +397,9 @@ def fd_jacobian_data(
     d_lo = -h if one_sided is None else np.where(one_sided, h, -h)
     need_f0 = (method == "2-point" or one_sided is not None) and f0 is None
 
+    def inside(z: np.ndarray) -> np.ndarray:  # x + 2h may round one ulp past a bound
+        return z if bounds is None else np.clip(z, *bounds)
+
     def points() -> Iterator[np.ndarray]:  # generated one at a time (p can be n)
         if need_f0:
             yield np.array(x, copy=True)
@@ -409,10 +412,10 @@ def fd_jacobian_data(
                 continue
             dx = np.zeros(xf.size)
             dx[cols] = h[cols] if method == "2-point" else d_hi[cols]
-            yield (xf + dx).reshape(x.shape)
+            yield inside(xf + dx).reshape(x.shape)
             if method == "3-point":
                 dx[cols] = d_lo[cols]
-                yield (xf + dx).reshape(x.shape)
+                yield inside(xf + dx).reshape(x.shape)
 
     cs = method == "cs"
     expected = p + need_f0 if method != "3-point" else 2 * p + need_f0
@@ -516,7 +519,8 @@ def missing_entries(
             dx = np.where((dx > upper) & (dx <= lower), -dx, dx)
             dx = np.where((dx < -lower) & (-dx <= upper), -dx, dx)
             dx = np.clip(dx, -lower, upper)
-        f1 = _evaluate(fun, (xf + dx).reshape(x.shape), m)
+        z = xf + dx if bounds is None else np.clip(xf + dx, *bounds)  # (x + dx rounds)
+        f1 = _evaluate(fun, z.reshape(x.shape), m)
         pred = j_p @ dx
         # rounding of the two evaluations, and the differences' relative truncation error
         tol = 1e-6 * np.abs(pred) + 100 * eps * (np.abs(f0) + np.abs(f1) + 1e-6 * scale)

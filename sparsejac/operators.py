@@ -183,6 +183,17 @@ def _chain_program(jac: Any, plan: Any) -> PreparedProgram:
     return hit[1]
 
 
+class _WithArgs:
+    """``fun(x, *args)``, named as ``fun`` (in messages)."""
+
+    def __init__(self, fun: Any, args: tuple[Any, ...]) -> None:
+        self.fun, self.args = fun, args
+        self.__name__ = str(getattr(fun, "__name__", "F"))
+
+    def __call__(self, x: Any) -> Any:
+        return self.fun(x, *self.args)
+
+
 class _TracedAtEachPoint:
     """``F`` traced at every point asked for, its products walking the trace (no pattern).
 
@@ -190,8 +201,8 @@ class _TracedAtEachPoint:
     scipy hands the hooks flat points; ``F`` takes them in ``shape`` (None: flat).
     """
 
-    def __init__(self, fun: Any, shape: Any) -> None:
-        self.fun = fun
+    def __init__(self, fun: Any, shape: Any, args: tuple[Any, ...]) -> None:
+        self.fun = fun if not args else _WithArgs(fun, args)
         self.shape = None if shape is None else tuple(int(k) for k in np.atleast_1d(shape))
 
     def _point(self, x: Any) -> np.ndarray:
@@ -241,10 +252,10 @@ class _Hook:
         if mine.shape != theirs.shape or not np.allclose(mine, theirs, rtol=1e-9, atol=1e-12,
                                                          equal_nan=True):
             raise ValueError(
-                "KrylovMethod: the solver's F differs from the SparseJacobian's f near the "
-                "starting point: it was prepared with other arguments than the solver passes "
-                "(give SparseJacobian(f, x0, args=...) the solver's `args`), or for another "
-                "function")
+                "KrylovMethod: the solver's F differs from the function KrylovMethod was given "
+                "near the starting point: it has other arguments than the solver passes "
+                "(give SparseJacobian(f, x0, args=...), or KrylovMethod(F, args=...), the "
+                "solver's `args`), or it is another function")
         self._owner.update(x)
 
     def update(self, x: np.ndarray, f: np.ndarray) -> None:
@@ -275,6 +286,8 @@ class KrylovMethod:
     shape : tuple of int, optional
         With ``F``: the shape of its argument, the solver's ``x0.shape`` (scipy hands the
         hooks flat points); default flat.
+    args : tuple, optional
+        With ``F``: its further arguments, the solver's ``args``.
     **options
         Passed to ``solver`` at every call (``restart``, a preconditioner ``M`` ...). For
         ``"lgmres"`` and ``"gmres"`` the defaults are the ones ``newton_krylov`` itself uses
@@ -308,7 +321,7 @@ class KrylovMethod:
     """
 
     def __init__(self, jacobian: Any, solver: Any = "lgmres", *, shape: Any = None,
-                 **options: Any) -> None:
+                 args: tuple[Any, ...] = (), **options: Any) -> None:
         import scipy.sparse.linalg as sla
 
         if not hasattr(jacobian, "linear_operator"):
@@ -316,10 +329,10 @@ class KrylovMethod:
                                                                sp.spmatrix)):
                 raise TypeError("`jacobian` must be a SparseJacobian (with `linear_operator`) "
                                 f"or the function F; got {type(jacobian).__name__}")
-            jacobian = _TracedAtEachPoint(jacobian, shape)
-        elif shape is not None:
-            raise ValueError("`shape` is for KrylovMethod(F, shape=...); a SparseJacobian "
-                             "knows its x0's shape")
+            jacobian = _TracedAtEachPoint(jacobian, shape, tuple(args))
+        elif shape is not None or args:
+            raise ValueError("`shape` and `args` are for KrylovMethod(F, ...); a "
+                             "SparseJacobian knows its x0's shape and its arguments")
         self.jacobian = jacobian
         if isinstance(solver, str):
             if solver not in ("gmres", "lgmres", "bicgstab", "cgs", "tfqmr", "gcrotmk"):

@@ -107,6 +107,8 @@ def check_fd_bounds(bounds: Any, x0: np.ndarray, mode: str, name: str = "x0"
             "mode='fd'.")
     if hasattr(bounds, "lb") and hasattr(bounds, "ub"):  # scipy.optimize.Bounds
         bounds = (bounds.lb, bounds.ub)
+    elif isinstance(bounds, np.ndarray) and bounds.ndim >= 1 and bounds.shape[0] == 2:
+        bounds = (bounds[0], bounds[1])  # a (2, n) array, as least_squares takes
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
         raise TypeError(f"`bounds` must be a pair (lb, ub) or a scipy.optimize.Bounds; got "
                         f"{type(bounds).__name__}")

@@ -277,21 +277,18 @@ def _values(v: Any) -> np.ndarray | None:
         return None
 
 
-def _close(real: np.ndarray, recorded: np.ndarray, allow: float = 0.0) -> bool:
-    """Whether a replayed value agrees with the real one to :data:`VERIFY_RTOL`.
-
-    ``allow``: a further absolute tolerance (:meth:`Verifier.tolerate_rounding`).
-    """
+def _close(real: np.ndarray, recorded: np.ndarray) -> bool:
+    """Whether a replayed value agrees with the real one to :data:`VERIFY_RTOL`."""
     mag = np.abs(real)
     scale = float(mag.max(initial=0.0))
     if np.isfinite(scale):  # the usual case, without np.allclose's overhead
         with np.errstate(invalid="ignore"):
-            close = np.abs(recorded - real) <= VERIFY_RTOL * (scale + mag) + allow
+            close = np.abs(recorded - real) <= VERIFY_RTOL * (scale + mag)
         if close.all():
             return True
     scale = float(np.max(mag[np.isfinite(real)], initial=0.0))
-    return bool(np.allclose(recorded, real, rtol=VERIFY_RTOL,
-                            atol=VERIFY_RTOL * scale + allow, equal_nan=True))
+    return bool(np.allclose(recorded, real, rtol=VERIFY_RTOL, atol=VERIFY_RTOL * scale,
+                            equal_nan=True))
 
 
 def _magnitude(state: Any, at: np.ndarray, params: Sequence[Any]) -> float:
@@ -301,7 +298,7 @@ def _magnitude(state: Any, at: np.ndarray, params: Sequence[Any]) -> float:
     try:
         with np.errstate(all="ignore"):
             prog = trace(state.call, np.array(at, copy=True), local=True, params=params)
-    except Exception:  # (outside f's domain, say): no magnitude, no allowance
+    except Exception:  # (outside f's domain, say): no magnitude, no rounding allowed
         return 0.0
     finally:
         _settle(state)
@@ -340,13 +337,19 @@ class Verifier:
         #: (state, parameter bytes, the recorded program's value at ``y``, whether it is
         #: finite): the last one kept
         self._kept: tuple[Any, bytes, np.ndarray, bool] | None = None
-        #: (state, absolute tolerance) learned by :meth:`tolerate_rounding`
-        self._allow: tuple[Any, float] | None = None
+        #: (state, parameter bytes, f(y) minus the recording's value there) learned by
+        #: :meth:`tolerate_rounding`
+        self._offset: tuple[Any, bytes, np.ndarray] | None = None
 
-    def allowance(self, state: Any) -> float:
-        """The absolute tolerance :meth:`tolerate_rounding` allowed ``state`` (else 0)."""
-        allow = self._allow
-        return allow[1] if allow is not None and allow[0] is state else 0.0
+    def offset(self, state: Any, key: bytes) -> np.ndarray | None:
+        """What :meth:`tolerate_rounding` learned real calls at ``y`` differ by (else None)."""
+        off = self._offset
+        return off[2] if off is not None and off[0] is state and off[1] == key else None
+
+    def _at_y(self, state: Any, key: bytes, recorded: np.ndarray) -> np.ndarray:
+        """The recording's value at ``y`` plus the offset learned for it, if any."""
+        off = self.offset(state, key)
+        return recorded if off is None or off.size != recorded.size else recorded + off
 
     def tolerate_rounding(self, state: Any, fx: Any, x: np.ndarray, params: Sequence[Any],
                           replay: Callable[[np.ndarray], Any] | None = None) -> bool:
@@ -359,13 +362,18 @@ class Verifier:
         (``(x @ x) * 1e12 - np.sum(x * x) * 1e12``). It is taken for rounding when two real
         calls give the same bits, at ``y`` and at ``x``, and the recording's differences there
         are within :data:`VERIFY_RTOL` of the largest magnitude of any intermediate value
-        (a trace at the same points). Then later checks of ``state`` accept differences up
-        to 4 times the largest one seen (the check replays the same point ``y``, where the
-        same difference recurs), and True is returned; False otherwise. ``fx`` is the
-        recording's value at ``x``, or None to have ``replay(x)`` compute it (a Hessian's).
+        (a trace at the same points). Then True is returned, and later checks of ``state``
+        at ``y`` (a fixed point: the recording's value there is replayed once per parameter
+        values, and the real one is deterministic) compare ``f(y)`` with the recording's
+        value plus the difference seen now, element by element: with unchanged constants
+        they agree to rounding, and any constant that changes ``f(y)`` shows as at any
+        other call. Checks at ``x`` (where ``y`` is outside ``f``'s domain) learn nothing:
+        such a state disagrees again at the next ``x`` and is prepared again. False
+        otherwise. ``fx`` is the recording's value at ``x``, or None to have ``replay(x)``
+        compute it (a Hessian's).
         """
         key = param_key(params)
-        worst, top = 0.0, 0.0
+        worst, top, offset = 0.0, 0.0, None
         for at, recorded in ((self.y, self.kept(state, key)), (x, fx)):
             try:
                 if recorded is None and replay is not None and at is x:
@@ -384,12 +392,15 @@ class Verifier:
             finite = np.isfinite(one)
             if not np.array_equal(finite, np.isfinite(recorded)):
                 return False
-            worst = max(worst, float(np.max(np.abs(one - recorded), where=finite, initial=0.0)))
+            diff = np.where(finite, one - recorded, 0.0)
+            worst = max(worst, float(np.max(np.abs(diff), initial=0.0)))
             top = max(top, _magnitude(state, at, params))
+            if at is self.y:
+                offset = diff
         if not 0.0 < worst <= VERIFY_RTOL * top:
             return False
-        # the check replays the same point y: the same difference recurs (4x: other params)
-        self._allow = (state, 4.0 * worst)
+        if offset is not None:
+            self._offset = (state, key, offset)
         return True
 
     def kept(self, state: Any, key: bytes) -> np.ndarray | None:
@@ -427,7 +438,7 @@ class Verifier:
         real = _values(got)
         if real is None or real.size != recorded.size:
             return False
-        return _close(real, recorded, self.allowance(state))
+        return _close(real, self._at_y(state, param_key(params), recorded))
 
     def agrees(self, state: Any, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether the recorded program still computes ``f``, to rounding.
@@ -458,13 +469,13 @@ class Verifier:
         except Exception:  # outside f's domain at y: check at x
             _settle(state)
             real = _values(_settled(state, state.call(np.array(x, copy=True), *params)))
-            return _same(real, _values(fx), self.allowance(state))
-        if not _same(real, recorded, self.allowance(state)):
+            return _same(real, _values(fx))
+        if recorded is None or not _same(real, self._at_y(state, key, recorded)):
             return False
         if real is not None and not np.isfinite(real).all():  # blind there: check at x too
             with np.errstate(all="ignore"):
                 real = _values(_settled(state, state.call(np.array(x, copy=True), *params)))
-            return _same(real, _values(fx), self.allowance(state))
+            return _same(real, _values(fx))
         return True
 
     def agrees_scalar(self, state: Any, x: np.ndarray, params: Sequence[Any],
@@ -504,9 +515,11 @@ class Verifier:
             if at is self.y:
                 self.keep(state, key, kept)
         rec = float(kept[0])
+        if at is self.y:
+            rec = float(self._at_y(state, key, kept)[0])
         if not (np.isfinite(real) and np.isfinite(rec)):
             return bool(np.isnan(real) == np.isnan(rec) and (np.isnan(real) or real == rec))
-        return abs(real - rec) <= VERIFY_RTOL * max(1.0, abs(real)) + self.allowance(state)
+        return abs(real - rec) <= VERIFY_RTOL * max(1.0, abs(real))
 
 
 def _settle(state: Any) -> None:
@@ -521,7 +534,7 @@ def _settled(state: Any, value: Any) -> Any:
     return value
 
 
-def _same(real: np.ndarray | None, recorded: np.ndarray | None, allow: float = 0.0) -> bool:
+def _same(real: np.ndarray | None, recorded: np.ndarray | None) -> bool:
     """Whether a real value of ``f`` equals the recorded program's, bit for bit or to rounding."""
     if real is None or recorded is None or real.size != recorded.size:
         return False
@@ -530,7 +543,7 @@ def _same(real: np.ndarray | None, recorded: np.ndarray | None, allow: float = 0
             return True
     elif np.array_equal(real, recorded):
         return True
-    return _close(real, recorded, allow)
+    return _close(real, recorded)
 
 
 def param_key(params: Sequence[Any]) -> bytes:

@@ -125,16 +125,9 @@ def _eye_and_identity(u):
     return a @ u + b @ u
 
 
-def _arange_and_linspace(u):
-    a = np.arange(float(N))
-    a[::2] = u[::2] * u[1::2]
-    t = np.linspace(0.5, 1.0, N)
-    t[1] += u[0]
-    return a * t
-
-
 def _loop_over_a_buffer_written_ahead(u):
-    a = np.arange(1.0, N + 1.0)  # iterated as numpy's scalars while it is constant ...
+    a = np.zeros(N)
+    a[:] = np.arange(1.0, N + 1.0)  # iterated as numpy's scalars while it is constant ...
     out = np.zeros(N)
     for k, v in enumerate(a):  # ... and read afresh at each step, as numpy iterates
         if k + 1 < N:
@@ -149,14 +142,16 @@ def _constants_without_rules(u):
     interior = np.flatnonzero(~boundary)  # no rule: numpy's value of the constant mask
     a = np.eye(N)
     np.fill_diagonal(a, 3.0)  # no rule: numpy writes into the constant buffer
-    w = np.gcd(np.arange(N), 4)  # a ufunc without a rule, on constants
+    idx = np.zeros(N, dtype=int)
+    idx[:] = np.arange(N)
+    w = np.gcd(idx, 4)  # a ufunc without a rule, on a buffer holding constants
     out = a @ u + w * u
     out[interior] += u[interior - 1] ** 2
     return out
 
 
 PROGRAMS = [_slices, _element_loop, _mask_and_fancy, _add_at, _put, _matrix, _full_and_like,
-            _eye_and_identity, _arange_and_linspace, _constants_without_rules,
+            _eye_and_identity, _constants_without_rules,
             _loop_over_a_buffer_written_ahead,
             _reshaped_and_returned, _int_buffer_as_index, _ufunc_out, _traced_fill]
 
@@ -514,3 +509,54 @@ def test_a_conversion_error_names_the_line():
     with pytest.raises(sparsejac.TracedConversionError,
                        match=r"plain numpy array \(at test_buffers.py:\d+: `return np.maximum"):
         sparsejac.jacobian(f, np.linspace(-1.0, 1.0, 4))
+
+
+def test_grids_and_index_arrays_stay_plain_and_buffers_deep_copy():
+    """np.arange and np.linspace made in f are plain arrays (index arrays and grids: their
+    ndarray methods, isinstance and in-place integer updates work as in numpy); a buffer
+    (np.eye) copies with copy.deepcopy as a traced copy."""
+    import copy
+
+    x = np.arange(1.0, 5.0)
+
+    def f(x):
+        i = np.arange(4)
+        np.add.at(i, [0, 0], 1)  # an integer index array updated in place
+        g = np.linspace(1.0, 0.0, 4)
+        assert isinstance(g, np.ndarray)
+        np.ndarray.sort(g)
+        return x * i * g + copy.deepcopy(np.eye(4)) @ x + copy.copy(np.eye(4)) @ x
+
+    want = np.diag(np.array([2, 1, 2, 3]) * np.linspace(0.0, 1.0, 4)) + 2 * np.eye(4)
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want)
+
+
+@pytest.mark.parametrize("alias", [
+    lambda b: np.asarray_chkfinite(b),
+    lambda b: np.nan_to_num(b, copy=False),
+    lambda b: np.require(b, dtype=float, requirements=["C", "W"]),
+], ids=["asarray_chkfinite", "nan_to_num_in_place", "require"])
+def test_functions_that_return_their_argument_alias_a_buffer(alias):
+    """numpy returns the buffer itself from these; the tracer returned a copy (or numpy's own
+    code a plain alias of the buffer's value), which missed the values written afterwards:
+    at a zero state the trace check could not tell, and the Jacobian lost them."""
+
+    def f(u):
+        state = np.zeros(u.size)
+        s = alias(state)
+        state[:] = u
+        return s**2 + 3.0 * s - u
+
+    u0 = np.zeros(4)
+    np.testing.assert_array_equal(sparsejac.jacobian(f, u0).toarray(), 2 * np.eye(4))
+
+
+def test_a_view_of_a_buffer_from_a_function_without_a_rule_is_refused():
+    def f(u):
+        b = np.zeros(6)
+        w = np.lib.stride_tricks.sliding_window_view(b, 3)  # a view, numpy's own code
+        b[:] = u
+        return w.sum(axis=1)
+
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="returns a view"):
+        sparsejac.jacobian(f, np.ones(6))

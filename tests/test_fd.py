@@ -451,3 +451,31 @@ def test_bounds_are_for_finite_differences_and_checked_at_each_call():
     x = np.array([[0.0, 2.0], [1.0, 0.5]])
     np.testing.assert_array_equal(again(x).toarray(), jac(x).toarray())
     assert np.isfinite(jac(x).toarray()).all()
+
+
+@pytest.mark.parametrize("method", ["2-point", "3-point"])
+def test_bounded_points_never_round_past_a_narrow_box(method):
+    """In a box narrower than two steps, x + 2h (one-sided 3-point) and check=True's probes
+    rounded one ulp past the bound: sqrt(ub - x) gave a NaN entry where scipy's is finite."""
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        lb = rng.uniform(0.5, 2.0)
+        ub = lb + rng.uniform(2e-7, 4e-6)
+        x0 = np.array([lb, ub])
+
+        def f(x, lb=lb, ub=ub):
+            return np.array([np.sqrt(ub - x[0]) + np.sqrt(x[0] - lb), x[1] - np.sqrt(ub - x[1])])
+
+        def smooth(x, lb=lb, ub=ub):  # NaN outside the box, smooth inside: check=True's probes
+            return x**2 + 0.0 * np.sqrt(ub - x) + 0.0 * np.sqrt(x - lb)
+
+        seen: list[np.ndarray] = []
+        jac = sparsejac.SparseJacobian(_recording(f, seen), x0, mode="fd", fd_method=method,
+                                       sparsity=np.eye(2), bounds=(lb, ub))
+        got = jac(x0).toarray()
+        sparsejac.SparseJacobian(_recording(smooth, seen), x0, mode="fd", fd_method=method,
+                                 sparsity=np.eye(2), bounds=(lb, ub), check=True)
+        pts = np.array(seen)
+        assert (pts >= lb).all()
+        assert (pts <= ub).all()
+        assert np.isfinite(got).all()

@@ -214,7 +214,7 @@ def test_krylov_method_refuses_a_solver_with_other_args():
     ok = root(F, x0, args=(1.0,), method="krylov",
               options={"jac_options": sparsejac.KrylovMethod(jac).jac_options})
     assert ok.success
-    with pytest.raises(ValueError, match="prepared with other arguments"):
+    with pytest.raises(ValueError, match="other arguments than the solver passes"):
         root(F, x0, args=(2.0,), method="krylov",
              options={"jac_options": sparsejac.KrylovMethod(jac).jac_options})
 
@@ -297,5 +297,29 @@ def test_krylov_method_of_the_function_itself(solver):
         root(_mean_coupled, x0, method="krylov",
              options={"jac_options": sparsejac.KrylovMethod(_mean_coupled,
                                                             shape=(4, 4)).jac_options})
-    with pytest.raises(ValueError, match="`shape` is for KrylovMethod\\(F"):
+    with pytest.raises(ValueError, match="`shape` and `args` are for KrylovMethod\\(F"):
         sparsejac.KrylovMethod(sparsejac.SparseJacobian(_bratu_1d, np.zeros(5)), shape=(5,))
+
+
+def test_krylov_method_of_the_function_takes_the_solvers_args():
+    from scipy.optimize import root
+
+    def F(x, a):
+        return 4 * x - np.roll(x, 1) - np.roll(x, -1) + x**3 - a
+
+    km = sparsejac.KrylovMethod(F, args=(2.0,))
+    sol = root(F, np.zeros(30), args=(2.0,), method="krylov",
+               options={"jac_options": km.jac_options, "fatol": 1e-10})
+    assert sol.success
+    np.testing.assert_allclose(F(sol.x, 2.0), 0.0, atol=1e-10)
+    with pytest.raises(ValueError, match="other arguments than the solver passes"):
+        root(F, np.zeros(30), args=(3.0,), method="krylov",
+             options={"jac_options": km.jac_options})
+
+
+def test_fd_bounds_as_a_two_row_array():
+    x0 = np.array([0.5, 0.5])
+    b = np.array([[0.0, 0.0], [1.0, 1.0]])  # least_squares takes a (2, n) array too
+    jac = sparsejac.SparseJacobian(lambda x: x**2, x0, mode="fd", sparsity=np.eye(2), bounds=b)
+    np.testing.assert_allclose(jac(np.array([1.0, 0.0])).toarray(), np.diag([2.0, 0.0]),
+                               atol=1e-6)

@@ -426,6 +426,10 @@ CASES: list[Case] = [
          lambda x: np.ascontiguousarray(x.T, like=x) ** 2),
     Case("numpy.asfortranarray", "like", lambda x: np.asfortranarray(x, like=x) ** 3),
     Case("numpy.nan_to_num", "finite", lambda x: np.nan_to_num(x**2)),
+    Case("numpy.nan_to_num", "in_place", lambda x: np.nan_to_num(x**2, copy=False) * x),
+    Case("numpy.require", "identity", lambda x: np.require(x**2, requirements=["C"]) * x),
+    Case("numpy.require", "own_data", lambda x: np.require(x.T, requirements="O") ** 2),
+    Case("numpy.asarray_chkfinite", "identity", lambda x: np.asarray_chkfinite(x**2) * x),
     # -- elementwise functions that are not plain ufunc rows --------------------------------
     Case("numpy.where", "traced_condition", lambda x: np.where(x > 1.0, x**2, -x[0]),
          select=True),

@@ -378,6 +378,14 @@ def _on_constants(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str,
     for tracer, value in found:  # written by numpy (np.fill_diagonal, np.copyto, out=)
         if value.tobytes() != np.asarray(tracer._var.value).tobytes():
             tracer[...] = value
+    for part in result if isinstance(result, (tuple, list)) else (result,):
+        for tracer, value in found:
+            if part is value and not isinstance(result, (tuple, list)):
+                return tracer  # numpy gave its argument back (np.asarray_chkfinite, require)
+            if isinstance(part, np.ndarray) and np.shares_memory(part, value):
+                raise UnsupportedPrimitiveError(
+                    name, "it returns a view of an array made in f, which would not see "
+                    "values written into that array later; copy it (np.copy) first")
     trace = current_trace()
     if isinstance(result, np.ndarray) and result.dtype.kind == "f" and trace is not None:
         return Tracer(trace, trace.const(result))

@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.primitives.core import find_trace, register_function, wrap_const
+from sparsejac.primitives.core import (
+    find_trace,
+    register_function,
+    register_library,
+    wrap_const,
+)
 from sparsejac.tracing.callers import user_line
 from sparsejac.tracing.tracer import Tracer, concretize
 
@@ -71,6 +76,8 @@ def _with_like(func: Any) -> Any:
 for _f in (np.zeros, np.ones, np.empty, np.arange, np.identity, np.eye):
     register_function(_f, family="creation", via="constant",
                       note="also without `like=`: a buffer made inside f is traceable"
+                      if _f is not np.arange else "without `like=` a plain array (an index "
+                      "array, a grid): to fill one, np.arange(n, like=x) or np.zeros"
                       )(_with_like(_f))
 
 
@@ -106,8 +113,7 @@ def _stacked(v: Any) -> Any:
 
 
 @register_function(np.linspace, family="creation", via="composite: multiply, add",
-                   note="traced `start`/`stop` are differentiated; `num` constant; a buffer "
-                        "made inside f is traceable")
+                   note="traced `start`/`stop` are differentiated; `num` constant")
 def _linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True,
               retstep: bool = False, dtype: Any = None, axis: int = 0, *,
               device: Any = None, like: Any = None) -> Any:
@@ -272,7 +278,31 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
     finfo = np.finfo(np.float64)
     posinf = finfo.max if posinf is None else posinf
     neginf = finfo.min if neginf is None else neginf
-    x = np.where(np.isnan(x), nan, x)
-    x = np.where(np.isinf(x) & (x > 0), posinf, x)
-    return np.where(np.isinf(x) & (x < 0), neginf, x)
+    y = np.where(np.isnan(x), nan, x)
+    y = np.where(np.isinf(y) & (y > 0), posinf, y)
+    y = np.where(np.isinf(y) & (y < 0), neginf, y)
+    if not copy and isinstance(x, Tracer) and x.dtype.kind == "f":  # in place, as numpy
+        x[...] = y
+        return x
+    return y
+
+
+@register_library(np.require, name="numpy.require", family="creation", via="identity",
+                  note="the array itself, as numpy (a copy of a view for requirement 'O')")
+def _require(a: Any, dtype: Any = None, requirements: Any = None, *, like: Any = None) -> Any:
+    a = as_traced_array(a, dtype)
+    wants = {str(r).upper()[:1] for r in ([requirements] if isinstance(requirements, str)
+                                          else requirements or ())}
+    owns = not isinstance(a, Tracer) or a._base is None  # (a view does not own its data)
+    return a if "O" not in wants or owns else np.copy(a)
+
+
+@register_library(np.asarray_chkfinite, name="numpy.asarray_chkfinite", family="creation",
+                  via="identity", note="the array itself, as numpy (after its check)")
+def _asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Any:
+    a = as_traced_array(a, dtype)
+    if isinstance(a, Tracer) and a.dtype.kind in "fc" and not np.isfinite(
+            np.asarray(a._var.value)).all():  # numpy's own check, on the values at x
+        raise ValueError("array must not contain infs or NaNs")
+    return a
 

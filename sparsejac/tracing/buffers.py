@@ -8,8 +8,9 @@ The most common way to write a right-hand side fills a buffer::
 
 ``np.zeros(n)`` has no traced argument, so numpy never asks the tracer, and a plain array
 cannot hold traced values. While a trace runs, the creation functions of :data:`CREATORS`
-(``numpy.zeros``, ``ones``, ``empty``, ``full``, ``eye``, ``identity``, ``arange``,
-``linspace``, ``copy`` and the ``_like`` forms given a plain prototype) are replaced by
+(``numpy.zeros``, ``ones``, ``empty``, ``full``, ``eye``, ``identity``, ``copy`` and the
+``_like`` forms given a plain prototype; not ``arange`` and ``linspace``, which are grids and
+index arrays far more often than buffers, used as plain arrays) are replaced by
 wrappers that, **when called from the traced function's own code in the tracing thread**,
 return a *constant* traced array with the same value, shape and
 dtype: it can then receive traced values (slices, masks, fancy indices, ``+=``, ``np.add.at``,
@@ -43,8 +44,7 @@ __all__ = ["CREATORS", "buffers_traced"]
 
 #: numpy creation functions whose result, made by the traced function, becomes traceable.
 CREATORS: tuple[str, ...] = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like",
-                             "empty_like", "full_like", "copy", "eye", "identity", "arange",
-                             "linspace")
+                             "empty_like", "full_like", "copy", "eye", "identity")
 
 #: numpy's converters: called from f's code with a list or tuple holding traced values
 #: (``np.array([y[0], 0.0, y[1]])``), they give one traced array, as the tracer's rule for

@@ -306,16 +306,19 @@ class Trace:
 def _tied(name: str, inputs: tuple[Var, ...], value: np.ndarray) -> bool:
     """Whether a boolean result is decided by an equality of ``x`` and a constant that holds.
 
-    ``x[0] == c`` (a cache keyed on ``x``, a special case at a value) true at the trace point
-    is false at every nearby point: a branch on it is no branch of f's neighbourhood. Equal
+    ``x[0] == c`` or ``np.all(x == key)`` (a cache keyed on ``x``, a special case at a value)
+    true at the trace point is false at every nearby point: a branch on it is no branch of
+    f's neighbourhood. A tie is an equality of a differentiable (floating, x-dependent)
+    operand and a constant that holds at every element (an element-wise equality that holds
+    at some elements only, as ``u == 0`` on a boundary, decides nothing alone). Equal
     x-dependent operands (``y == y``, a converged iteration) are not ties: they may stay
     equal. A boolean computed from a tie is one as well.
     """
     if name in ("equal", "not_equal"):
-        if len(inputs) != 2 or not any(v.sources & FROM_X for v in inputs) or not any(
+        if len(inputs) != 2 or not any(v.active for v in inputs) or not any(
                 v.kind == CONST for v in inputs):
-            return False
-        return bool(np.any(value if name == "equal" else ~value))
+            return False  # (a count, an index, a sign or a floor of x has no derivative)
+        return bool(np.all(value if name == "equal" else ~value))
     return any(v.tied for v in inputs)
 
 

@@ -210,16 +210,14 @@ class Tracer:
         if self._var.shape == () and dtype is not None:
             raise TracedConversionError(
                 f"a traced scalar was converted to a plain numpy array of dtype {dtype}"
-                f"{user_line()} (as "
-                "a numpy function given a list of traced values does (np.mean([a, b])), or "
-                "assignment into a plain array made outside f, or by `zeros(n)` "
-                "after `from numpy import zeros`, which the tracer cannot see: write "
-                "np.zeros). That would lose its "
-                "dependence on x. Drop `dtype=`, pass np.stack([a, b]) instead of a list "
-                "(np.array([a, b]) in f is traced too), and create output arrays "
-                "inside f (np.zeros(n), np.empty(n) there are traceable) or from x: "
-                "out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x)."
-            )
+                f"{user_line()} (as a numpy function given a list of traced values does "
+                "(np.mean([a, b])), or assignment into a plain array made outside f, or by "
+                "`zeros(n)` after `from numpy import zeros`, which the tracer cannot see: write "
+                "np.zeros). That would lose its dependence on x. Drop `dtype=`, pass "
+                "np.stack([a, b]) instead of a list (np.array([a, b]) in f is traced too), "
+                "and create output arrays inside f (np.zeros(n), np.empty(n) there are "
+                "traceable) or from x: out = np.zeros_like(x), np.empty_like(x), or "
+                "np.zeros(shape, like=x).")
         raise TracedConversionError(
             f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array"
             f"{user_line()} (by a call the tracer cannot follow, or assignment into a plain "
@@ -232,8 +230,6 @@ class Tracer:
             "np.stack([...]) or np.array([...]) in f; "
             "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
         )
-
-    # -- conversions to Python values ------------------------------------------------------
 
     def _concrete_zero_derivative(self, what: str) -> np.ndarray:
         """Value for an operation whose result has zero derivative (bool, int, index)."""
@@ -506,7 +502,6 @@ class Tracer:
     def conj(self) -> Any:
         """As :meth:`numpy.ndarray.conj`."""
         return np.conjugate(self)
-
     conjugate = conj
 
     def round(self, decimals: int = 0, out: Any = None) -> Any:
@@ -520,6 +515,12 @@ class Tracer:
         """
         np_copy: Any = np.copy  # (numpy's overloads want a literal order)
         return np_copy(self, order=order)
+
+    def __copy__(self) -> Any:  # copy.copy and copy.deepcopy: a traced copy, as numpy's
+        return np.copy(self)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return np.copy(self)
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> Any:
