@@ -204,11 +204,14 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
 _MISSING = object()
 
 
-def _names(code: types.CodeType) -> tuple[set[str], set[str]]:
+@functools.lru_cache(maxsize=1024)
+def _names(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]]:
     """The global names ``code`` reads, and the global and closure names it assigns.
 
     Read: loaded as globals (not attribute names, as ``model.T``, which ``co_names`` holds
-    too: a global ``T`` changing would prepare again for nothing).
+    too: a global ``T`` changing would prepare again for nothing). Cached per code object
+    (a disassembly costs about a millisecond for a kinetics right-hand side, at every
+    preparation).
     """
     ins = list(dis.get_instructions(code))
     names = {i.argval for i in ins if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
@@ -219,7 +222,7 @@ def _names(code: types.CodeType) -> tuple[set[str], set[str]]:
             n, st = _names(c)
             names |= n
             stored |= st
-    return names, stored
+    return frozenset(names), frozenset(stored)
 
 
 def _current(space: Any, name: Any) -> Any:
