@@ -22,7 +22,31 @@ __all__ = ["ConstraintHessian", "LagrangianHessian", "constraint_hessian",
            "lagrangian_hessian"]
 
 
-class ConstraintHessian:
+class _OneHessian:
+    """What the constrained problems' Hessians share: one :class:`SparseHessian` inside."""
+
+    hessian: SparseHessian
+
+    def refresh(self) -> None:
+        """Prepare again now, with the current values of what the functions read.
+
+        As :meth:`SparseHessian.refresh <sparsejac.SparseHessian.refresh>`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import sparsejac
+        >>> w = np.array([1.0])
+        >>> hess = sparsejac.constraint_hessian(lambda x: w * x ** 2, np.ones(1))
+        >>> w[0] = 3.0
+        >>> hess.refresh()
+        >>> hess(np.ones(1), np.ones(1)).toarray()
+        array([[6.]])
+        """
+        self.hessian.refresh()
+
+
+class ConstraintHessian(_OneHessian):
     """``hess(x, v) = Σ_i v_i ∇² c_i(x)``: the ``hess=`` of ``scipy.optimize.NonlinearConstraint``.
 
     Built by :func:`constraint_hessian`; the multipliers ``v`` are parameters of one
@@ -45,24 +69,6 @@ class ConstraintHessian:
         """The Hessian of ``v @ c(x)`` at ``x``."""
         m = int(np.size(self.hessian._params0[0]))
         return self.hessian.evaluate(x, params=(_multipliers(v, m, "v"),))
-
-    def refresh(self) -> None:
-        """Prepare again now, with the current values of what ``c`` reads.
-
-        As :meth:`SparseHessian.refresh <sparsejac.SparseHessian.refresh>`.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> import sparsejac
-        >>> w = np.array([1.0])
-        >>> hess = sparsejac.constraint_hessian(lambda x: w * x ** 2, np.ones(1))
-        >>> w[0] = 3.0
-        >>> hess.refresh()
-        >>> hess(np.ones(1), np.ones(1)).toarray()
-        array([[6.]])
-        """
-        self.hessian.refresh()
 
     def __repr__(self) -> str:
         return f"ConstraintHessian({self.hessian!r})"
@@ -142,7 +148,7 @@ def _multipliers(v: Any, m: int, name: str) -> np.ndarray:
     return a.reshape(m)
 
 
-class LagrangianHessian:
+class LagrangianHessian(_OneHessian):
     """The Hessian of ``L(x) = σ f(x) + λᵀ c(x)`` for interior-point solvers.
 
     Built by :func:`lagrangian_hessian`. ``σ`` and ``λ`` are parameters of one prepared
@@ -179,25 +185,6 @@ class LagrangianHessian:
         sigma = _multipliers(obj_factor, 1, "obj_factor")[0]
         m = int(np.size(self.hessian._params0[1]))
         return (sigma, _multipliers(lagrange, m, "lagrange"))
-
-    def refresh(self) -> None:
-        """Prepare again now, with the current values of what ``f`` and ``c`` read.
-
-        As :meth:`SparseHessian.refresh <sparsejac.SparseHessian.refresh>`.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> import sparsejac
-        >>> w = np.array([1.0])
-        >>> hl = sparsejac.lagrangian_hessian(lambda x: np.sum(w * x ** 2), lambda x: x,
-        ...                                   np.ones(1))
-        >>> w[0] = 3.0
-        >>> hl.refresh()
-        >>> hl(np.ones(1), lagrange=[0.0]).toarray()
-        array([[6.]])
-        """
-        self.hessian.refresh()
 
     def __repr__(self) -> str:
         return f"LagrangianHessian({self.hessian!r})"
