@@ -525,3 +525,13 @@ def test_a_library_converting_an_odes_time_says_so():
     tp, fp = np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2
     jac = sparsejac.ode_jacobian(lambda t, y: -y + np.interp(t, tp, fp), 0.0, np.ones(3))
     np.testing.assert_array_equal(np.asarray(jac(1.5, np.ones(3))), -np.eye(3))
+
+
+def test_a_multivariate_distributions_refusal_names_it():
+    import scipy.stats as st
+
+    with pytest.raises(sparsejac.TracedConversionError,
+                       match=r"scipy\.stats\.multivariate_normal\.logpdf received"):
+        sparsejac.jacobian(
+            lambda x: np.atleast_1d(st.multivariate_normal.logpdf(x, mean=np.zeros(2))),
+            np.array([0.1, 0.2]))

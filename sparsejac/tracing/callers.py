@@ -91,7 +91,11 @@ def _public_name(frame: Any, module: str) -> str:
             if callable(fn) and isinstance(getattr(fn, "__qualname__", None), str):
                 module, name = str(getattr(fn, "__module__", module)), fn.__qualname__
                 break
-    dist = getattr(space.get("self"), "name", None)
+    owner = space.get("self")
+    dist = getattr(owner, "name", None)
+    if module.startswith("scipy.stats") and not isinstance(dist, str) and owner is not None:
+        kind = type(owner).__name__  # multivariate_normal_gen: the instance's public name
+        dist = kind[:-4] if kind.endswith("_gen") else None
     if module.startswith("scipy.stats") and isinstance(dist, str):
         name = f"{dist}.{name}"
     public = ".".join(part for part in module.split(".") if not part.startswith("_"))
