@@ -280,18 +280,19 @@ def _values(v: Any) -> np.ndarray | None:
         return None
 
 
-def _close(real: np.ndarray, recorded: np.ndarray) -> bool:
-    """Whether a replayed value agrees with the real one to :data:`VERIFY_RTOL`."""
-    mag = np.abs(real)
-    scale = float(mag.max(initial=0.0))
-    if np.isfinite(scale):  # the usual case, without np.allclose's overhead
-        with np.errstate(invalid="ignore"):
-            close = np.abs(recorded - real) <= VERIFY_RTOL * (scale + mag)
-        if close.all():
-            return True
-    scale = float(np.max(mag[np.isfinite(real)], initial=0.0))
-    return bool(np.allclose(recorded, real, rtol=VERIFY_RTOL, atol=VERIFY_RTOL * scale,
-                            equal_nan=True))
+def _close(real: np.ndarray, recorded: np.ndarray, allow: Any = 0.0) -> bool:
+    """Whether a replayed value agrees with the real one to :data:`VERIFY_RTOL`, element-wise.
+
+    Each element to its own magnitude (a tolerance relative to the largest row let a small
+    row change unseen: a slow rate beside a fast one), plus ``allow`` (per element: the
+    rounding :meth:`Verifier.tolerate_rounding` learned).
+    """
+    with np.errstate(invalid="ignore"):
+        close = np.abs(recorded - real) <= VERIFY_RTOL * np.abs(real) + allow
+    if close.all():
+        return True
+    return bool(np.all(close | np.isclose(recorded, real, rtol=VERIFY_RTOL, atol=0.0,
+                                          equal_nan=True)))
 
 
 def _magnitude(state: Any, at: np.ndarray, params: Sequence[Any]) -> float:
@@ -340,19 +341,30 @@ class Verifier:
         #: (state, parameter bytes, the recorded program's value at ``y``, whether it is
         #: finite): the last one kept
         self._kept: tuple[Any, bytes, np.ndarray, bool] | None = None
-        #: (state, parameter bytes, f(y) minus the recording's value there) learned by
-        #: :meth:`tolerate_rounding`
+        #: (state, per-element tolerance) learned by :meth:`tolerate_rounding`
+        self._allow: tuple[Any, np.ndarray] | None = None
+        #: (state, parameter bytes, f(y) minus the recording there) learned with it
         self._offset: tuple[Any, bytes, np.ndarray] | None = None
 
-    def offset(self, state: Any, key: bytes) -> np.ndarray | None:
-        """What :meth:`tolerate_rounding` learned real calls at ``y`` differ by (else None)."""
-        off = self._offset
-        return off[2] if off is not None and off[0] is state and off[1] == key else None
+    def _at_y(self, state: Any, key: bytes, recorded: np.ndarray) -> tuple[np.ndarray, Any]:
+        """The recording's value at ``y`` and the tolerance to compare ``f(y)`` with it.
 
-    def _at_y(self, state: Any, key: bytes, recorded: np.ndarray) -> np.ndarray:
-        """The recording's value at ``y`` plus the offset learned for it, if any."""
-        off = self.offset(state, key)
-        return recorded if off is None or off.size != recorded.size else recorded + off
+        For the parameters :meth:`tolerate_rounding` saw, the recording plus the difference
+        it learned, exactly (a scalar f whose only element cancels: any change shows);
+        for others (an ODE's next ``t``), the recording and the learned allowance.
+        """
+        off = self._offset
+        if (off is not None and off[0] is state and off[1] == key
+                and off[2].size == recorded.size):
+            return recorded + off[2], 0.0
+        return recorded, self.allowance(state, recorded.size)
+
+    def allowance(self, state: Any, size: int) -> Any:
+        """The rounding :meth:`tolerate_rounding` allowed ``state`` at ``y``, per element."""
+        allow = self._allow
+        if allow is None or allow[0] is not state or allow[1].size != size:
+            return 0.0
+        return allow[1]
 
     def tolerate_rounding(self, state: Any, fx: Any, x: np.ndarray, params: Sequence[Any],
                           replay: Callable[[np.ndarray], Any] | None = None) -> bool:
@@ -365,18 +377,17 @@ class Verifier:
         (``(x @ x) * 1e12 - np.sum(x * x) * 1e12``). It is taken for rounding when two real
         calls give the same bits, at ``y`` and at ``x``, and the recording's differences there
         are within :data:`VERIFY_RTOL` of the largest magnitude of any intermediate value
-        (a trace at the same points). Then True is returned, and later checks of ``state``
-        at ``y`` (a fixed point: the recording's value there is replayed once per parameter
-        values, and the real one is deterministic) compare ``f(y)`` with the recording's
-        value plus the difference seen now, element by element: with unchanged constants
-        they agree to rounding, and any constant that changes ``f(y)`` shows as at any
-        other call. Checks at ``x`` (where ``y`` is outside ``f``'s domain) learn nothing:
-        such a state disagrees again at the next ``x`` and is prepared again. False
-        otherwise. ``fx`` is the recording's value at ``x``, or None to have ``replay(x)``
-        compute it (a Hessian's).
+        (a trace at the same points). Then True is returned. Later checks of ``state`` at
+        ``y`` with the same parameters compare ``f(y)`` with the recording plus the
+        difference seen now, exactly; with other parameters (an ODE's ``t`` changes at every
+        call), and at ``x`` where ``f`` is not finite at ``y``, each element may differ by 4
+        times the larger difference seen now: only the elements that cancel get a
+        tolerance, and a constant that changes any other element of ``f`` shows as before.
+        False otherwise. ``fx`` is the recording's value at ``x``, or None to have
+        ``replay(x)`` compute it (a Hessian's).
         """
         key = param_key(params)
-        worst, top, offset = 0.0, 0.0, None
+        worst, top, allow = 0.0, 0.0, None
         for at, recorded in ((self.y, self.kept(state, key)), (x, fx)):
             try:
                 if recorded is None and replay is not None and at is x:
@@ -398,12 +409,14 @@ class Verifier:
             diff = np.where(finite, one - recorded, 0.0)
             worst = max(worst, float(np.max(np.abs(diff), initial=0.0)))
             top = max(top, _magnitude(state, at, params))
+            tol = 4.0 * np.abs(diff)
+            allow = tol if allow is None else np.maximum(allow, tol)
             if at is self.y:
-                offset = diff
+                self._offset = (state, key, diff)
         if not 0.0 < worst <= VERIFY_RTOL * top:
             return False
-        if offset is not None:
-            self._offset = (state, key, offset)
+        if allow is not None:
+            self._allow = (state, allow)
         return True
 
     def kept(self, state: Any, key: bytes) -> np.ndarray | None:
@@ -441,7 +454,7 @@ class Verifier:
         real = _values(got)
         if real is None or real.size != recorded.size:
             return False
-        return _close(real, self._at_y(state, param_key(params), recorded))
+        return _close(real, *self._at_y(state, param_key(params), recorded))
 
     def agrees(self, state: Any, fx: Any, x: np.ndarray, params: Sequence[Any]) -> bool:
         """Whether the recorded program still computes ``f``, to rounding.
@@ -472,13 +485,13 @@ class Verifier:
         except Exception:  # outside f's domain at y: check at x
             _settle(state)
             real = _values(_settled(state, state.call(np.array(x, copy=True), *params)))
-            return _same(real, _values(fx))
-        if recorded is None or not _same(real, self._at_y(state, key, recorded)):
+            return _same(real, _values(fx), self.allowance(state, np.size(fx)))
+        if recorded is None or not _same(real, *self._at_y(state, key, recorded)):
             return False
         if real is not None and not np.isfinite(real).all():  # blind there: check at x too
             with np.errstate(all="ignore"):
                 real = _values(_settled(state, state.call(np.array(x, copy=True), *params)))
-            return _same(real, _values(fx))
+            return _same(real, _values(fx), self.allowance(state, np.size(fx)))
         return True
 
     def agrees_scalar(self, state: Any, x: np.ndarray, params: Sequence[Any],
@@ -517,12 +530,13 @@ class Verifier:
                 kept = np.asarray(replay(at), dtype=np.float64).ravel()
             if at is self.y:
                 self.keep(state, key, kept)
-        rec = float(kept[0])
+        rec, allow = float(kept[0]), 0.0
         if at is self.y:
-            rec = float(self._at_y(state, key, kept)[0])
+            shifted, tolerance = self._at_y(state, key, kept)
+            rec, allow = float(shifted[0]), float(np.max(tolerance))
         if not (np.isfinite(real) and np.isfinite(rec)):
             return bool(np.isnan(real) == np.isnan(rec) and (np.isnan(real) or real == rec))
-        return abs(real - rec) <= VERIFY_RTOL * max(1.0, abs(real))
+        return abs(real - rec) <= VERIFY_RTOL * max(1.0, abs(real)) + allow
 
 
 def _settle(state: Any) -> None:
@@ -537,7 +551,7 @@ def _settled(state: Any, value: Any) -> Any:
     return value
 
 
-def _same(real: np.ndarray | None, recorded: np.ndarray | None) -> bool:
+def _same(real: np.ndarray | None, recorded: np.ndarray | None, allow: Any = 0.0) -> bool:
     """Whether a real value of ``f`` equals the recorded program's, bit for bit or to rounding."""
     if real is None or recorded is None or real.size != recorded.size:
         return False
@@ -546,7 +560,7 @@ def _same(real: np.ndarray | None, recorded: np.ndarray | None) -> bool:
             return True
     elif np.array_equal(real, recorded):
         return True
-    return _close(real, recorded)
+    return _close(real, recorded, allow)
 
 
 def param_key(params: Sequence[Any]) -> bytes:
