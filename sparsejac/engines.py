@@ -9,6 +9,7 @@ value-dependent ``f``); :class:`FdEngine` takes compressed finite differences (a
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
 from sparsejac.ad.tape import Tape
 from sparsejac.coloring import ColoringResult
 from sparsejac.detection import program_sparsity
+from sparsejac.errors import ConcretizationError
 from sparsejac.pattern import SparsityPattern
 from sparsejac.tracing import Program, trace
 from sparsejac.validation import check_subset
@@ -243,3 +245,31 @@ class FdEngine:
 # ---------------------------------------------------------------------------------------
 # the plan
 # ---------------------------------------------------------------------------------------
+
+
+def trace_for_plan(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any],
+                   name: str, sparsity: Any, one_shot: bool) -> tuple[Program | None, bool]:
+    """The global trace, or (one-off) the local one, or None for a retrace plan.
+
+    A local trace whose value does not depend on ``x`` (a cache that answered for ``x``)
+    warns: its Jacobian, zero, is exact for ``f`` as written but seldom what was meant.
+    """
+    try:
+        return trace(call, x0, params=params, name=name, check=True), False
+    except ConcretizationError as exc:
+        if one_shot:  # exact at this x: the branches taken here
+            program = trace(call, x0, local=True, params=params, name=name, check=True)
+            if not program.out.active and program.out.dtype.kind in "fc":
+                warnings.warn(  # (a cache answering near its key: a zero Jacobian, exact)
+                    f"{name}'s value on the branch taken at x does not depend on x, so its "
+                    "Jacobian there is zero: is it a cache that answers for x (np.allclose("
+                    "x, key))? Differentiate f without the cache.", RuntimeWarning,
+                    stacklevel=5)  # (the caller of sparsejac.jacobian)
+            return program, True
+        if sparsity is None:
+            raise ConcretizationError(
+                f"{exc} To prepare a Jacobian for such an f anyway, pass `sparsity=` (a "
+                "pattern valid at every x you will evaluate, e.g. "
+                "sparsejac.jacobian_sparsity(f, x, local=True) when the branches do not "
+                "change it); f is then traced again at every call.") from exc
+        return None, False

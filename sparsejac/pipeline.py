@@ -57,16 +57,16 @@ from sparsejac.engines import (
     PreparedEngine,
     RetraceEngine,
     _groups,
+    trace_for_plan,
 )
 from sparsejac.errors import (
-    ConcretizationError,
     TracedConversionError,
     UnsupportedPrimitiveError,
     with_hint,
 )
 from sparsejac.memory import TRIM_NNZ, return_freed_memory
 from sparsejac.pattern import SparsityPattern, as_pattern
-from sparsejac.tracing import Program, no_cyclic_gc, trace
+from sparsejac.tracing import Program, no_cyclic_gc
 from sparsejac.validation import check_compressed_size, check_subset
 
 __all__ = [
@@ -295,23 +295,6 @@ def index_dtype(pattern: SparsityPattern) -> type[np.signedinteger[Any]]:
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-def _trace(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name: str,
-           mode: str, sparsity: Any, one_shot: bool) -> tuple[Program | None, bool]:
-    """The global trace, or (one-off) the local one, or None for a retrace plan."""
-    try:
-        return trace(call, x0, params=params, name=name, check=True), False
-    except ConcretizationError as exc:
-        if one_shot:  # exact at this x: the branches taken here
-            return trace(call, x0, local=True, params=params, name=name, check=True), True
-        if sparsity is None:
-            raise ConcretizationError(
-                f"{exc} To prepare a Jacobian for such an f anyway, pass `sparsity=` (a "
-                "pattern valid at every x you will evaluate, e.g. "
-                "sparsejac.jacobian_sparsity(f, x, local=True) when the branches do not "
-                "change it); f is then traced again at every call.") from exc
-        return None, False
-
-
 def _check_fd_shape(pattern: SparsityPattern, call: Callable[..., Any], x0: np.ndarray,
                     params: Sequence[Any]) -> np.dtype[Any]:
     """A trusted pattern must have the Jacobian's shape (checked now); f(x0)'s dtype."""
@@ -526,7 +509,7 @@ def prepare(
             check_subset(traced[1], pattern)
     else:
         try:
-            program, local = _trace(call, x0, params, name, mode, sparsity, one_shot)
+            program, local = trace_for_plan(call, x0, params, name, sparsity, one_shot)
         except (UnsupportedPrimitiveError, TracedConversionError) as exc:
             if mode == "fd":  # finite differences need no trace, only a pattern
                 raise with_hint(exc, " mode='fd' without `sparsity=` detects the pattern by "

@@ -1017,3 +1017,23 @@ def test_a_slow_rate_beside_a_fast_one_is_watched_row_by_row():
         np.testing.assert_allclose(ode(t, rng.normal(size=40)).toarray()[1:],
                                    np.cos(t) * np.eye(40))
     assert ode.prepared.stats()["preparations"] <= 3
+
+
+def test_a_cache_answering_near_its_key_warns():
+    """np.allclose(x, key) makes f constant near the key: its zero Jacobian is exact for f
+    as written (finite differences agree) but seldom meant; the one-off Jacobian warns."""
+
+    class Memo:
+        key = val = None
+
+        def f(self, x):
+            if self.key is None or not np.allclose(x, self.key):
+                self.key, self.val = np.array(x, copy=True), np.exp(x) * x
+            return self.val
+
+    m, x = Memo(), np.array([0.1, 0.5, -0.3])
+    m.f(x)
+    with pytest.warns(RuntimeWarning, match="does not depend on x") as record:
+        got = sparsejac.jacobian(m.f, x)
+    assert record[0].filename == __file__
+    assert got.nnz == 0 or not got.toarray().any()
