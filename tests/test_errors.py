@@ -177,7 +177,7 @@ def test_store_into_plain_array_shows_the_ways_to_write_it() -> None:
     with pytest.raises(TracedConversionError) as info:
         sparsejac.jacobian_sparsity(_store_slice, X)
     msg = str(info.value)
-    assert "a plain array made outside f" in msg
+    assert "a plain array: made outside f" in msg
     for way in WAYS:
         assert way in msg
 
@@ -535,3 +535,13 @@ def test_a_multivariate_distributions_refusal_names_it():
         sparsejac.jacobian(
             lambda x: np.atleast_1d(st.multivariate_normal.logpdf(x, mean=np.zeros(2))),
             np.array([0.1, 0.2]))
+
+
+def test_writing_into_a_linspace_grid_says_grids_are_plain():
+    def f(x):
+        u = np.linspace(0.0, 1.0, x.size + 2)
+        u[1:-1] = x
+        return u[2:] - u[:-2]
+
+    with pytest.raises(sparsejac.TracedConversionError, match=r"np\.arange, np\.linspace"):
+        sparsejac.jacobian(f, np.ones(3))

@@ -221,13 +221,13 @@ class Tracer:
         raise TracedConversionError(
             f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array"
             f"{user_line()} (by a call the tracer cannot follow, or assignment into a plain "
-            "array made outside f, e.g. a global buffer, or into a copy of one (k.copy(), "
-            "k * 1.0: write np.copy(k)), or made by `zeros(n)` after `from numpy import "
-            "zeros`, which the tracer cannot see: write np.zeros). That would lose its "
-            "dependence on x. Create output arrays inside f (np.zeros(n), np.empty(n) there "
-            "are traceable) or from x: out = np.zeros_like(x), np.empty_like(x), or "
-            "np.zeros(shape, like=x). A list of traced values becomes an array with "
-            "np.stack([...]) or np.array([...]) in f; "
+            "array: made outside f (a global buffer), a copy of one (k.copy(), k * 1.0: "
+            "write np.copy(k)), a grid or index array (np.arange, np.linspace: plain), or "
+            "`zeros(n)` after `from numpy import zeros`, which the tracer cannot see). That "
+            "would lose its dependence on x. Create output arrays inside f (np.zeros(n), "
+            "np.empty(n) there are traceable) or from x: out = np.zeros_like(x), "
+            "np.empty_like(x), np.zeros(shape, like=x), np.arange(n, like=x). A list of traced "
+            "values becomes an array with np.stack([...]) or np.array([...]) in f; "
             "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
         )
 
