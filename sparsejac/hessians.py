@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -181,6 +182,11 @@ def _local_hessian(call: Callable[..., Any], x: np.ndarray, params: tuple[Any, .
     branches, by the columns of a natural colouring, made exactly symmetric.
     """
     prog = _scalar_program(call, x, params, "f", local=True)
+    if not prog.out.active:  # (as sparsejac.jacobian's local branch: a cache, say)
+        warnings.warn("f's value on the branch taken at x does not depend on x, so its "
+                      "Hessian there is zero: is it a cache that answers for x (np.allclose("
+                      "x, key))? Differentiate f without the cache.", RuntimeWarning,
+                      stacklevel=3)
     with np.errstate(all="ignore"):  # (derivatives: inf * 0 at a singular point)
         return _local_hessian_of(prog, x, params)
 

@@ -700,3 +700,19 @@ def test_cbrt_second_derivative_at_zero_follows_the_power_convention():
     assert h[0] == -np.inf
     np.testing.assert_allclose(h[1:], -2.0 / (9.0 * np.cbrt(x[1:]) ** 5))
     assert sparsejac.hessian(lambda x: np.sum(x ** (1 / 3)), np.zeros(2)).diagonal()[0] == h[0]
+
+
+def test_one_off_hessian_of_a_cache_answering_near_its_key_warns():
+    class Memo:
+        key = val = None
+
+        def f(self, x):
+            if self.key is None or not np.allclose(x, self.key):
+                self.key, self.val = np.array(x, copy=True), np.sum(x**3)
+            return self.val
+
+    m, x = Memo(), np.array([0.1, 0.5, -0.3])
+    m.f(x)
+    with pytest.warns(RuntimeWarning, match="does not depend on x") as record:
+        sparsejac.hessian(m.f, x)
+    assert record[0].filename == __file__
