@@ -24,7 +24,7 @@ from sparsejac.detection import program_sparsity
 from sparsejac.errors import ConcretizationError
 from sparsejac.pattern import SparsityPattern
 from sparsejac.tracing import Program, trace
-from sparsejac.validation import check_subset
+from sparsejac.validation import check_subset, check_within
 
 __all__ = ["Engine"]
 
@@ -224,13 +224,7 @@ class FdEngine:
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """``p + 1`` (``2p`` for 3-point) evaluations of ``f``, on ``workers`` if given."""
         if self.bounds is not None:
-            lb, ub = self.bounds
-            outside = np.flatnonzero((x.ravel() < lb) | (x.ravel() > ub))
-            if outside.size:
-                i = int(outside[0])
-                raise ValueError(
-                    f"`x` is outside the `bounds` given at preparation at index {i}: "
-                    f"{x.ravel()[i]} is not within [{lb[i]}, {ub[i]}]")
+            check_within(x, self.bounds, "x", " given at preparation")
         with _fd.worker_map(self.workers) as evaluate_all:
             return _fd.fd_jacobian_data(_fd.BoundParams(self.call, tuple(params)), x, c,
                                         method=self.method, n_out=self.n_out, out=out,
@@ -247,6 +241,19 @@ class FdEngine:
 # ---------------------------------------------------------------------------------------
 
 
+def warn_constant_branch(program: Program, name: str, what: str, stacklevel: int) -> None:
+    """Warn when a local trace's value does not depend on ``x``: its derivative is zero.
+
+    Exact for ``f`` as written, and seldom meant: a cache that answers for ``x`` near its key
+    (``np.allclose(x, key)``) makes ``f`` constant there.
+    """
+    if not program.out.active:
+        warnings.warn(f"{name}'s value on the branch taken at x does not depend on x, so its "
+                      f"{what} there is zero: is it a cache that answers for x (np.allclose("
+                      "x, key))? Differentiate f without the cache.", RuntimeWarning,
+                      stacklevel=stacklevel)
+
+
 def trace_for_plan(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any],
                    name: str, sparsity: Any, one_shot: bool) -> tuple[Program | None, bool]:
     """The global trace, or (one-off) the local one, or None for a retrace plan.
@@ -259,13 +266,9 @@ def trace_for_plan(call: Callable[..., Any], x0: np.ndarray, params: Sequence[An
     except ConcretizationError as exc:
         if one_shot:  # exact at this x: the branches taken here
             program = trace(call, x0, local=True, params=params, name=name, check=True)
-            if not program.out.active and program.out.dtype.kind in "fc":
-                warnings.warn(  # (a cache answering near its key: a zero Jacobian, exact)
-                    f"{name}'s value on the branch taken at x does not depend on x, so its "
-                    "Jacobian there is zero: is it a cache that answers for x (np.allclose("
-                    "x, key))? Differentiate f without the cache.", RuntimeWarning,
-                    stacklevel=5)  # (the caller of sparsejac.jacobian)
-            return program, True
+            if program.out.dtype.kind in "fc":
+                warn_constant_branch(program, name, "Jacobian", 6)  # (sparsejac.jacobian's
+            return program, True                                   # caller)
         if sparsity is None:
             raise ConcretizationError(
                 f"{exc} To prepare a Jacobian for such an f anyway, pass `sparsity=` (a "

@@ -507,18 +507,14 @@ def missing_entries(
     jp = fd_jacobian_data(fun, x, coloring, method="3-point", n_out=m, bounds=bounds)
     j_p = sp.csr_array((jp, pattern.indices, pattern.indptr), shape=pattern.shape)
     h = fd_steps(xf, "2-point", eps)
-    room = None if bounds is None else (xf - bounds[0], bounds[1] - xf)
     scale = float(np.max(np.abs(f0), initial=0.0))
     rng = np.random.default_rng(seed)
 
     def residual(v: np.ndarray, shrink: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """|f(x + h v) - f(x) - h J_P v| per row, and its rounding level."""
         dx = shrink * h * v
-        if room is not None:  # turn back where the step leaves the bounds, shorten if needed
-            lower, upper = room
-            dx = np.where((dx > upper) & (dx <= lower), -dx, dx)
-            dx = np.where((dx < -lower) & (-dx <= upper), -dx, dx)
-            dx = np.clip(dx, -lower, upper)
+        if bounds is not None:  # turned back, or shortened, where it would leave them
+            dx = bounded_steps(xf, dx, "2-point", *bounds)[0]
         z = xf + dx if bounds is None else np.clip(xf + dx, *bounds)  # (x + dx rounds)
         f1 = _evaluate(fun, z.reshape(x.shape), m)
         pred = j_p @ dx

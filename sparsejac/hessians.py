@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,7 +33,7 @@ from sparsejac.coloring import color
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.orders import resolve_order
 from sparsejac.detection import program_sparsity
-from sparsejac.engines import PreparedEngine
+from sparsejac.engines import PreparedEngine, warn_constant_branch
 from sparsejac.errors import ConcretizationError
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
@@ -182,11 +181,7 @@ def _local_hessian(call: Callable[..., Any], x: np.ndarray, params: tuple[Any, .
     branches, by the columns of a natural colouring, made exactly symmetric.
     """
     prog = _scalar_program(call, x, params, "f", local=True)
-    if not prog.out.active:  # (as sparsejac.jacobian's local branch: a cache, say)
-        warnings.warn("f's value on the branch taken at x does not depend on x, so its "
-                      "Hessian there is zero: is it a cache that answers for x (np.allclose("
-                      "x, key))? Differentiate f without the cache.", RuntimeWarning,
-                      stacklevel=3)
+    warn_constant_branch(prog, "f", "Hessian", 4)  # (the caller of sparsejac.hessian)
     with np.errstate(all="ignore"):  # (derivatives: inf * 0 at a singular point)
         return _local_hessian_of(prog, x, params)
 

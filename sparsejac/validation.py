@@ -35,6 +35,7 @@ __all__ = [
     "check_params",
     "check_reverse_cost",
     "check_subset",
+    "check_within",
     "check_x",
     "fits_pattern",
 ]
@@ -128,15 +129,32 @@ def check_fd_bounds(bounds: Any, x0: np.ndarray, mode: str, name: str = "x0"
         i = int(bad[0])
         raise ValueError(f"`bounds`: each lower bound must be less than its upper bound; "
                          f"index {i} has [{lb[i]}, {ub[i]}]")
-    x = x0.ravel()
-    out = np.flatnonzero((x < lb) | (x > ub))
-    if out.size:
-        i = int(out[0])
-        raise ValueError(f"`{name}` is outside `bounds` at index {i}: {x[i]} is not within "
-                         f"[{lb[i]}, {ub[i]}]")
+    check_within(x0, (lb, ub), name)
     if np.isinf(lb).all() and np.isinf(ub).all():
         return None
     return lb, ub
+
+
+def check_within(x: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], name: str,
+                 given: str = "") -> None:
+    """A ValueError naming ``name`` and the first element of ``x`` outside flat ``bounds``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.validation import check_within
+    >>> check_within(np.array([0.5, 3.0]), (np.zeros(2), np.ones(2)), "x")
+    Traceback (most recent call last):
+        ...
+    ValueError: `x` is outside `bounds` at index 1: 3.0 is not within [0.0, 1.0]
+    """
+    flat = x.ravel()
+    lb, ub = bounds
+    out = np.flatnonzero((flat < lb) | (flat > ub))
+    if out.size:
+        i = int(out[0])
+        raise ValueError(f"`{name}` is outside {'the ' if given else ''}`bounds`{given} at "
+                         f"index {i}: {flat[i]} is not within [{lb[i]}, {ub[i]}]")
 
 
 def check_fd_workers(workers: Any, mode: str) -> Any:

@@ -351,9 +351,9 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 def _on_constants(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A function without a rule, given traced arrays that are constants: numpy's result.
 
-    Arrays made inside f (``np.zeros(n, bool)``, ``np.arange(n)``) are traced constants
-    until a value depending on x is written into them; a function of constants alone
-    (``np.flatnonzero(mask)``, ``np.isin(idx, ends)``) is the same constant at every x, so
+    Buffers made inside f (``np.zeros(n, bool)``, ``np.eye(n)``) are traced constants until
+    a value depending on x is written into them; a function of constants alone
+    (``np.flatnonzero(mask)``, ``np.fill_diagonal(a, 2)``) is the same constant at every x, so
     numpy computes it on their values (copies: what it writes into one is written back
     into the traced array, as numpy writes into its argument). Any argument that depends on
     x or a parameter: :class:`UnsupportedPrimitiveError` naming ``name``. A floating result
