@@ -64,7 +64,7 @@ from sparsejac.errors import (
     UnsupportedPrimitiveError,
     with_hint,
 )
-from sparsejac.memory import TRIM_NNZ, return_freed_memory
+from sparsejac.memory import TRIM_NNZ, preparation_heap, return_freed_memory
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.tracing import Program, no_cyclic_gc
 from sparsejac.validation import check_compressed_size, check_subset
@@ -399,13 +399,15 @@ class SavedPlan:
 def _paused_gc(fn: Callable[..., Plan]) -> Callable[..., Plan]:
     """Run ``fn`` with the cyclic garbage collector paused (see ``no_cyclic_gc``).
 
-    After a large preparation (:data:`TRIM_NNZ` nonzeros or more) the memory its temporaries
-    freed is handed back to the operating system (:func:`return_freed_memory`).
+    A preparation for many unknowns reuses the memory its temporaries free while it runs
+    (:func:`preparation_heap`); after a large one (:data:`TRIM_NNZ` nonzeros or more) that
+    memory is handed back to the operating system (:func:`return_freed_memory`).
     """
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Plan:
-        with no_cyclic_gc():
+        x0 = args[1] if len(args) > 1 else kwargs.get("x0", ())
+        with no_cyclic_gc(), preparation_heap(int(np.size(x0))):
             plan = fn(*args, **kwargs)
         if plan.pattern.nnz >= TRIM_NNZ:
             return_freed_memory()
