@@ -388,6 +388,19 @@ def fd_jacobian_data(
     if bounds is not None:
         h, one_sided = bounded_steps(xf, h, method, *bounds)
         one_sided = one_sided if one_sided.any() else None
+    # in a box a few ulps wide the one-sided step is 0, or x + 2h lies a rounding past the
+    # bound (clipped: other weights), or the rounding of -3 f0 + 4 f1 - f2 swamps the
+    # difference: it gave 0/0 or half the slope of a linear f. Columns whose one-sided step is
+    # under 64 spacings of x take the forward difference to the farther bound instead (x + h
+    # is that bound; x + 2h, clipped, too).
+    forward = None
+    if one_sided is not None:
+        assert bounds is not None
+        lb, ub = bounds
+        degenerate = one_sided & (np.abs(h) < 64.0 * np.spacing(np.abs(xf)))
+        if degenerate.any():
+            forward = degenerate
+            h = np.where(forward, np.where(ub - xf >= xf - lb, ub, lb) - xf, h)
     if method != "2-point" and one_sided is None:
         f0 = None
     order = np.argsort(groups, kind="stable")
@@ -434,6 +447,7 @@ def fd_jacobian_data(
 
     b = np.empty((n_out, p))
     b_one = None if one_sided is None else np.empty((n_out, p))  # -3 f0 + 4 f(x+h) - f(x+2h)
+    b_fwd = None if forward is None else np.empty((n_out, p))  # f(x + h) - f0
     if need_f0:
         f0 = take()
     for c in range(p):
@@ -449,12 +463,21 @@ def fd_jacobian_data(
             if b_one is not None:
                 assert f0 is not None
                 b_one[:, c] = 4.0 * lo - 3.0 * f0 - hi
+            if b_fwd is not None:
+                assert f0 is not None
+                b_fwd[:, c] = lo - f0
     data = coloring.decompress_data(B=b, out=out)
     if b_one is not None:
         assert one_sided is not None
         one_sided_entries = one_sided[coloring.pattern.indices]
         np.copyto(data, coloring.decompress_data(B=b_one), where=one_sided_entries)
+    if b_fwd is not None:
+        assert forward is not None
+        np.copyto(data, coloring.decompress_data(B=b_fwd),
+                  where=forward[coloring.pattern.indices])
     scale = 2.0 * h if method == "3-point" else h
+    if forward is not None:
+        scale = np.where(forward, h, scale)
     data /= scale[coloring.pattern.indices]
     return data
 

@@ -479,3 +479,28 @@ def test_bounded_points_never_round_past_a_narrow_box(method):
         assert (pts >= lb).all()
         assert (pts <= ub).all()
         assert np.isfinite(got).all()
+
+
+@pytest.mark.parametrize("ulps", [1, 2, 3, 4, 8])
+def test_a_box_a_few_ulps_wide_gives_finite_differences_not_nan(ulps):
+    """A variable fixed by a box a few ulps wide: the one-sided 3-point step rounded to 0 and
+    gave 0/0; it is a forward difference to the farther bound now (exact for a linear f)."""
+    for at_upper in (False, True):
+        lb = np.array([1.0, -np.inf])
+        ub = lb.copy()
+        ub[0] = 1.0
+        for _ in range(ulps):
+            ub[0] = np.nextafter(ub[0], 2.0)
+        ub[1] = np.inf
+        x = np.array([ub[0] if at_upper else lb[0], 0.5])
+
+        def f(x):  # exact arithmetic in x[0]: a difference over any step is exact
+            return np.array([2.0 * x[0], x[1] * np.sin(x[1])])
+
+        for method in ("2-point", "3-point"):
+            J = sparsejac.jacobian(f, x, mode="fd", sparsity=np.ones((2, 2)), fd_method=method,
+                                   bounds=(lb, ub)).toarray()
+            assert np.isfinite(J).all(), (ulps, at_upper, method, J)
+            np.testing.assert_array_equal(J[:, 0], [2.0, 0.0])
+            np.testing.assert_allclose(J[:, 1], [0.0, np.sin(0.5) + 0.5 * np.cos(0.5)],
+                                       rtol=1e-6, atol=1e-9)
