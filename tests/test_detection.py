@@ -561,3 +561,21 @@ def test_large_tridiagonal_is_fast_and_exact() -> None:
     assert pat.nnz == 3 * (n - 2) + 2
     rows = np.repeat(np.arange(n), np.diff(pat.indptr))
     assert np.all(np.abs(pat.indices - rows) <= 1)
+
+
+def test_a_pattern_too_dense_for_memory_names_the_call_and_the_way_out(monkeypatch):
+    """A dependency set that does not fit raised numpy's bare MemoryError (np.cumsum over
+    2·10⁵ elements asks for 37 GiB); the error names the call, the sizes and KrylovMethod."""
+    from sparsejac.detection import program_sparsity
+    from sparsejac.tracing import trace
+
+    prog = trace(lambda x: np.cumsum(np.sin(x)), np.ones(7))
+    node = next(nd for nd in prog.nodes if nd.prim.name == "cumsum")
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 37.3 GiB")
+
+    monkeypatch.setattr(node.prim, "pattern", out_of_memory)
+    with pytest.raises(MemoryError, match=r"`cumsum` \(7 elements, each on up to 7 elements "
+                       r"of x\).*37.3 GiB.*KrylovMethod"):
+        program_sparsity(prog)

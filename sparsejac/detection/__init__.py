@@ -23,6 +23,17 @@ from sparsejac.tracing.walk import check_block, dead_after
 __all__ = ["jacobian_sparsity", "program_sparsity"]
 
 
+def _too_dense(node: Any, n: int, exc: MemoryError) -> MemoryError:
+    """The error of a dependency set that does not fit: the call, the sizes, the way out."""
+    return MemoryError(
+        f"the sparsity pattern of `{node.prim.name}` ({node.out.size:,} elements, each on up "
+        f"to {n:,} elements of x) does not fit in memory ({exc}): the Jacobian of f is "
+        "(nearly) dense there, with up to "
+        f"{float(node.out.size) * n:.2g} nonzeros. Sparse Jacobians cannot help with that "
+        "part of f; for products with the Jacobian, sparsejac.KrylovMethod(f) (and "
+        "scipy.optimize.newton_krylov) needs no pattern.")
+
+
 def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_array:
     """The Jacobian pattern of a recorded program, shape ``(out.size, x.size)``, bool.
 
@@ -57,7 +68,10 @@ def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_arra
     for node, dead in zip(prog.nodes, dead_after(prog), strict=True):
         if node.out.active:
             in_deps = [deps.get(v.id) if v.active else None for v in node.inputs]
-            d = node.prim.pattern(node, in_deps, local)
+            try:
+                d = node.prim.pattern(node, in_deps, local)
+            except MemoryError as exc:
+                raise _too_dense(node, n, exc) from exc
             if d is not None:
                 check_block("pattern", node, d, (node.out.size, n))
                 deps[node.out.id] = d
