@@ -349,8 +349,23 @@ def test_python_builtins_on_traced_values_give_sparsejac_errors() -> None:
     np.testing.assert_array_equal(const.toarray(), np.diag(2 * x))
     j = sparsejac.jacobian(lambda y: round(y[1], 1) * y, x)  # zero derivative a.e.
     np.testing.assert_array_equal(j.toarray(), np.diag(np.full(3, 1.5)))
-    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="shape assignment"):
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError,
+                       match=r"shape assignment .*write `a = a\.reshape\(shape\)`"):
         sparsejac.jacobian_sparsity(lambda y: (setattr(y, "shape", (3, 1)), y)[1], x)
+
+
+def _clip_negative(y: np.ndarray) -> np.ndarray:
+    y = y.copy()
+    y[y < 0] = 0.0
+    return np.roll(y, 1) * y
+
+
+def test_a_traced_mask_in_an_assignment_names_the_assignment_and_its_line() -> None:
+    """`y[y < 0] = 0` in a global trace: the error spoke of x[...] and named no line."""
+    with pytest.raises(sparsejac.ConcretizationError,
+                       match=r"mask used in an assignment y\[\.\.\.\] = v depends on traced "
+                       r"values \(at test_errors\.py:\d+: `y\[y < 0\] = 0\.0`"):
+        sparsejac.SparseJacobian(_clip_negative, np.array([0.5, -0.3, 0.8]))
 
 
 def test_jacobian_sparsity_passes_kwargs() -> None:

@@ -40,8 +40,8 @@ from sparsejac.tracing.tracer import Tracer, concretize
 __all__ = ["getitem", "scatter_add", "setitem"]
 
 
-def _index_key(key: Any) -> Any:
-    return concretize(key, "an index array or mask used in x[...]")
+def _index_key(key: Any, what: str = "an index array or mask used in x[...]") -> Any:
+    return concretize(key, what)
 
 
 def getitem(x: Tracer, key: Any) -> Any:
@@ -124,7 +124,7 @@ def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
 
 def setitem(x: Tracer, key: Any, value: Any) -> Tracer:
     """The traced array equal to ``x`` after ``x[key] = value``."""
-    key = _index_key(key)
+    key = _index_key(key, "an index array or mask used in an assignment y[...] = v")
     trace = find_trace([x, value])
     xvar = x._var
     v_traced = isinstance(value, Tracer) and not value._var.is_const

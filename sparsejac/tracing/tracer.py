@@ -126,9 +126,9 @@ class Tracer:
 
     @shape.setter
     def shape(self, value: Any) -> None:
-        raise UnsupportedPrimitiveError(
-            "ndarray.shape assignment", "reshaping an array in place",
-            problem="is not supported on a traced array") from None
+        raise UnsupportedPrimitiveError("ndarray.shape assignment", "reshaping an array in place",
+                                        problem="is not supported on a traced array: write "
+                                        "`a = a.reshape(shape)`, which is traced") from None
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -744,8 +744,7 @@ OBJECT_LOOP_UFUNCS = (
 #: ndarray methods that forward to the numpy function of the same name (``x.argsort()`` is
 #: ``np.argsort(x)``), so that a method is supported exactly when its function is, and
 #: otherwise fails with that function's UnsupportedPrimitiveError.
-FORWARDED_METHODS = ("argsort", "argpartition", "nonzero", "searchsorted",
-                     "choose", "put")
+FORWARDED_METHODS = ("argsort", "argpartition", "nonzero", "searchsorted", "choose", "put")
 
 
 def _forwarding_method(name: str, doc: str) -> Any:
@@ -787,12 +786,13 @@ def concretize(obj: Any, what: str) -> Any:
             return var.value
         if var.active:
             raise TracedConversionError(
-                f"{what} depends on x with a nonzero derivative, but it is used as a constant "
-                "(sparsejac cannot differentiate through this argument). Keep traced values in "
-                "the arguments sparsejac differentiates, or compute this argument from "
-                "constants.")
+                f"{what} depends on x with a nonzero derivative{user_line()}, but it is used as a "
+                "constant (sparsejac cannot differentiate through this argument). Keep traced "
+                "values in the arguments sparsejac differentiates, or compute this argument "
+                "from constants.")
         if not obj._trace.local:
-            raise ConcretizationError(f"{what} depends on traced values: {_GLOBAL_HINT}")
+            where = user_line()
+            raise ConcretizationError(f"{what} depends on traced values{where}: {_GLOBAL_HINT}")
         obj._trace.mark_value_dependent(what)
         return var.value
     if isinstance(obj, (list, tuple)) and any(isinstance(o, Tracer) for o in obj):
