@@ -245,3 +245,18 @@ def test_matmul_of_two_complex_intermediates():
     x = np.arange(1.0, 7.0) / 3.0
     want = np.array([(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(6)]).T
     np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, atol=1e-7)
+
+
+def _complex_buffer(y):
+    b = np.zeros(y.size, dtype=complex)
+    b[:] = y * (1 + 2j)
+    return np.abs(b) ** 2
+
+
+def test_a_complex_buffer_is_refused_with_its_line_and_the_way_out():
+    """Assignment into np.zeros(n, dtype=complex): refused (not traced), naming the line and
+    how to build the array from traced parts; it said only "use numpy functions on it"."""
+    with pytest.raises(sparsejac.TracedConversionError,
+                       match=r"\(at test_complex_intermediates\.py:\d+: `b\[:\] = .*"
+                       r"complex buffers.*re \+ 1j \* im"):
+        sparsejac.jacobian(_complex_buffer, np.ones(3))

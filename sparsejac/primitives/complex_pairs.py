@@ -25,6 +25,7 @@ import numpy as np
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.primitives.core import register_function
 from sparsejac.primitives.movement import register_movement
+from sparsejac.tracing.callers import user_line
 from sparsejac.tracing.tracer import Tracer
 
 __all__ = ["ComplexPair", "involves_complex", "pair_function", "pair_ufunc"]
@@ -60,8 +61,11 @@ class ComplexPair:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise TracedConversionError(
-            "a complex intermediate computed from x was converted to a plain numpy array, "
-            "which would lose its dependence on x; use numpy functions on it")
+            f"a complex intermediate computed from x was converted to a plain numpy array"
+            f"{user_line()}, which would lose its dependence on x: by a call the tracer cannot "
+            "follow, or by assignment into a plain complex array (complex buffers such as "
+            "np.zeros(n, dtype=complex) are not traced; build the complex array from traced "
+            "parts instead: re + 1j * im, c * 1j, np.concatenate, np.where)")
 
     def __bool__(self) -> bool:
         raise TracedConversionError("the truth value of a traced complex array is not defined")
