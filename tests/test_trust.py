@@ -1037,3 +1037,56 @@ def test_a_cache_answering_near_its_key_warns():
         got = sparsejac.jacobian(m.f, x)
     assert record[0].filename == __file__
     assert got.nnz == 0 or not got.toarray().any()
+
+
+_T = np.linspace(0.0, 2.0, 5)
+
+
+def _guarded_rise(p):  # p1 (1 - exp(-k t)) / k with its limit p1 t at k = 0
+    k = p[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return p[1] * np.where(k == 0, _T, -np.expm1(-k * _T) / k)
+
+
+def _guarded_rise_ne(p):
+    k = p[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return p[1] * np.select([k != 0], [-np.expm1(-k * _T) / k], _T)
+
+
+def _rise_jacobian(p):
+    """Hand-derived: d/dk of p1 (1 - exp(-k t)) / k, and the p1 column."""
+    k, p1 = p
+    g = -np.expm1(-k * _T) / k
+    dg = (_T * np.exp(-k * _T) - g) / k
+    return np.stack([p1 * dg, g], axis=1)
+
+
+@pytest.mark.parametrize("f", [_guarded_rise, _guarded_rise_ne], ids=["where_eq", "select_ne"])
+def test_a_numpy_selection_on_an_equality_at_x_is_refused_not_differentiated(f):
+    """np.where(k == 0, limit, formula) at k = 0 gave the limit branch's derivative (a zero
+    k column; finite differences give -p1 t²/2) and least_squares stopped there. It is
+    refused with the line, at the trace point and when a prepared Jacobian meets the tie;
+    nearby points are exact."""
+    at_tie = np.array([0.0, 2.0])
+    with pytest.raises(sparsejac.ConcretizationError,
+                       match=r"holds at this x only \(at test_trust\.py:\d+: .*np\.abs\(k\) <"):
+        sparsejac.jacobian(f, at_tie)
+    jac = sparsejac.SparseJacobian(f, np.array([0.5, 2.0]))
+    for p in ([0.5, 2.0], [0.3, 1.5], [-0.2, 2.0]):
+        p = np.array(p)
+        np.testing.assert_allclose(jac(p).toarray(), _rise_jacobian(p), rtol=1e-12, atol=1e-14)
+    with pytest.raises(sparsejac.ConcretizationError, match=r"test_trust\.py:\d+: .*k"):
+        jac(at_tie)
+    np.testing.assert_allclose(jac(np.array([0.3, 2.0])).toarray(),
+                               _rise_jacobian(np.array([0.3, 2.0])), rtol=1e-12)
+
+
+def test_a_rule_own_equality_and_partial_equalities_are_not_ties():
+    """xlogy's own x == 0 (a rule's special case, handled) and u == 0 at some elements only
+    (a boundary) pass; the derivatives are the hand-derived ones."""
+    import scipy.special as sc
+
+    x = np.array([0.0, 0.5, 2.0])
+    J = sparsejac.jacobian(lambda z: sc.xlogy(z, 3.0) + np.where(z == 0, 0.0, z ** 2), x)
+    np.testing.assert_allclose(J.toarray(), np.diag(np.log(3.0) + np.array([0.0, 1.0, 4.0])))

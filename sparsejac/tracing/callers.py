@@ -118,6 +118,27 @@ def user_line() -> str:
     return ""
 
 
+#: sparsejac's dispatch machinery: the frames between a numpy call on a Tracer and its
+#: caller (the tracer's operators, the dispatch and the elementwise handlers)
+_MACHINERY = ("sparsejac.tracing", "sparsejac.primitives.core", "sparsejac.primitives.elementwise")
+
+
+def called_by_a_rule() -> bool:
+    """Whether the numpy call being traced was made by one of sparsejac's own rules.
+
+    A composite rule (``scipy.special.xlogy`` as ``np.where(x == 0, ...)``) computes with
+    numpy on Tracers as the user's code does; the first frame outside numpy and the
+    dispatch machinery tells which one called.
+    """
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.partition(".")[0] != "numpy" and not module.startswith(_MACHINERY):
+            return module == "sparsejac" or module.startswith("sparsejac.")
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
 def library_message(site: str, param: bool = False) -> str:
     """The error message for a library function that converted a traced array.
 

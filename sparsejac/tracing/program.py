@@ -293,6 +293,9 @@ class Trace:
         for v in inputs:
             sources |= v.sources
         out = Var(value, NODE, active=active, sources=sources)
+        if _compares_to_constant(prim.name, inputs):
+            prim = TieChecked(prim)  # refused at the trace point and at each replay
+            prim.check(value)
         if self.local and value.dtype == bool and sources & FROM_X:
             out.tied = _tied(prim.name, inputs, value)
         self.nodes.append(Node(prim, inputs, params, out))
@@ -301,6 +304,71 @@ class Trace:
     def mark_value_dependent(self, what: str) -> None:
         """Note that the trace consulted a value (allowed in local mode only)."""
         self.value_dependent = True
+
+
+def _compares_to_constant(name: str, inputs: tuple[Var, ...]) -> bool:
+    """Whether a node is the user's ``a == c`` or ``a != c`` (``a`` differentiable, ``c`` constant).
+
+    A rule's own comparison (xlogy's ``x == 0``) is not: the rule handles its special case.
+    """
+    if not (name in ("equal", "not_equal") and len(inputs) == 2
+            and any(v.active for v in inputs) and any(v.kind == CONST for v in inputs)):
+        return False
+    from sparsejac.tracing.callers import called_by_a_rule
+
+    return not called_by_a_rule()
+
+
+def check_tie(name: str, value: Any, where: str = "") -> None:
+    """Refuse an equality of a differentiable value and a constant that holds everywhere.
+
+    ``k == 0`` true (``k != 0`` false) at every element holds at this x and at no point
+    near it: whatever f computes from it (``np.where(k == 0, limit, formula)``, a branch, a
+    cache keyed on x) is a special case at exactly this point, and the derivative of the
+    branch taken is not f's (the limit's derivative is 0, the formula's is not). Elementwise
+    equalities that hold at some elements only (``u == 0`` on a boundary) pass.
+
+    Raises
+    ------
+    ConcretizationError
+        Naming the user's line and the ways out.
+    """
+    v = np.asarray(value)
+    if not v.size or not (bool(np.all(v)) if name == "equal" else not bool(np.any(v))):
+        return
+    from sparsejac.errors import ConcretizationError
+
+    op = "==" if name == "equal" else "!="
+    raise ConcretizationError(
+        f"`{op}` between a value depending on x and a constant holds at this x only{where} "
+        "(at every element, and at no point near it): what f computes from it (np.where(k == "
+        "0, limit, formula), a branch, a cache keyed on x) is a special case at exactly this "
+        "point, whose derivative is not f's. Write the special case under an inequality, "
+        "e.g. np.where(np.abs(k) < 1e-8, taylor_expansion, formula) (np.sinc for sin(x)/x), "
+        "or differentiate at a nearby point.")
+
+
+class TieChecked:
+    """An equality node's primitive that refuses ties at every replay (:func:`check_tie`)."""
+
+    def __init__(self, prim: Any) -> None:
+        from sparsejac.tracing.callers import user_line
+
+        self._prim = prim
+        self._where = user_line()  # f's line, recorded while f runs
+
+    def check(self, value: Any) -> None:
+        """Refuse ``value`` (this comparison's result) if it is a tie."""
+        check_tie(self._prim.name, value, self._where)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._prim, name)
+
+    def impl(self, *args: Any, **params: Any) -> Any:
+        """The comparison, refused where it is a tie."""
+        out = self._prim.impl(*args, **params)
+        self.check(out)
+        return out
 
 
 def _tied(name: str, inputs: tuple[Var, ...], value: np.ndarray) -> bool:
