@@ -254,12 +254,16 @@ class PreparedProgram:
                       [p.value for p in self.prog.params])
         slots: list[Any] = [None] * self.slots.count
         steps = self.steps
-        for i, (_, args, out) in enumerate(vals.run()):
-            for step in steps[i]:
-                if isinstance(step, ValueStep):
-                    for s, lj in step.local_slots:
-                        slots[s] = lj.dyn(args, out)
-                    slots[step.slot] = apply_contributions(step, slots, np.empty(step.size))
+        # f's own evaluation warned (or not, under its np.errstate) when the user ran it; the
+        # replay is sparsejac's, and its warnings would point at sparsejac's files
+        with np.errstate(all="ignore"):
+            for i, (_, args, out) in enumerate(vals.run()):
+                for step in steps[i]:
+                    if isinstance(step, ValueStep):
+                        for s, lj in step.local_slots:
+                            slots[s] = lj.dyn(args, out)
+                        slots[step.slot] = apply_contributions(step, slots,
+                                                               np.empty(step.size))
         return vals, slots
 
     def _entry_values(self, e: Entries, slots: list[Any]) -> np.ndarray:

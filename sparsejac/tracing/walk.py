@@ -107,9 +107,14 @@ class Values:
             yield node, args, out
 
     def complete(self) -> Values:
-        """Walk every node (compute every value) and return self."""
-        for _ in self.run():
-            pass
+        """Walk every node (compute every value) and return self.
+
+        A replay's floating-point warnings are silenced: f warned (or not, under its own
+        ``np.errstate``) when the user ran it, and these would point at sparsejac's files.
+        """
+        with np.errstate(all="ignore"):
+            for _ in self.run():
+                pass
         return self
 
 
