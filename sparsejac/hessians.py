@@ -572,7 +572,8 @@ class SparseHessian(PlanView):
             with np.errstate(all="ignore"):
                 data, _ = state.plan.evaluate_with_value(xa, ps)
             h = sp.csr_array(state.plan.matrix(data[state.mirror], "csr"))
-            self._cache = (key, ps, h, state)
+            kept = _kept(ps)  # copies: multipliers updated in place must not hit the cache
+            self._cache = None if kept is None else (key, kept, h, state)
         pa = np.asarray(p, dtype=np.float64)
         if pa.size != xa.size:
             raise ValueError(f"`p` has {pa.size} elements; expected {xa.size} (x's size)")
@@ -655,7 +656,19 @@ class SparseHessian(PlanView):
 
 
 def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether the kept parameter values ``a`` (:func:`_kept`) equal ``b``, value for value."""
     if len(a) != len(b):
         return False
-    return all(x is y or (np.shape(x) == np.shape(y) and np.array_equal(x, y))
-               for x, y in zip(a, b, strict=True))
+    return all(np.shape(x) == np.shape(y) and np.asarray(x).dtype == np.asarray(y).dtype
+               and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _kept(ps: Sequence[Any]) -> tuple[Any, ...] | None:
+    """Copies of parameter values to compare later calls with; None for other objects."""
+    out = []
+    for p in ps:
+        if isinstance(p, (np.ndarray, np.generic, float, int, bool, complex)):
+            out.append(np.array(p, copy=True))
+        else:  # an object that may change in place unseen: no cache
+            return None
+    return tuple(out)

@@ -403,6 +403,20 @@ def test_hessp_reuses_the_hessian_at_one_point() -> None:
     assert hess._cache is first  # no new Hessian at the same x
 
 
+def test_hessp_sees_parameters_changed_in_place() -> None:
+    """Multipliers updated in place between hessp calls at one x: the kept Hessian (compared
+    by identity of the parameters) answered for the old values."""
+    hess = sparsejac.SparseHessian(lambda x, s: np.sum(s * x ** 3), np.ones(3),
+                                   params=(np.ones(3),))
+    x, p, v = np.array([1.0, 2.0, 3.0]), np.ones(3), np.ones(3)
+    np.testing.assert_allclose(hess.hessp(x, p, params=(v,)), 6 * v * x)
+    v[:] = 2.0
+    np.testing.assert_allclose(hess.hessp(x, p, params=(v,)), 6 * v * x)
+    first = hess._cache
+    hess.hessp(x, 2 * p, params=(v.copy(),))  # equal values: the kept Hessian
+    assert hess._cache is first
+
+
 def test_scipy_optimisers_converge() -> None:
     """trust-constr with hess=, Newton-CG and trust-krylov with hessp=."""
     x0 = np.full(20, 0.5)
