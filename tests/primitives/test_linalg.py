@@ -112,10 +112,10 @@ def test_laplacian_plus_square(kind: Any) -> None:
     check_exact(lambda t: lap @ t + t**2, rand((5,), 45), _LAP.toarray() != 0)
 
 
-@pytest.mark.parametrize("kind", [pytest.param(sp.csr_array, id="csr_array"),
-                                  pytest.param(sp.csr_matrix, id="csr_matrix")])
+@pytest.mark.parametrize("kind", KINDS)
 def test_sparse_products_in_every_position(kind: Any) -> None:
-    """Rectangular L: ``L @ u``, ``u @ L``, ``L @ U`` (2-D), ``U @ L`` and ``L.T @ v``."""
+    """Rectangular L: ``L @ u``, ``u @ L``, ``L @ U`` (2-D), ``U @ L`` and ``L.T @ v``, every
+    format (COO's ``u @ L`` transposed ``u`` with a ``range`` of axes, which failed)."""
     rect = kind(_RECT)
     dense = _RECT.toarray()
     check_exact(lambda t: rect @ t, rand((5,), 46), dense != 0)
