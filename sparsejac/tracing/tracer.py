@@ -421,7 +421,7 @@ class Tracer:
     def transpose(self, *axes: Any) -> Any:
         """As :meth:`numpy.ndarray.transpose`."""
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):  # None, a sequence
-            axes = axes[0] if axes[0] is None else tuple(axes[0])  # (range: scipy's coo @)
+            axes = () if axes[0] is None else tuple(axes[0])  # (range: scipy's coo @)
         return np.transpose(self, axes or None)
 
     def swapaxes(self, axis1: int, axis2: int) -> Any:
