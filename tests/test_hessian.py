@@ -730,3 +730,37 @@ def test_one_off_hessian_of_a_cache_answering_near_its_key_warns():
     with pytest.warns(RuntimeWarning, match="does not depend on x") as record:
         sparsejac.hessian(m.f, x)
     assert record[0].filename == __file__
+
+
+@pytest.mark.parametrize("square", [
+    pytest.param(lambda a: a ** 2, id="power"),
+    pytest.param(lambda a: np.square(a), id="square"),
+    pytest.param(lambda a: a * a, id="same_modulus"),
+    pytest.param(None, id="two_moduli"),
+    pytest.param(lambda a: np.power(a, 2.0), id="float_power_2"),
+])
+def test_the_square_of_a_modulus_is_smooth_at_zero(square) -> None:
+    """|x|² is x²: its second derivative is 2 at 0 too. The modulus's conventional derivative
+    there (0), squared, gave 0 (a Huber loss's quadratic part gave 0 where 1)."""
+    def f(x):
+        if square is None:
+            return np.sum(np.abs(x) * np.abs(x)) + np.sum(x[:2])
+        return np.sum(square(np.abs(x))) + np.sum(x[:2])
+
+    x0 = np.array([0.0, 1.5, -2.0, 0.0])
+    np.testing.assert_array_equal(sparsejac.hessian(f, x0).toarray(), 2.0 * np.eye(4))
+    prepared = sparsejac.SparseHessian(f, np.arange(1.0, 5.0))
+    np.testing.assert_array_equal(prepared(x0).toarray(), 2.0 * np.eye(4))
+    np.testing.assert_array_equal(prepared.gradient(x0), 2 * x0 + [1, 1, 0, 0])
+    # the value is numpy's, bit for bit
+    assert f(x0) == float(np.sum(x0 ** 2) + x0[0] + x0[1])
+
+
+def test_a_huber_loss_has_its_quadratic_curvature_at_zero_residuals() -> None:
+    r0 = np.array([0.0, 0.5, 3.0])
+
+    def huber(r):
+        a = np.abs(r)
+        return np.sum(np.where(a <= 1.0, 0.5 * a ** 2, a - 0.5))
+
+    np.testing.assert_array_equal(sparsejac.hessian(huber, r0).diagonal(), [1.0, 1.0, 0.0])

@@ -462,9 +462,34 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
             raise UnsupportedPrimitiveError(
                 f"numpy.{prim.name}", f"the keyword argument `{key}=` is not supported"
             )
+        if not params and prim.name in ("power", "square", "multiply"):
+            base = _squared_modulus(prim.name, args)
+            if base is not None:  # |u|**2 is u**2, bit for bit, and smooth at u = 0
+                return bind(ELEMENTWISE["square"], (base,), {})
         return bind(prim, args, params)
 
     return handler
+
+
+def _squared_modulus(name: str, args: tuple[Any, ...]) -> Tracer | None:
+    """``u`` when ``args`` square ``np.abs(u)`` of a real ``u``.
+
+    ``abs(u) ** 2``, ``np.square(abs(u))``, ``abs(u) * abs(u)`` (either one or two moduli).
+
+    The modulus's derivative at 0 is 0 by convention; squared, it would give the smooth
+    ``u ** 2`` a second derivative of 0 there instead of 2.
+    """
+    first = args[0]
+    if not isinstance(first, Tracer) or first._var.modulus_of is None:
+        return None
+    if name == "power":
+        e = args[1]
+        if isinstance(e, Tracer) or np.ndim(e) != 0 or not np.isreal(e) or e != 2:
+            return None
+    elif name == "multiply" and not (isinstance(args[1], Tracer)
+                                     and args[1]._var.modulus_of is first._var.modulus_of):
+        return None
+    return Tracer(first._trace, first._var.modulus_of)
 
 
 def _cast_operands(name: str, args: tuple[Any, ...], dtype: np.dtype[Any], casting: str

@@ -63,7 +63,8 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "shape", "size", "sources", "tied", "value")
+    __slots__ = ("active", "dtype", "id", "kind", "modulus_of", "shape", "size", "sources",
+                 "tied", "value")
 
     def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = np.asarray(value)
@@ -82,6 +83,9 @@ class Var:
         #: a boolean that some equality ``x-dependent == constant`` holding at the trace point
         #: decided (local traces: a branch on it holds at no nearby point)
         self.tied = False
+        #: for ``np.abs(u)`` of a real ``u``: ``u`` (its square is ``u ** 2``, see
+        #: :func:`sparsejac.primitives.elementwise`'s handlers)
+        self.modulus_of: Var | None = None
         self.id = next(_ids)
 
     @property
@@ -293,6 +297,9 @@ class Trace:
         for v in inputs:
             sources |= v.sources
         out = Var(value, NODE, active=active, sources=sources)
+        if prim.name in ("absolute", "fabs") and active and value.dtype.kind == "f" and len(
+                inputs) == 1 and inputs[0].dtype.kind == "f":
+            out.modulus_of = inputs[0]
         if _compares_to_constant(prim.name, inputs):
             prim = TieChecked(prim)  # refused at the trace point and at each replay
             prim.check(value)
