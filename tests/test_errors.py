@@ -560,3 +560,30 @@ def test_writing_into_a_linspace_grid_says_grids_are_plain():
 
     with pytest.raises(sparsejac.TracedConversionError, match=r"np\.arange, np\.linspace"):
         sparsejac.jacobian(f, np.ones(3))
+
+
+_GRID = np.linspace(0.0, 3.0, 6)
+
+
+def _piecewise_over_a_plain_grid(p):
+    return np.piecewise(_GRID, [_GRID < 1.5, _GRID >= 1.5],
+                        [lambda tt: p[0] * tt, lambda tt: p[1] * tt ** 2])
+
+
+def test_a_numpy_function_given_plain_arrays_is_named_with_the_way_out() -> None:
+    """np.piecewise over a plain grid with functions of traced parameters: numpy's own code
+    fills a plain array; the error spoke of global buffers and named no numpy function."""
+    with pytest.raises(sparsejac.TracedConversionError,
+                       match=r"numpy\.piecewise converted .*test_errors\.py:\d+.*"
+                             r"np\.asarray\(t, like=x\)"):
+        sparsejac.jacobian(_piecewise_over_a_plain_grid, np.array([1.0, 2.0]))
+
+    def traced_grid(p):  # the way out the message names
+        t = np.asarray(_GRID, like=p)
+        return np.piecewise(t, [_GRID < 1.5, _GRID >= 1.5],
+                            [lambda tt: p[0] * tt, lambda tt: p[1] * tt ** 2])
+
+    expect = np.zeros((6, 2))
+    expect[:3, 0], expect[3:, 1] = _GRID[:3], _GRID[3:] ** 2
+    np.testing.assert_array_equal(sparsejac.jacobian(traced_grid, np.array([1.0, 2.0])).toarray(),
+                                  expect)

@@ -75,6 +75,44 @@ def library_caller() -> str | None:
     return found
 
 
+def numpy_site() -> str | None:
+    """``numpy.<function>`` whose own Python code converts a traced value, or None.
+
+    The user called it with plain array arguments (np.piecewise over a plain grid with
+    functions of traced values), so numpy did not hand the call to sparsejac.
+    """
+    frame = sys._getframe(2)
+    found = None
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        top = module.partition(".")[0]
+        if top not in _OWN_PACKAGES:
+            return found if not _installed(frame.f_code.co_filename) else None
+        if top == "numpy" and not frame.f_code.co_name.startswith("_"):
+            found = f"numpy.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def array_conversion_message(shape: tuple[int, ...], dtype: Any) -> str:
+    """The error for a traced array converted to a plain one (``__array__``)."""
+    site = numpy_site()
+    if site is not None:
+        return library_message(site)
+    return (
+        f"a traced array ({shape}, {dtype}) was converted to a plain numpy array"
+        f"{user_line()} (by a call the tracer cannot follow, or assignment into a plain "
+        "array: made outside f (a global buffer), a copy of one (k.copy(), k * 1.0: "
+        "write np.copy(k)), a grid or index array (np.arange, np.linspace: plain), or "
+        "`zeros(n)` after `from numpy import zeros`, which the tracer cannot see). That "
+        "would lose its dependence on x. Create output arrays inside f (np.zeros(n), "
+        "np.empty(n) there are traceable) or from x: out = np.zeros_like(x), "
+        "np.empty_like(x), np.zeros(shape, like=x), np.arange(n, like=x). A list of traced "
+        "values becomes an array with np.stack([...]) or np.array([...]) in f; "
+        "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
+    )
+
+
 def _public_name(frame: Any, module: str) -> str:
     """``package.function`` for a library frame.
 
@@ -152,6 +190,16 @@ def library_message(site: str, param: bool = False) -> str:
             f"rule for {site}. Write that term with numpy (np.interp(t, tp, fp) for a table "
             "of values in time, np.where for a switch), or pass `sparsity=` and use "
             "mode='fd' (finite differences) for this f."
+        )
+    if site.startswith("numpy."):
+        return (
+            f"{site} converted a value computed from x to a plain numpy array in numpy's own "
+            f"code{user_line()}: its array arguments were plain, so numpy ran its own code "
+            "instead of handing the call to sparsejac, and stored the traced values (from "
+            "functions, lists or arrays it was given) into a plain array it made. Pass the "
+            "array argument traced: pass np.stack([a, b]) instead of a list [a, b] of traced "
+            "values, np.asarray(t, like=x) for a constant; or write the step with np.where, "
+            "np.concatenate and the other functions of docs/supported.md."
         )
     return (
         f"{site} received a traced array and converted it to a plain numpy array "

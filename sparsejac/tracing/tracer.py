@@ -27,7 +27,12 @@ from sparsejac.errors import (
     TracedConversionError,
     UnsupportedPrimitiveError,
 )
-from sparsejac.tracing.callers import library_caller, library_message, user_line
+from sparsejac.tracing.callers import (
+    array_conversion_message,
+    library_caller,
+    library_message,
+    user_line,
+)
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.keys import basic_positions
 from sparsejac.tracing.operands import defers as _defers
@@ -218,18 +223,7 @@ class Tracer:
                 "and create output arrays inside f (np.zeros(n), np.empty(n) there are "
                 "traceable) or from x: out = np.zeros_like(x), np.empty_like(x), or "
                 "np.zeros(shape, like=x).")
-        raise TracedConversionError(
-            f"a traced array ({self.shape}, {self.dtype}) was converted to a plain numpy array"
-            f"{user_line()} (by a call the tracer cannot follow, or assignment into a plain "
-            "array: made outside f (a global buffer), a copy of one (k.copy(), k * 1.0: "
-            "write np.copy(k)), a grid or index array (np.arange, np.linspace: plain), or "
-            "`zeros(n)` after `from numpy import zeros`, which the tracer cannot see). That "
-            "would lose its dependence on x. Create output arrays inside f (np.zeros(n), "
-            "np.empty(n) there are traceable) or from x: out = np.zeros_like(x), "
-            "np.empty_like(x), np.zeros(shape, like=x), np.arange(n, like=x). A list of traced "
-            "values becomes an array with np.stack([...]) or np.array([...]) in f; "
-            "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
-        )
+        raise TracedConversionError(array_conversion_message(self.shape, self.dtype))
 
     def _concrete_zero_derivative(self, what: str) -> np.ndarray:
         """Value for an operation whose result has zero derivative (bool, int, index)."""
