@@ -40,7 +40,14 @@ from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
 from sparsejac.primitives.derive import mul0_matmul
 from sparsejac.sparse_jacobian import bind_arguments
 from sparsejac.tracing import Program, trace
-from sparsejac.validation import check_args, check_callable, check_kwargs, check_subset, check_x
+from sparsejac.validation import (
+    check_args,
+    check_callable,
+    check_kwargs,
+    check_params,
+    check_subset,
+    check_x,
+)
 from sparsejac.verifying import Verifier, _same_args, watch
 
 __all__ = ["SparseHessian", "hessian", "hessian_sparsity"]
@@ -453,7 +460,7 @@ class SparseHessian(PlanView):
               ) -> tuple[np.ndarray, Any, _State]:
         """H's values (CSR order), the gradient at ``x``, and the preparation used."""
         xa = check_x(x, self._x0.shape, of="this Hessian")
-        ps = self._params0 if params is None else tuple(params)
+        ps = self._params0 if params is None else check_params(params, like=self._params0)
         state = self._checked_state(xa, ps, state)
         with np.errstate(all="ignore"):  # (f itself ran under the caller's: the check's call)
             data, grad = state.plan.evaluate_with_value(xa, ps)
@@ -541,7 +548,7 @@ class SparseHessian(PlanView):
         """
         state = self._use_args(tuple(args) if args else None)
         xa = check_x(x, self._x0.shape, of="this Hessian")
-        ps = self._params0 if params is None else tuple(params)
+        ps = self._params0 if params is None else check_params(params, like=self._params0)
         g = gradient_call(self._checked_state(xa, ps, state).program)(xa, *ps)
         return np.asarray(g, dtype=np.float64).reshape(self._x0.shape)
 
@@ -562,7 +569,7 @@ class SparseHessian(PlanView):
         """
         state = self._use_args(tuple(args) if args else None)
         xa = check_x(x, self._x0.shape, of="this Hessian")
-        ps = self._params0 if params is None else tuple(params)
+        ps = self._params0 if params is None else check_params(params, like=self._params0)
         key = xa.tobytes()
         cache = self._cache
         state = self._checked_state(xa, ps, state)  # a kept H is stale once f has changed

@@ -252,6 +252,8 @@ class SparseJacobian(PlanView):
             "workers": check_fd_workers(workers, self._mode),
             "bounds": check_fd_bounds(bounds, self._x0, self._mode)}
         self._params0 = check_params(params)
+        #: the parameter shapes (a float for a scalar parameter passes the fast path unchecked)
+        self._scalar_param = len(self._params0) == 1 and np.ndim(self._params0[0]) == 0
         self._verify = bool(verify)
         self._check = Verifier(self._x0)
         self._lock = threading.RLock()
@@ -364,6 +366,9 @@ class SparseJacobian(PlanView):
             return None
         tape, (kernel, kernel0, ints, floats, nnz, m, _, work) = fast
         ps = self._params0 if params is None else params
+        if params is not None and not (self._scalar_param and len(params) == 1
+                                       and type(params[0]) is float):
+            ps = check_params(params, like=self._params0)
         pv = tape.param_vector(ps)
         if pv is None:
             return None
@@ -535,7 +540,7 @@ class SparseJacobian(PlanView):
         else:
             state = self._state
         xa = check_x(x, self._x0.shape)
-        ps = self._params0 if params is None else check_params(params)
+        ps = self._params0 if params is None else check_params(params, like=self._params0)
         plan = state.plan
         data, fx = plan.evaluate_with_value(xa, ps, out)
         if plan.replays and self._verify and not self._check.agrees(state, fx, xa, ps):
@@ -692,7 +697,8 @@ class SparseJacobian(PlanView):
         from sparsejac.operators import linearized  # scipy.sparse.linalg: on first use
 
         xa = check_x(x, self._x0.shape)
-        return linearized(self, xa, self._params0 if params is None else check_params(params),
+        return linearized(self, xa, self._params0 if params is None else
+                          check_params(params, like=self._params0),
                           params is not None)
 
     # -- introspection -------------------------------------------------------------------

@@ -261,8 +261,12 @@ exact and uses no step. Drop `fd_method`, or pass mode='fd'.
     return method
 
 
-def check_params(params: Any) -> tuple[Any, ...]:
+def check_params(params: Any, like: Sequence[Any] | None = None) -> tuple[Any, ...]:
     """``params`` as a tuple of real numbers or arrays, or a clear error naming it.
+
+    With ``like`` (the values a Jacobian was prepared with), each must have the shape of its
+    counterpart, the shapes the recorded program holds for (a one-element array for a
+    number, and the reverse, passes: its values are the same).
 
     Examples
     --------
@@ -285,6 +289,16 @@ def check_params(params: Any) -> tuple[Any, ...]:
         if kind not in "biuf":
             raise TypeError(f"`params[{i}]` must be a real number or array; got "
                             f"{type(p).__name__} {p!r}"[:200])
+    if like is not None:
+        if len(params) != len(like):
+            raise ValueError(f"`params` has {len(params)} values; this was prepared with "
+                             f"{len(like)}")
+        for i, (p, q) in enumerate(zip(params, like, strict=True)):
+            if np.shape(p) != np.shape(q) and not (np.size(p) == 1 == np.size(q)):
+                raise ValueError(
+                    f"`params[{i}]` has shape {np.shape(p)}; this was prepared with shape "
+                    f"{np.shape(q)}, and its recorded program holds for that shape only: "
+                    "prepare again for parameters of another shape")
     return tuple(params)
 
 

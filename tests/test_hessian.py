@@ -549,8 +549,17 @@ def test_multipliers_of_the_wrong_length_are_refused():
         with pytest.raises(ValueError, match="`v` has"):
             ch(np.ones(3), v)
     h = sparsejac.SparseHessian(lambda x, v: np.sum(v * x ** 2), np.ones(3), params=(np.ones(3),))
-    with pytest.raises(ValueError, match="`params`"):
+    with pytest.raises(ValueError, match=r"`params\[0\]` has shape \(1,\); this was prepared "
+                       r"with shape \(3,\)"):
         h.evaluate(np.ones(3), params=(np.ones(1),))
+    # a (3, 1) weight: numpy would broadcast f to another shape; it said "f must be
+    # deterministic"
+    for call in (h.evaluate, h.gradient):
+        with pytest.raises(ValueError, match=r"`params\[0\]` has shape \(3, 1\)"):
+            call(np.ones(3), params=(np.ones((3, 1)),))
+    j = sparsejac.SparseJacobian(lambda x, w: w * x ** 3, np.ones(3), params=(np.ones(3),))
+    with pytest.raises(ValueError, match=r"`params\[0\]` has shape \(3, 1\)"):
+        j.evaluate(np.ones(3), params=(np.ones((3, 1)),))
 
 
 def test_hessians_pickle_and_copy(tmp_path, monkeypatch):
