@@ -24,6 +24,7 @@ from sparsejac.detection import program_sparsity
 from sparsejac.errors import ConcretizationError
 from sparsejac.pattern import SparsityPattern
 from sparsejac.tracing import Program, trace
+from sparsejac.tracing.program import check_ties
 from sparsejac.validation import check_subset, check_within
 
 __all__ = ["Engine"]
@@ -197,6 +198,7 @@ class RetraceEngine:
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """Trace at ``x``, check the local pattern against the plan's, eager products."""
         prog = trace(self.call, x, local=True, params=params, name=self.name)
+        check_ties(prog)
         check_subset(program_sparsity(prog, local=True), self.pattern)
         return _eager_data(prog, c, out), None
 

@@ -40,6 +40,7 @@ from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
 from sparsejac.primitives.derive import mul0_matmul
 from sparsejac.sparse_jacobian import bind_arguments
 from sparsejac.tracing import Program, trace
+from sparsejac.tracing.program import check_ties
 from sparsejac.validation import (
     check_args,
     check_callable,
@@ -188,6 +189,7 @@ def _local_hessian(call: Callable[..., Any], x: np.ndarray, params: tuple[Any, .
     branches, by the columns of a natural colouring, made exactly symmetric.
     """
     prog = _scalar_program(call, x, params, "f", local=True)
+    check_ties(prog)
     warn_constant_branch(prog, "f", "Hessian", 4)  # (the caller of sparsejac.hessian)
     with np.errstate(all="ignore"):  # (derivatives: inf * 0 at a singular point)
         return _local_hessian_of(prog, x, params)
@@ -354,6 +356,7 @@ class SparseHessian(PlanView):
         call = bind_arguments(self._f, args, kwargs)
         try:
             prog = _scalar_program(call, self._x0, self._params0, self._name)
+            check_ties(prog)
         except ConcretizationError as e:  # (local=True is no option of a prepared Hessian)
             raise ConcretizationError(str(e).replace(
                 "or ask for a pattern valid at this x only with local=True.", "or, for one x, "

@@ -67,6 +67,7 @@ from sparsejac.errors import (
 from sparsejac.memory import TRIM_NNZ, preparation_heap, return_freed_memory
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.tracing import Program, no_cyclic_gc
+from sparsejac.tracing.program import check_ties
 from sparsejac.validation import check_compressed_size, check_subset
 
 __all__ = [
@@ -520,6 +521,8 @@ def prepare(
                                 "black-box f.") from exc
             raise
         retrace = program is None
+        if program is not None and mode != "fd":
+            check_ties(program)  # derivatives of a special case taken at exactly this x
         if program is None:
             pattern = as_pattern(sparsity, name="sparsity")
         else:

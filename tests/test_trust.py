@@ -1110,3 +1110,46 @@ def test_a_replay_keeps_the_warnings_f_silenced_to_itself():
         warnings.simplefilter("error")
         J = jac(np.zeros(3))
     assert np.isfinite(J.toarray()).all()
+
+
+def test_a_tie_does_not_stop_detection_finite_differences_or_flat_selections():
+    """The tie refusal is for derivatives taken at the tie: patterns, finite differences and
+    equalities of a value that is flat there (relu, clip, minimum) pass, as before."""
+    def f(x):
+        return np.where(x == 0, 0.0, x ** 2)
+
+    z = np.zeros(3)
+    np.testing.assert_array_equal(sparsejac.jacobian_sparsity(f, z).toarray(), np.eye(3))
+    np.testing.assert_array_equal(
+        sparsejac.hessian_sparsity(lambda x: np.sum(f(x)), z).toarray(), np.eye(3))
+    fd = sparsejac.jacobian(f, z, mode="fd").toarray()
+    assert np.all(np.abs(fd) < 1e-7)
+    with pytest.raises(sparsejac.ConcretizationError, match="holds at this x only"):
+        sparsejac.jacobian(f, z)
+    with pytest.raises(sparsejac.ConcretizationError, match="holds at this x only"):
+        sparsejac.SparseHessian(lambda x: np.sum(f(x)), z)
+    x = np.array([-1.0, -2.0, -3.0])
+    np.testing.assert_array_equal(
+        sparsejac.jacobian(lambda x: np.where(np.maximum(x, 0) == 0, 0.1 * x, x), x).toarray(),
+        0.1 * np.eye(3))
+    np.testing.assert_array_equal(
+        sparsejac.jacobian(lambda x: np.where(np.clip(x, -1, 1) == 1, 3 * x, x), -x).toarray(),
+        3 * np.eye(3))
+
+    def penalised(x):  # a penalty that vanishes where the constraint holds
+        v = np.maximum(0.0, x - 5.0)
+        return np.where(v == 0, x ** 2, x ** 2 + 100 * v ** 2)
+
+    jac = sparsejac.SparseJacobian(penalised, np.array([1.0, 7.0]))
+    np.testing.assert_array_equal(jac(np.array([1.0, 2.0])).toarray(), np.diag([2.0, 4.0]))
+
+
+def test_a_strong_exponent_keeps_numpy_promotion_of_a_squared_modulus():
+    """abs(float32) ** np.float64(2) is float64 in numpy: not recorded as a float32 square."""
+    def f(v):
+        return np.abs(v.astype(np.float32)) ** np.float64(2)
+
+    x = np.array([0.3, -1.7, 0.1])
+    J = sparsejac.jacobian(f, x).toarray()
+    u = x.astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(J, np.diag(2 * u), rtol=1e-7)

@@ -486,6 +486,8 @@ def _squared_modulus(name: str, args: tuple[Any, ...]) -> Tracer | None:
         e = args[1]
         if isinstance(e, Tracer) or np.ndim(e) != 0 or not np.isreal(e) or e != 2:
             return None
+        if np.result_type(first._var.dtype, e) != first._var.dtype:  # a strong exponent
+            return None  # promotes (np.float64(2) on float32): numpy's own power
     elif name == "multiply" and not (isinstance(args[1], Tracer)
                                      and args[1]._var.modulus_of is first._var.modulus_of):
         return None

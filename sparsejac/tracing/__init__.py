@@ -350,6 +350,6 @@ def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any
         out = _output_var(tr, result, name)
     return Program(
         x=xvar, params=pvars, nodes=tr.nodes, out=out,
-        value_dependent=tr.value_dependent, local=local,
+        value_dependent=tr.value_dependent, local=local, ties=tr.ties,
     )
 

@@ -31,7 +31,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Node", "Operation", "Program", "Trace", "Var", "current_trace"]
+from sparsejac.errors import ConcretizationError
+
+__all__ = ["Node", "Operation", "Program", "Trace", "Var", "check_ties", "current_trace"]
 
 _ids = itertools.count()
 
@@ -63,8 +65,8 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "modulus_of", "shape", "size", "sources",
-                 "tied", "value")
+    __slots__ = ("active", "dtype", "id", "kind", "modulus_of", "piecewise", "shape", "size",
+                 "sources", "tied", "value")
 
     def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = np.asarray(value)
@@ -86,6 +88,9 @@ class Var:
         #: for ``np.abs(u)`` of a real ``u``: ``u`` (its square is ``u ** 2``, see
         #: :func:`sparsejac.primitives.elementwise`'s handlers)
         self.modulus_of: Var | None = None
+        #: computed through a selection that can be flat (np.maximum, np.clip, np.where ...):
+        #: an equality of it and a constant may hold on a whole neighbourhood
+        self.piecewise = False
         self.id = next(_ids)
 
     @property
@@ -186,6 +191,9 @@ class Program:
     value_dependent: bool = False
     local: bool = False
     notes: list[str] = field(default_factory=list)
+    #: equalities that held at this x only (:func:`check_tie`'s messages): refused by the
+    #: derivative engines (:func:`check_ties`), not by detection or finite differences
+    ties: list[str] = field(default_factory=list)
 
     @property
     def n_in(self) -> int:
@@ -261,6 +269,7 @@ class Trace:
         self.nodes: list[Node] = []
         self.value_dependent = False
         self.closed = False
+        self.ties: list[str] = []
 
     def new_input(self, value: np.ndarray, kind: str) -> Var:
         """A fresh input (active) or param (inactive) variable."""
@@ -300,9 +309,14 @@ class Trace:
         if prim.name in ("absolute", "fabs") and active and value.dtype.kind == "f" and len(
                 inputs) == 1 and inputs[0].dtype.kind == "f":
             out.modulus_of = inputs[0]
+        out.piecewise = prim.name in _PIECEWISE or any(v.piecewise for v in inputs)
         if _compares_to_constant(prim.name, inputs):
-            prim = TieChecked(prim)  # refused at the trace point and at each replay
-            prim.check(value)
+            prim = prim if isinstance(prim, TieChecked) else TieChecked(prim)  # noted here,
+            # refused at each replay
+            try:
+                prim.check(value)
+            except ConcretizationError as exc:
+                self.ties.append(str(exc))
         if self.local and value.dtype == bool and sources & FROM_X:
             out.tied = _tied(prim.name, inputs, value)
         self.nodes.append(Node(prim, inputs, params, out))
@@ -319,7 +333,8 @@ def _compares_to_constant(name: str, inputs: tuple[Var, ...]) -> bool:
     A rule's own comparison (xlogy's ``x == 0``) is not: the rule handles its special case.
     """
     if not (name in ("equal", "not_equal") and len(inputs) == 2
-            and any(v.active for v in inputs) and any(v.kind == CONST for v in inputs)):
+            and any(v.active for v in inputs) and any(v.kind == CONST for v in inputs)
+            and not any(v.piecewise for v in inputs)):  # (relu == 0 holds where it is flat)
         return False
     from sparsejac.tracing.callers import called_by_a_rule
 
@@ -343,16 +358,33 @@ def check_tie(name: str, value: Any, where: str = "") -> None:
     v = np.asarray(value)
     if not v.size or not (bool(np.all(v)) if name == "equal" else not bool(np.any(v))):
         return
-    from sparsejac.errors import ConcretizationError
-
     op = "==" if name == "equal" else "!="
     raise ConcretizationError(
-        f"`{op}` between a value depending on x and a constant holds at this x only{where} "
+        f"the equality behind `{op}` between a value depending on x and a constant holds at "
+        f"this x only{where} "
         "(at every element, and at no point near it): what f computes from it (np.where(k == "
         "0, limit, formula), a branch, a cache keyed on x) is a special case at exactly this "
         "point, whose derivative is not f's. Write the special case under an inequality, "
         "e.g. np.where(np.abs(k) < 1e-8, taylor_expansion, formula) (np.sinc for sin(x)/x), "
         "or differentiate at a nearby point.")
+
+
+#: selections whose result can be flat over a neighbourhood (a constant branch chosen)
+_PIECEWISE = frozenset({"maximum", "minimum", "fmax", "fmin", "where", "clip", "select",
+                        "piecewise", "heaviside", "copysign"})
+
+
+def check_ties(prog: Program) -> None:
+    """Refuse to differentiate a program whose trace met a tie (:func:`check_tie`).
+
+    Raises
+    ------
+    ConcretizationError
+        The first tie's message. Detection and finite differences do not call this: a
+        pattern or a difference quotient needs no derivative of the branch taken.
+    """
+    if prog.ties:
+        raise ConcretizationError(prog.ties[0])
 
 
 class TieChecked:
@@ -374,7 +406,8 @@ class TieChecked:
     def impl(self, *args: Any, **params: Any) -> Any:
         """The comparison, refused where it is a tie."""
         out = self._prim.impl(*args, **params)
-        self.check(out)
+        if current_trace() is None:  # a replay (a trace notes the tie instead: Trace.emit)
+            self.check(out)
         return out
 
 
