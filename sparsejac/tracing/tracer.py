@@ -415,7 +415,9 @@ class Tracer:
     def transpose(self, *axes: Any) -> Any:
         """As :meth:`numpy.ndarray.transpose`."""
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):  # None, a sequence
-            axes = () if axes[0] is None else tuple(axes[0])  # (range: scipy's coo @)
+            if axes[0] is None:
+                return np.transpose(self)
+            return np.transpose(self, tuple(axes[0]))  # (a range: scipy's coo u @ L; () too)
         return np.transpose(self, axes or None)
 
     def swapaxes(self, axis1: int, axis2: int) -> Any:

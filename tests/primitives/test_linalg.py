@@ -247,3 +247,14 @@ def test_numpy2_array_api_spellings(name: str) -> None:
     want = np.array([(np.asarray(f(x + 1e-6 * e)) - np.asarray(f(x - 1e-6 * e))).ravel()
                      / 2e-6 for e in np.eye(12)]).T
     np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-7, atol=1e-9)
+
+
+def test_traced_transpose_takes_axes_as_numpy_does() -> None:
+    """A range, None, separate ints, and an empty tuple (numpy's error for a 2-D array; it
+    reversed the axes)."""
+    x = rand((6,), 52)
+    for call in (lambda a: a.transpose(range(1, -1, -1)), lambda a: a.transpose(None),
+                 lambda a: a.transpose(1, 0), lambda a: a.transpose()):
+        check_exact(lambda t, call=call: call(t.reshape(2, 3)).ravel(), x)
+    with pytest.raises(ValueError, match="axes don't match array"):
+        sparsejac.jacobian(lambda t: t.reshape(2, 3).transpose(()).ravel(), x)
