@@ -1153,3 +1153,23 @@ def test_a_strong_exponent_keeps_numpy_promotion_of_a_squared_modulus():
     J = sparsejac.jacobian(f, x).toarray()
     u = x.astype(np.float32).astype(np.float64)
     np.testing.assert_allclose(J, np.diag(2 * u), rtol=1e-7)
+
+
+def test_a_tie_written_as_logical_not_or_a_bool_cast_is_refused_too():
+    """np.logical_not(k) is k == 0 and k.astype(bool) is k != 0: the same special case at
+    k = 0; patterns and points off the tie are unchanged."""
+    def by_not(p):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return p[1] * np.where(np.logical_not(p[0]), _T, -np.expm1(-p[0] * _T) / p[0])
+
+    def by_cast(p):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return p[1] * np.where(p[0].astype(bool), -np.expm1(-p[0] * _T) / p[0], _T)
+
+    for f, op in ((by_not, "np.logical_not"), (by_cast, r"astype\(bool\)")):
+        with pytest.raises(sparsejac.ConcretizationError, match=f"behind `{op}`"):
+            sparsejac.jacobian(f, np.array([0.0, 2.0]))
+        p = np.array([0.4, 2.0])
+        np.testing.assert_allclose(sparsejac.jacobian(f, p).toarray(), _rise_jacobian(p),
+                                   rtol=1e-12, atol=1e-14)
+        assert sparsejac.jacobian_sparsity(f, np.array([0.0, 2.0])).nnz == 10

@@ -310,7 +310,7 @@ class Trace:
                 inputs) == 1 and inputs[0].dtype.kind == "f":
             out.modulus_of = inputs[0]
         out.piecewise = prim.name in _PIECEWISE or any(v.piecewise for v in inputs)
-        if _compares_to_constant(prim.name, inputs):
+        if _compares_to_constant(prim.name, inputs, value):
             prim = prim if isinstance(prim, TieChecked) else TieChecked(prim)  # noted here,
             # refused at each replay
             try:
@@ -327,14 +327,19 @@ class Trace:
         self.value_dependent = True
 
 
-def _compares_to_constant(name: str, inputs: tuple[Var, ...]) -> bool:
+def _compares_to_constant(name: str, inputs: tuple[Var, ...], value: Any = None) -> bool:
     """Whether a node is the user's ``a == c`` or ``a != c`` (``a`` differentiable, ``c`` constant).
 
-    A rule's own comparison (xlogy's ``x == 0``) is not: the rule handles its special case.
+    Also ``np.logical_not(a)`` (``a == 0``) and ``a.astype(bool)`` (``a != 0``). A rule's own
+    comparison (xlogy's ``x == 0``) is not: the rule handles its special case.
     """
-    if not (name in ("equal", "not_equal") and len(inputs) == 2
-            and any(v.active for v in inputs) and any(v.kind == CONST for v in inputs)
-            and not any(v.piecewise for v in inputs)):  # (relu == 0 holds where it is flat)
+    if any(v.piecewise for v in inputs):  # (relu == 0 holds where it is flat)
+        return False
+    if name in ("logical_not", "astype") and len(inputs) == 1:
+        if not (inputs[0].active and np.asarray(value).dtype == bool):
+            return False
+    elif not (name in ("equal", "not_equal") and len(inputs) == 2
+              and any(v.active for v in inputs) and any(v.kind == CONST for v in inputs)):
         return False
     from sparsejac.tracing.callers import called_by_a_rule
 
@@ -356,9 +361,11 @@ def check_tie(name: str, value: Any, where: str = "") -> None:
         Naming the user's line and the ways out.
     """
     v = np.asarray(value)
-    if not v.size or not (bool(np.all(v)) if name == "equal" else not bool(np.any(v))):
+    equal = name in ("equal", "logical_not")  # (a.astype(bool), not_equal: a != 0)
+    if not v.size or not (bool(np.all(v)) if equal else not bool(np.any(v))):
         return
-    op = "==" if name == "equal" else "!="
+    op = {"equal": "==", "not_equal": "!=", "logical_not": "np.logical_not",
+          "astype": "astype(bool)"}.get(name, name)
     raise ConcretizationError(
         f"the equality behind `{op}` between a value depending on x and a constant holds at "
         f"this x only{where} "
