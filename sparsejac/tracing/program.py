@@ -310,15 +310,16 @@ class Trace:
                 inputs) == 1 and inputs[0].dtype.kind == "f":
             out.modulus_of = inputs[0]
         out.piecewise = prim.name in _PIECEWISE or any(v.piecewise for v in inputs)
+        tie = False
         if _compares_to_constant(prim.name, inputs, value):
-            prim = prim if isinstance(prim, TieChecked) else TieChecked(prim)  # noted here,
-            # refused at each replay
-            try:
-                prim.check(value)
-            except ConcretizationError as exc:
-                self.ties.append(str(exc))
+            checked = prim if isinstance(prim, TieChecked) else TieChecked(prim)
+            prim = checked  # noted here (derivative engines refuse it), refused at replays
+            tie = holds_everywhere(checked.name, value)
+            if tie:
+                self.ties.append(tie_message(checked.name, checked.where))
         if self.local and value.dtype == bool and sources & FROM_X:
-            out.tied = _tied(prim.name, inputs, value)
+            # a branch on it, or on a boolean computed from it, holds at no nearby point
+            out.tied = tie or any(v.tied for v in inputs)
         self.nodes.append(Node(prim, inputs, params, out))
         return out
 
@@ -360,13 +361,27 @@ def check_tie(name: str, value: Any, where: str = "") -> None:
     ConcretizationError
         Naming the user's line and the ways out.
     """
+    if holds_everywhere(name, value):
+        raise ConcretizationError(tie_message(name, where))
+
+
+def holds_everywhere(name: str, value: Any) -> bool:
+    """Whether the equality behind comparison ``name`` holds at every element of ``value``.
+
+    ``==`` and ``np.logical_not`` (``a == 0``) true everywhere; ``!=`` and ``astype(bool)``
+    (``a != 0``) false everywhere; never for an empty result.
+    """
     v = np.asarray(value)
-    equal = name in ("equal", "logical_not")  # (a.astype(bool), not_equal: a != 0)
-    if not v.size or not (bool(np.all(v)) if equal else not bool(np.any(v))):
-        return
+    if not v.size:
+        return False
+    return bool(np.all(v)) if name in ("equal", "logical_not") else not bool(np.any(v))
+
+
+def tie_message(name: str, where: str = "") -> str:
+    """The error of a tie (:func:`check_tie`) for comparison ``name`` at the user's line."""
     op = {"equal": "==", "not_equal": "!=", "logical_not": "np.logical_not",
           "astype": "astype(bool)"}.get(name, name)
-    raise ConcretizationError(
+    return (
         f"the equality behind `{op}` between a value depending on x and a constant holds at "
         f"this x only{where} "
         "(at every element, and at no point near it): what f computes from it (np.where(k == "
@@ -401,11 +416,11 @@ class TieChecked:
         from sparsejac.tracing.callers import user_line
 
         self._prim = prim
-        self._where = user_line()  # f's line, recorded while f runs
+        self.where = user_line()  # f's line, recorded while f runs
 
     def check(self, value: Any) -> None:
         """Refuse ``value`` (this comparison's result) if it is a tie."""
-        check_tie(self._prim.name, value, self._where)
+        check_tie(self._prim.name, value, self.where)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._prim, name)
@@ -416,25 +431,6 @@ class TieChecked:
         if current_trace() is None:  # a replay (a trace notes the tie instead: Trace.emit)
             self.check(out)
         return out
-
-
-def _tied(name: str, inputs: tuple[Var, ...], value: np.ndarray) -> bool:
-    """Whether a boolean result is decided by an equality of ``x`` and a constant that holds.
-
-    ``x[0] == c`` or ``np.all(x == key)`` (a cache keyed on ``x``, a special case at a value)
-    true at the trace point is false at every nearby point: a branch on it is no branch of
-    f's neighbourhood. A tie is an equality of a differentiable (floating, x-dependent)
-    operand and a constant that holds at every element (an element-wise equality that holds
-    at some elements only, as ``u == 0`` on a boundary, decides nothing alone). Equal
-    x-dependent operands (``y == y``, a converged iteration) are not ties: they may stay
-    equal. A boolean computed from a tie is one as well.
-    """
-    if name in ("equal", "not_equal"):
-        if len(inputs) != 2 or not any(v.active for v in inputs) or not any(
-                v.kind == CONST for v in inputs):
-            return False  # (a count, an index, a sign or a floor of x has no derivative)
-        return bool(np.all(value if name == "equal" else ~value))
-    return any(v.tied for v in inputs)
 
 
 class _Stack(threading.local):
