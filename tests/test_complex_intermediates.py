@@ -260,3 +260,22 @@ def test_a_complex_buffer_is_refused_with_its_line_and_the_way_out():
                        match=r"\(at test_complex_intermediates\.py:\d+: `b\[:\] = .*"
                        r"complex buffers.*re \+ 1j \* im"):
         sparsejac.jacobian(_complex_buffer, np.ones(3))
+
+
+def _masked_by_complex_equality(x: Any) -> Any:
+    z = x[:2] + 1j * x[2:]
+    return np.where(z == 1 + 0j, 0.0, 1.0) * x[:2] ** 2 + np.where(z != z[::-1], x[:2], 0.0)
+
+
+def test_complex_equality_compares_both_parts_at_every_replay() -> None:
+    """``z == c`` and ``z != w`` of complex intermediates compare both parts as traced
+    comparisons. ``==`` was Python's identity (always False), baked into a prepared Jacobian:
+    replayed where z == 1, row 0 kept the derivative 2 x[0] of the branch f does not take.
+    Oracle: f's own branch, the hand derivative of the branch taken."""
+    prepared = sparsejac.SparseJacobian(_masked_by_complex_equality, np.array([3.0, 2, 1, 1]))
+    for x in (np.array([1.0, 2, 0, 1]), np.array([3.0, 3, 1, 1]), np.array([2.0, 5, 1, 0])):
+        z = x[:2] + 1j * x[2:]
+        expected = np.zeros((2, 4))
+        expected[[0, 1], [0, 1]] = np.where(z == 1, 0.0, 2 * x[:2]) + (z != z[::-1])
+        for jac in (prepared(x), sparsejac.jacobian(_masked_by_complex_equality, x)):
+            np.testing.assert_array_equal(jac.toarray(), expected)

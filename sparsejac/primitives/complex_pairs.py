@@ -7,11 +7,12 @@ parts, so derivatives with respect to the real ``x`` are the ordinary real ones,
 the functions that are not holomorphic (``abs``, ``conj``, ``angle``, ``.real``, ``.imag``):
 nothing in detection or differentiation knows about complex numbers.
 
-Supported: ``+ - * /`` and ``negative``, ``conj``, ``exp``, ``abs``, ``square``, ``np.real``,
-``np.imag``, ``np.angle``, ``np.real_if_close`` (parts known to be zero), ``.real``/``.imag``/
-``.conj()``, indexing, real-linear numpy functions applied to both parts (``sum``, ``mean``,
-``reshape``, ``transpose``, ``roll``, ``fftshift``, ...), and ``np.fft`` transforms (constant
-matrices along the transformed axes: dense, as the transform is). Anything else raises
+Supported: ``+ - * /`` and ``negative``, ``==`` and ``!=`` (both parts compared), ``conj``,
+``exp``, ``abs``, ``square``, ``np.real``, ``np.imag``, ``np.angle``, ``np.real_if_close``
+(parts known to be zero), ``.real``/``.imag``/``.conj()``, indexing, real-linear numpy
+functions applied to both parts (``sum``, ``mean``, ``reshape``, ``transpose``, ``roll``,
+``fftshift``, ...), and ``np.fft`` transforms (constant matrices along the transformed axes:
+dense, as the transform is). Anything else raises
 :class:`~sparsejac.errors.UnsupportedPrimitiveError`; a complex result of ``f`` is refused.
 """
 
@@ -160,6 +161,12 @@ class ComplexPair:
             "comparison", "of a complex intermediate (complex numbers have no order)")
 
     __lt__ = __le__ = __gt__ = __ge__ = _compare
+
+    def __eq__(self, o: Any) -> Any:
+        return np.equal(self, o)
+
+    def __ne__(self, o: Any) -> Any:
+        return np.not_equal(self, o)
 
     def mean(self, *args: Any, **kwargs: Any) -> Any:
         """As ndarray.mean."""
@@ -340,6 +347,11 @@ def pair_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: di
             inputs[1]))), {})
         nr, ni = _split(num)
         return _make(_apply(lambda p: p / den, nr), _apply(lambda p: p / den, ni), shape)
+    if ufunc in (np.equal, np.not_equal):  # both parts equal; each a traced comparison
+        (ar, ai), (br, bi) = parts
+        same = np.logical_and(np.equal(_full(ar, shape), _full(br, shape)),
+                              np.equal(_full(ai, shape), _full(bi, shape)))
+        return same if ufunc is np.equal else np.logical_not(same)
     if len(parts) != 1:  # a binary ufunc without a rule for complex values (power, maximum)
         raise _refuse(name)
     (ar, ai), = parts

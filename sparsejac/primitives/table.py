@@ -38,9 +38,10 @@ FAMILIES: dict[str, str] = {
                "recompute the selection at every point.",
     "complex": "Complex intermediates with real x and real outputs: a complex value is a pair "
                "of real traced arrays (real, imaginary part); `+ - * /`, `conj`, `exp`, `abs`, "
-               "`square`, real-linear functions (`sum`, `reshape`, `roll`, ...) and the "
-               "functions below act on the pair, so abs, conj and angle (not holomorphic) are "
-               "exact. Other operations on a complex value, and a complex result of f, raise.",
+               "`square`, `==` and `!=` (both parts), real-linear functions (`sum`, "
+               "`reshape`, `roll`, ...) and the functions below act on the pair, so abs, "
+               "conj and angle (not holomorphic) are exact. Other operations on a complex "
+               "value, and a complex result of f, raise.",
     "creation": "Array creation from a traced array, and queries.",
     "stats": "`scipy.stats` distributions: the methods of scipy's generic classes, traced for "
              "the distributions listed (frozen or not).",
