@@ -1173,3 +1173,34 @@ def test_a_tie_written_as_logical_not_or_a_bool_cast_is_refused_too():
         np.testing.assert_allclose(sparsejac.jacobian(f, p).toarray(), _rise_jacobian(p),
                                    rtol=1e-12, atol=1e-14)
         assert sparsejac.jacobian_sparsity(f, np.array([0.0, 2.0])).nnz == 10
+
+
+def test_a_tie_as_the_condition_itself_as_isclose_or_against_a_parameter_is_refused():
+    """np.where(k, formula, limit) tests k != 0; np.isclose(k, 0, atol=0) is k == 0; k == t
+    with t a traced parameter does not move with x: each gave the limit's zero derivative
+    at k = 0 (finite differences give -p1 t²/2). Points off the tie are exact."""
+    def by_condition(p):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return p[1] * np.where(p[0], -np.expm1(-p[0] * _T) / p[0], _T)
+
+    def by_isclose(p):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return p[1] * np.where(np.isclose(p[0], 0, atol=0), _T,
+                                   -np.expm1(-p[0] * _T) / p[0])
+
+    def by_parameter(p, k0):
+        k = p[0] - k0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return p[1] * np.where(p[0] == k0, _T, -np.expm1(-k * _T) / k)
+
+    for f, op in ((by_condition, r"np\.where\(k, \.\.\.\)"), (by_isclose, "==")):
+        with pytest.raises(sparsejac.ConcretizationError, match=f"`{op}`"):
+            sparsejac.jacobian(f, np.array([0.0, 2.0]))
+        p = np.array([0.4, 2.0])
+        np.testing.assert_allclose(sparsejac.jacobian(f, p).toarray(), _rise_jacobian(p),
+                                   rtol=1e-12, atol=1e-14)
+    jac = sparsejac.SparseJacobian(by_parameter, np.array([0.4, 2.0]), params=(0.0,))
+    np.testing.assert_allclose(jac.evaluate(np.array([0.7, 2.0]), params=(0.3,)).toarray(),
+                               _rise_jacobian(np.array([0.4, 2.0])), rtol=1e-12, atol=1e-14)
+    with pytest.raises(sparsejac.ConcretizationError, match="holds at this x only"):
+        jac.evaluate(np.array([0.3, 2.0]), params=(0.3,))

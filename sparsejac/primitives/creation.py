@@ -259,7 +259,11 @@ def _isrealobj(x: Any) -> bool:
 @register_function(np.isclose, family="creation", via="composite: comparisons (zero derivative)")
 def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> Any:
-    close = np.less_equal(np.abs(np.subtract(a, b)), atol + rtol * np.abs(b))
+    tol = atol + rtol * np.abs(b)
+    if not isinstance(tol, Tracer) and not np.any(tol):  # no tolerance: a == b (a tie check)
+        close = np.equal(a, b)
+    else:
+        close = np.less_equal(np.abs(np.subtract(a, b)), tol)
     if equal_nan:
         close = np.logical_or(close, np.logical_and(np.isnan(a), np.isnan(b)))
     return close

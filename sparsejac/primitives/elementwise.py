@@ -543,6 +543,9 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
         raise UnsupportedPrimitiveError(
             "numpy.where", "the one-argument form returns indices whose number depends on values"
         )
+    if isinstance(condition, Tracer) and condition._var.active and \
+            condition._var.dtype != np.bool_:  # np.where(k, ...) tests k != 0: a tie check
+        condition = astype(condition, np.bool_)
     return bind(WHERE, (condition, x, y))
 
 

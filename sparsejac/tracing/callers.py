@@ -158,7 +158,9 @@ def user_line() -> str:
 
 #: sparsejac's dispatch machinery: the frames between a numpy call on a Tracer and its
 #: caller (the tracer's operators, the dispatch and the elementwise handlers)
-_MACHINERY = ("sparsejac.tracing", "sparsejac.primitives.core", "sparsejac.primitives.elementwise")
+#: modules whose numpy calls stand for the user's own (np.isclose(k, 0, atol=0) is k == 0)
+_MACHINERY = ("sparsejac.tracing", "sparsejac.primitives.core", "sparsejac.primitives.elementwise",
+              "sparsejac.primitives.creation")
 
 
 def called_by_a_rule() -> bool:

@@ -331,6 +331,7 @@ class Trace:
 def _compares_to_constant(name: str, inputs: tuple[Var, ...], value: Any = None) -> bool:
     """Whether a node is the user's ``a == c`` or ``a != c`` (``a`` differentiable, ``c`` constant).
 
+    ``c`` may be a traced parameter (an ODE's time ``t``): it does not move with x either.
     Also ``np.logical_not(a)`` (``a == 0``) and ``a.astype(bool)`` (``a != 0``). A rule's own
     comparison (xlogy's ``x == 0``) is not: the rule handles its special case.
     """
@@ -340,7 +341,8 @@ def _compares_to_constant(name: str, inputs: tuple[Var, ...], value: Any = None)
         if not (inputs[0].active and np.asarray(value).dtype == bool):
             return False
     elif not (name in ("equal", "not_equal") and len(inputs) == 2
-              and any(v.active for v in inputs) and any(v.kind == CONST for v in inputs)):
+              and any(v.active for v in inputs)
+              and any(v.kind == CONST or not v.sources & FROM_X for v in inputs)):
         return False
     from sparsejac.tracing.callers import called_by_a_rule
 
@@ -380,7 +382,7 @@ def holds_everywhere(name: str, value: Any) -> bool:
 def tie_message(name: str, where: str = "") -> str:
     """The error of a tie (:func:`check_tie`) for comparison ``name`` at the user's line."""
     op = {"equal": "==", "not_equal": "!=", "logical_not": "np.logical_not",
-          "astype": "astype(bool)"}.get(name, name)
+          "astype": "astype(bool)` or `np.where(k, ...)"}.get(name, name)
     return (
         f"the equality behind `{op}` between a value depending on x and a constant holds at "
         f"this x only{where} "
