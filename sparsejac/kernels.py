@@ -187,11 +187,19 @@ class LazyKernel:
         by zero), the arrays it was given get their contents back (a kernel may have added
         into them already) and the compiled kernel answers.
         """
+        return self.guarded(self.python, *args)
+
+    def guarded(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` (the interpreted kernel or a numpy twin) with compiled semantics.
+
+        As :meth:`interpreted`: warnings silenced; where ``fn`` raises an arithmetic error,
+        the arrays get their contents back and the compiled kernel answers.
+        """
         kept = [(a, a.copy()) for a in args
                 if isinstance(a, np.ndarray) and a.flags.writeable and a.size]
         try:
             with np.errstate(all="ignore"):
-                return self.python(*args)
+                return fn(*args)
         except (ArithmeticError, ValueError):
             for a, before in kept:
                 a[...] = before

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsejac.ad.tape import Tape
+from sparsejac.ad.tape import Fused, Tape
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.deferred import deferred_search, search_due
 from sparsejac.engines import PreparedEngine
-from sparsejac.kernels import LazyKernel
 from sparsejac.pipeline import Plan, PlanView, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
@@ -383,11 +382,11 @@ class SparseJacobian(PlanView):
                 fy, y = np.empty(m), self._check.y_flat
         assert fy is not None
         if not (y.size or pv.size):
-            if type(kernel0) is LazyKernel:  # before numba is loaded (see Tape.fused_call)
+            if type(kernel0) is Fused:  # before numba is loaded (see Tape.fused_call)
                 kernel0 = kernel0.pick(work)
             ok = kernel0(ints, floats, x.reshape(-1), data, fx)
         else:
-            if type(kernel) is LazyKernel:
+            if type(kernel) is Fused:
                 kernel = kernel.pick(work)
             ok = kernel(ints, floats, x.reshape(-1), pv, y, data, fx, fy)
         if not ok:

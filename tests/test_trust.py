@@ -1204,3 +1204,29 @@ def test_a_tie_as_the_condition_itself_as_isclose_or_against_a_parameter_is_refu
                                _rise_jacobian(np.array([0.4, 2.0])), rtol=1e-12, atol=1e-14)
     with pytest.raises(sparsejac.ConcretizationError, match="holds at this x only"):
         jac.evaluate(np.array([0.3, 2.0]), params=(0.3,))
+
+
+def test_a_residual_at_its_solution_is_not_taken_for_another_program():
+    """At x = solve(A, b), A @ x - b is round-off (1e-16) whose last bits depend on the order
+    of the sums: the traced value was compared with a tolerance scaled by that round-off
+    and refused as "f computes other values when traced" (a Newton solution, an ODE's
+    steady state). The Jacobian is A."""
+    rng = np.random.default_rng(0)
+    A, b = rng.uniform(size=(6, 6)), rng.uniform(size=6)
+    xs = np.linalg.solve(A, b)
+
+    def residual(x):
+        return A @ x - b
+
+    np.testing.assert_allclose(sparsejac.jacobian(residual, xs).toarray(), A, rtol=1e-15)
+    np.testing.assert_allclose(sparsejac.SparseJacobian(residual, xs)(xs).toarray(), A,
+                               rtol=1e-15)
+    jac = sparsejac.ode_jacobian(lambda t, y: b - A @ y, 0.0, xs)
+    np.testing.assert_allclose(jac(0.0, xs), -A, rtol=1e-15)  # small: a dense array
+    calls = iter(range(10))
+
+    def counting(x):  # a real mismatch at the same point is still refused
+        return A @ x - b + 1e-6 * next(calls)
+
+    with pytest.raises(sparsejac.TraceMismatchError, match="other values"):
+        sparsejac.jacobian(counting, xs)

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from sparsejac.ad import _tape as k
+from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
 from sparsejac.ad.prepared import PreparedProgram
-from sparsejac.kernels import LazyKernel
+from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
 from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.depsets import broadcast_rows
@@ -358,7 +359,7 @@ class Tape:
         if call is None:
             return None
         kernel, _, ints, floats, nnz, _, _, work = call
-        if isinstance(kernel, LazyKernel):
+        if isinstance(kernel, Fused):
             kernel = kernel.pick(work)
         pv = self.param_vector(params)
         if pv is None:
@@ -402,10 +403,11 @@ class Tape:
         decompression is not one gather (symmetric: a Hessian's star or acyclic colouring),
         which the engine decompresses itself.
 
-        Before numba is loaded, ``kernel`` and ``kernel0`` are the lazy kernels: a call takes
+        Before numba is loaded, ``kernel`` and ``kernel0`` are :class:`Fused`: a call takes
         ``kernel.pick(work)`` (``work``: the tape's element operations per call), which runs
-        the kernel's own code in the interpreter for a few calls of a tiny tape (the same
-        values bit for bit; a fresh process then does not wait for numba's import).
+        the kernel's numpy twin or its own code in the interpreter for the first calls of a
+        small tape (the same values bit for bit; a fresh process then does not wait for
+        numba's import).
         """
         if c.partition not in ("column", "row", "bidirectional"):
             return None
@@ -445,13 +447,17 @@ class Tape:
         code, idx, ptr, col, val = self.table
         ints, floats = k.pack(meta, code, idx, ptr, col, val, self.template, cg, rg, gather,
                               pslots)
-        # numba's own dispatchers once loaded; before, the lazy kernels, which a call picks
-        # with :meth:`LazyKernel.pick` (interpreted for a few calls of a tiny tape)
-        kernel, kernel0 = k.jacobian_packed, k.jacobian_packed0
-        if isinstance(kernel, LazyKernel) and kernel._compiled is not None:
-            kernel = kernel._compiled
-        if isinstance(kernel0, LazyKernel) and kernel0._compiled is not None:
-            kernel0 = kernel0._compiled
+        # numba's own dispatchers once loaded; before, the lazy kernels with their numpy
+        # twin, which a call picks with :meth:`Fused.pick`
+        kernel: Any = k.jacobian_packed
+        kernel0: Any = k.jacobian_packed0
+        n_code = int(code.shape[0])
+        if isinstance(kernel, LazyKernel):
+            kernel = (kernel._compiled if kernel._compiled is not None
+                      else Fused(kernel, jacobian_packed_numpy, n_code))
+        if isinstance(kernel0, LazyKernel):
+            kernel0 = (kernel0._compiled if kernel0._compiled is not None
+                       else Fused(kernel0, _packed0_numpy, n_code))
         work = int(self.template.size) * (p + q + 1)
         return kernel, kernel0, ints, floats, int(gather.size), self.prog.n_out, sizes, work
 
@@ -464,6 +470,42 @@ class Tape:
     def fits(self, width: int) -> bool:
         """Whether tangent blocks of ``width`` directions stay within :data:`MAX_BLOCK`."""
         return self.template.size * max(width, 1) <= MAX_BLOCK
+
+
+def _packed0_numpy(ints: np.ndarray, floats: np.ndarray, x: np.ndarray, data: np.ndarray,
+                   fx: np.ndarray) -> bool:
+    """:func:`jacobian_packed_numpy` without parameters or a second point (``kernel0``)."""
+    return jacobian_packed_numpy(ints, floats, x, _NO_POINT, _NO_POINT, data, fx, _NO_POINT)
+
+
+class Fused:
+    """A fused Jacobian kernel before numba is loaded: the lazy kernel and its numpy twin.
+
+    :meth:`pick` chooses per call, from the tape's sizes alone, between the numpy twin
+    (:mod:`sparsejac.ad._tape_numpy`: a few numpy calls per instruction), the kernel's own code
+    in the interpreter (about half a microsecond per element and direction: cheaper for a
+    tape of a few scalars) and the compiled kernel (once this process's fallback budget,
+    :func:`sparsejac.kernels.use_fallback`, is spent). All three give the same values bit
+    for bit.
+    """
+
+    __slots__ = ("lazy", "n_code", "twin")
+
+    def __init__(self, lazy: LazyKernel, twin: Any, n_code: int) -> None:
+        self.lazy = lazy
+        self.twin = twin
+        self.n_code = n_code
+
+    def pick(self, work: int) -> Any:
+        """The callable for one call of ``work`` element operations."""
+        lazy = self.lazy
+        if lazy._compiled is None and work <= INTERPRET_BELOW:
+            units = twin_units(self.n_code, work)
+            if units < INTERPRET_WEIGHT * work:
+                if use_fallback(units):
+                    return lambda *args: lazy.guarded(self.twin, *args)
+                return lazy.compiled
+        return lazy.pick(work)
 
 
 def _last_readers(prog: Program) -> dict[int, int]:

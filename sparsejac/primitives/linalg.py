@@ -34,6 +34,7 @@ from sparsejac.primitives.core import (
     contiguous,
     floats,
     register_function,
+    register_library,
     register_ufunc,
 )
 from sparsejac.primitives.linear import apply_sparse_map
@@ -513,3 +514,44 @@ def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
 
 
 _ = Tracer  # Tracer operands reach these handlers through numpy's dispatch
+
+
+# -- scipy.sparse matrices built from arrays made inside f ---------------------------------
+
+
+def _constant_diagonals(name: str, func: Any) -> Any:
+    """A handler for ``func`` (``scipy.sparse.diags`` ...) given arrays made inside ``f``.
+
+    ``np.ones(n)`` inside a trace is a buffer (a constant Tracer, so that traced values can
+    be written into it), which scipy does not take for an ndarray (its ``isscalarlike`` test
+    of ``diagonals[0]``): the matrix is built from the values. Diagonals that depend on x
+    would make a traced sparse matrix, which sparsejac does not model.
+    """
+
+    def plain(a: Any) -> Any:
+        if isinstance(a, Tracer):
+            if not a._var.is_const:
+                raise UnsupportedPrimitiveError(
+                    name, "diagonals that depend on x or on a traced parameter (a traced "
+                    "sparse matrix): write the product with numpy instead, sp.diags(d) @ u "
+                    "as d * u (and an off-diagonal band as a shifted product, "
+                    "d[:-1] * u[1:])",
+                    problem="is not supported with traced diagonals")
+            return a._var.value
+        if isinstance(a, (list, tuple)):
+            return type(a)(plain(v) for v in a)
+        return a
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        return func(*(plain(a) for a in args), **{k: plain(v) for k, v in kwargs.items()})
+
+    return handler
+
+
+for _name in ("diags", "diags_array", "spdiags"):
+    _func = getattr(sp, _name, None)
+    if _func is not None:
+        register_library(_func, name=f"scipy.sparse.{_name}", family="linalg",
+                         via="the matrix itself (constant)", lift=False,
+                         note="constant diagonals, arrays made inside f included")(
+            _constant_diagonals(f"scipy.sparse.{_name}", _func))

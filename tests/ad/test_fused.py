@@ -186,3 +186,45 @@ def test_no_fast_call_for_a_hessian() -> None:
         want[i, i + 1] += 2 * x[i]
         want[i + 1, i] += 2 * x[i]
     np.testing.assert_allclose(hess(x).toarray(), want, rtol=1e-14)
+
+
+def _every_op(x: np.ndarray) -> np.ndarray:
+    """Every instruction of the tape: gathers into a shared buffer, sums, every function."""
+    y = np.zeros(x.size + 2)
+    y[1:-1] = x
+    y[0] = x[-1]
+    y[-1] = 0.37  # a constant in the sums below (their affine part)
+    s = np.sum(x * x[::-1]) + np.cumsum(y)[2:] * 1e-3 + np.sum(y) / 3
+    u = (np.exp(-x) * np.sqrt(np.abs(x)) - np.log1p(x * x) * np.tanh(x) + np.arctan(x)
+         + np.sin(x) * np.cos(x) + np.sinh(x) / np.cosh(x) + np.expm1(x) - np.tan(x) / 7
+         + np.log(1.5 + x ** 2) + np.abs(x) ** 2.5 + 1.0 / (2.0 + x) + np.square(x))
+    return u - 2 * y[1:-1] + y[:-2] + y[2:] + s - np.cumsum(x) ** 3
+
+
+@pytest.mark.parametrize("partition", ["column", "row", "bidirectional"])
+@pytest.mark.parametrize(("f", "n"), [(_every_op, 9), (kinetics, 12), (_every_op, 150)])
+def test_numpy_twin_of_the_fused_kernel_is_the_kernel_bit_for_bit(
+        f: Any, n: int, partition: str, rng: np.random.Generator) -> None:
+    """The vectorised numpy twin a fresh process runs before numba is loaded (an n = 100
+    tape: 0.16 ms a Jacobian against 1.8 ms interpreted) gives the compiled kernel's values
+    and Jacobian bit for bit, zeros of abs and sqrt included; both decline a non-finite
+    value alike."""
+    from sparsejac.ad import _tape as k
+    from sparsejac.ad._tape_numpy import jacobian_packed_numpy
+
+    x0 = rng.uniform(0.5, 1.5, n)
+    tape = Tape.build(trace(f, x0))
+    assert tape is not None
+    c = sparsejac.color(sparsejac.jacobian_sparsity(f, x0), partition)
+    _, _, ints, floats, nnz, m, _, _ = tape.fused_call(c)
+    compiled = getattr(k.jacobian_packed, "compiled", k.jacobian_packed)
+    points = [x0, rng.uniform(-1.0, 1.0, n), np.where(np.arange(n) % 3 == 0, 0.0, x0),
+              np.full(n, -3.0)]  # -3: log1p's and 1/(2 + x)'s domain is left at some point
+    for x in points:
+        results = []
+        for kernel in (jacobian_packed_numpy, compiled):
+            data, fx, fy = np.full(nnz, 7.0), np.full(m, 7.0), np.full(m, 7.0)
+            with np.errstate(all="ignore"):
+                ok = kernel(ints, floats, x, np.zeros(0), x[::-1].copy(), data, fx, fy)
+            results.append((bool(ok), data.tobytes(), fx.tobytes(), fy.tobytes()))
+        assert results[0] == results[1]

@@ -258,3 +258,28 @@ def test_traced_transpose_takes_axes_as_numpy_does() -> None:
         check_exact(lambda t, call=call: call(t.reshape(2, 3)).ravel(), x)
     with pytest.raises(ValueError, match="axes don't match array"):
         sparsejac.jacobian(lambda t: t.reshape(2, 3).transpose(()).ravel(), x)
+
+
+def test_sparse_diagonal_matrices_from_arrays_made_inside_f() -> None:
+    """sp.diags(np.ones(n)) inside f (np.ones is a traced buffer there) failed with scipy's
+    "Different number of diagonals and offsets"; the matrix is the constant it is. Oracle:
+    the matrix itself. Diagonals that depend on x are refused by name, with the way out."""
+    import scipy.sparse as sp
+
+    import sparsejac
+
+    n = 5
+    x = np.linspace(1.0, 2.0, n)
+    band = sp.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(n, n)).toarray()
+    cases = [(lambda u: sp.diags(np.ones(n)) @ u, np.eye(n)),
+             (lambda u: sp.diags(2.0 * np.ones(n)) @ u, 2 * np.eye(n)),
+             (lambda u: sp.diags_array(np.full(n, 3.0)) @ u, 3 * np.eye(n)),
+             (lambda u: sp.diags(np.ones(n - 1), 1) @ u, np.eye(n, k=1)),
+             (lambda u: sp.diags([np.ones(n - 1), -2 * np.ones(n), np.ones(n - 1)],
+                                 [-1, 0, 1]) @ u, band),
+             (lambda u: sp.spdiags(np.ones((1, n)), 0, n, n) @ u, np.eye(n))]
+    for f, J in cases:
+        np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), J)
+        np.testing.assert_array_equal(sparsejac.SparseJacobian(f, x)(x[::-1]).toarray(), J)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=r"scipy\.sparse\.diags .*d \* u"):
+        sparsejac.jacobian(lambda u: sp.diags(u) @ u, x)
