@@ -738,3 +738,26 @@ def test_sorted_unique_equals_numpy_unique(seed: int) -> None:
             got = sorted_unique(x)
             np.testing.assert_array_equal(got, np.unique(x))
             assert got.dtype == x.dtype
+
+
+def test_tapes_prepared_before_and_after_numba_loads_mid_process() -> None:
+    """A tape prepared before numba loads (its fused kernel's numpy twin) and one prepared
+    after the kernels were bound (numba's dispatchers replace the lazy kernels in their
+    module) both evaluate, to the same values (preparing the second crashed with
+    "'CPUDispatcher' object has no attribute '_compiled'" in a draft)."""
+    code = (
+        "import sys, numpy as np, sparsejac\n"
+        "from sparsejac.ad import _tape\n"
+        "def f(x):\n"
+        "    return (3 - 2 * x) * x - np.roll(x, 1) - 2 * np.roll(x, -1) + 1\n"
+        "x = np.linspace(-1, 1, 100)\n"
+        "a = sparsejac.SparseJacobian(f, x)\n"
+        "first = a(x).toarray()\n"
+        "assert 'numba' not in sys.modules\n"
+        "_tape.jacobian_packed.compiled  # binds the module: dispatchers replace the kernels\n"
+        "b = sparsejac.SparseJacobian(f, x)\n"
+        "print(np.array_equal(first, b(x).toarray()), np.array_equal(first, a(x).toarray()),\n"
+        "      b.stats()['engine']['engine'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "True", "tape"]
