@@ -279,3 +279,21 @@ def test_complex_equality_compares_both_parts_at_every_replay() -> None:
         expected[[0, 1], [0, 1]] = np.where(z == 1, 0.0, 2 * x[:2]) + (z != z[::-1])
         for jac in (prepared(x), sparsejac.jacobian(_masked_by_complex_equality, x)):
             np.testing.assert_array_equal(jac.toarray(), expected)
+
+
+def test_a_complex_value_with_a_zero_imaginary_part_stays_complex() -> None:
+    """y + 0j and y * (1 + 0j) were traced as the real y: np.sqrt of it ran the real square
+    root, so a Jacobian prepared at positive y was 0 (or NaN) at negative y, where numpy's
+    complex root is imaginary (the hand derivative of sqrt(-y) at y = -4 is -0.25). They
+    stay complex: sqrt is refused by name; arithmetic, .real and abs are exact."""
+    x0 = np.array([4.0, 9.0])
+    for f in (lambda y: np.sqrt(y * (1 + 0j)).imag, lambda y: np.sqrt(y + 0j).real):
+        with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=r"numpy\.sqrt"):
+            sparsejac.SparseJacobian(f, x0)
+    x = np.array([-4.0, 9.0])
+    for f, J in ((lambda y: ((y + 0j) * y).real, np.diag(2 * x)),
+                 (lambda y: np.abs(y * (1 + 0j)) * 3, np.diag(3 * np.sign(x))),
+                 (lambda y: np.fft.irfft(np.fft.rfft(y + 0j)), np.eye(2))):
+        np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), J, atol=1e-15)
+    with pytest.raises(TypeError, match="complex"):
+        sparsejac.jacobian(lambda y: y + 0j, x)

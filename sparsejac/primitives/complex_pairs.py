@@ -244,13 +244,16 @@ def _is_zero(p: Part) -> bool:
 
 
 def _make(re: Part, im: Part, shape: tuple[int, ...]) -> Any:
-    """A ComplexPair, or a real result when the imaginary part is known to be zero."""
+    """A ComplexPair, or a complex constant when neither part is traced.
+
+    A traced value stays complex even when its imaginary part is known to be zero
+    (``y + 0j``): numpy computes complex functions of it (``np.sqrt(y + 0j)`` of a negative
+    ``y`` is imaginary), which must be refused or followed as complex, not taken as real.
+    """
     re = None if _is_zero(re) else re
     im = None if _is_zero(im) else im
-    if im is None:
-        return _full(re, shape)
     if not isinstance(re, Tracer) and not isinstance(im, Tracer):
-        return _full(re, shape) + 1j * np.asarray(im)
+        return _full(re, shape) + 1j * _full(im, shape)
     return ComplexPair(re, im, shape)
 
 
@@ -464,6 +467,8 @@ def _transform(kind: str, a: Any, n: Any = None, axis: int = -1, norm: Any = Non
     out_im = _add(_along(_clean(m_re.imag), re, ax), _along(_clean(m_im.imag), im, ax))
     out_shape = list(shape)
     out_shape[ax] = m_re.shape[0]
+    if not np.iscomplexobj(m_re):  # irfft, hfft: numpy's result is real
+        return _full(out_re, tuple(out_shape))
     return _make(out_re, out_im, tuple(out_shape))
 
 
