@@ -579,3 +579,31 @@ def test_a_pattern_too_dense_for_memory_names_the_call_and_the_way_out(monkeypat
     with pytest.raises(MemoryError, match=r"`cumsum` \(7 elements, each on up to 7 elements "
                        r"of x\).*37.3 GiB.*KrylovMethod"):
         program_sparsity(prog)
+
+
+def test_zero_exponents_carry_no_dependence() -> None:
+    """x ** 0 is 1 for every x (numpy), so c ** nu with an order matrix of mostly zeros
+    (mass-action rates k * prod(c ** nu, axis=1)) depends on the species with nonzero
+    orders only: the pattern was dense. Oracle: the masked spelling, whose pattern and
+    Jacobian it must equal, and 0 * x's empty pattern."""
+    import sparsejac
+
+    rng = np.random.default_rng(3)
+    nu = (rng.random((12, 7)) < 0.2) * rng.integers(1, 3, (12, 7)).astype(float)
+    c = rng.uniform(0.5, 1.5, 7)
+
+    def textbook(x):
+        return np.prod(x ** nu, axis=1)
+
+    def masked(x):
+        return np.prod(np.where(nu > 0, x ** nu, 1.0), axis=1)
+
+    P, Q = sparsejac.jacobian_sparsity(textbook, c), sparsejac.jacobian_sparsity(masked, c)
+    np.testing.assert_array_equal(P.toarray(), Q.toarray())
+    np.testing.assert_array_equal(P.toarray(), (nu != 0).astype(P.dtype))
+    for mode in ("forward", "reverse"):
+        np.testing.assert_allclose(sparsejac.jacobian(textbook, c, mode=mode).toarray(),
+                                   sparsejac.jacobian(masked, c, mode=mode).toarray(),
+                                   rtol=1e-15)
+    assert sparsejac.jacobian_sparsity(lambda x: x ** 0.0, c).nnz == 0
+    np.testing.assert_array_equal(textbook(np.zeros(7)), (nu == 0).all(axis=1) * 1.0)

@@ -466,9 +466,29 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
             base = _squared_modulus(prim.name, args)
             if base is not None:  # |u|**2 is u**2, bit for bit, and smooth at u = 0
                 return bind(ELEMENTWISE["square"], (base,), {})
+        if not params and prim.name == "power":
+            zero = _zero_exponents(args)
+            if zero is not None:  # x ** 0 is 1 (numpy: for every x): no dependence there
+                return bind(WHERE, (zero, 1.0, bind(prim, args, params)))
         return bind(prim, args, params)
 
     return handler
+
+
+def _zero_exponents(args: tuple[Any, ...]) -> np.ndarray | None:
+    """Where a constant exponent of a traced base is 0, if anywhere (``c ** nu`` with an
+    order matrix ``nu`` of mostly zeros: mass-action rates), broadcast to the result."""
+    if len(args) != 2 or not isinstance(args[0], Tracer) or not args[0]._var.active:
+        return None
+    b = args[1]
+    if isinstance(b, Tracer):
+        if not b._var.is_const:
+            return None
+        b = b._var.value
+    zero = np.asarray(b) == 0
+    if not zero.any():
+        return None
+    return np.broadcast_to(zero, np.broadcast_shapes(args[0].shape, zero.shape)).copy()
 
 
 def _squared_modulus(name: str, args: tuple[Any, ...]) -> Tracer | None:
