@@ -476,8 +476,10 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
 
 
 def _zero_exponents(args: tuple[Any, ...]) -> np.ndarray | None:
-    """Where a constant exponent of a traced base is 0, if anywhere (``c ** nu`` with an
-    order matrix ``nu`` of mostly zeros: mass-action rates), broadcast to the result."""
+    """Where a constant exponent of a traced base is 0, broadcast to the result; or None.
+
+    ``c ** nu`` with an order matrix ``nu`` of mostly zeros: mass-action rates.
+    """
     if len(args) != 2 or not isinstance(args[0], Tracer) or not args[0]._var.active:
         return None
     b = args[1]
