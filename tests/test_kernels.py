@@ -19,6 +19,12 @@ from sparsejac.pattern import as_pattern
 from sparsejac.primitives import depsets
 
 
+def _child_output(code: str) -> list[str]:
+    """The words ``code`` prints in a fresh Python process (which must succeed)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
 def random_csr(rng: np.random.Generator, m: int, n: int, density: float
                ) -> tuple[np.ndarray, np.ndarray]:
     a = sp.random_array((m, n), density=density, rng=rng, format="csr")
@@ -81,8 +87,7 @@ def test_a_small_first_jacobian_does_not_import_numba() -> None:
         "print('numba' in sys.modules)\n"
         "import sparsejac.coloring._dense as d\n"   # kernels imported from other modules
         "print(d._above.__class__.__name__)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = _child_output(code)
     assert out == ["False", "LazyKernel"]
 
 
@@ -95,8 +100,7 @@ def test_cross_module_kernels_bind_in_a_fresh_process() -> None:
         " [np.sum(x ** 2)]]), np.ones(3000))\n"
         "c = sparsejac.color(p, 'column', 'dsatur')\n"
         "print(c.n_colors)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = _child_output(code)
     assert int(out[0]) == 3000
 
 _NUMBA_STARTS_IN_A_TRACE = (
@@ -473,8 +477,7 @@ def test_a_small_prepared_jacobian_and_ode_solve_do_not_import_numba() -> None:
         "print('numba' in sys.modules)\n"
         "sparsejac.SparseJacobian(lambda x: x[1:] ** 2 - 2.5 * x[:-1], np.ones(10 ** 5))\n"
         "print('numba' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = _child_output(code)
     assert out == ["False", "True"]
 
 
@@ -758,6 +761,5 @@ def test_tapes_prepared_before_and_after_numba_loads_mid_process() -> None:
         "b = sparsejac.SparseJacobian(f, x)\n"
         "print(np.array_equal(first, b(x).toarray()), np.array_equal(first, a(x).toarray()),\n"
         "      b.stats()['engine']['engine'])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = _child_output(code)
     assert out == ["True", "True", "tape"]
