@@ -586,3 +586,20 @@ def test_a_numpy_function_given_plain_arrays_is_named_with_the_way_out() -> None
     expect[:3, 0], expect[3:, 1] = _GRID[:3], _GRID[3:] ** 2
     np.testing.assert_array_equal(sparsejac.jacobian(traced_grid, np.array([1.0, 2.0])).toarray(),
                                   expect)
+
+
+def test_a_dot_method_of_a_plain_array_says_first_how_to_write_it():
+    """S.dot(rates) with a constant ndarray S (a kinetics idiom) converts the traced rates
+    in numpy's C code; the way out (S @ rates) was the last of eight suggestions."""
+    S = np.array([[-1.0, 1.0], [1.0, -1.0], [0.0, 2.0]])
+
+    def rhs(c):
+        return S.dot(np.stack([2.0 * c[0] * c[1], 0.5 * c[2] ** 2]))
+
+    with pytest.raises(sparsejac.TracedConversionError) as info:
+        sparsejac.jacobian(rhs, np.array([1.0, 2.0, 3.0]))
+    text = str(info.value)
+    assert text.index("write A @ y or np.dot(A, y)") < text.index("Otherwise")
+    J = sparsejac.jacobian(lambda c: S @ np.stack([2.0 * c[0] * c[1], 0.5 * c[2] ** 2]),
+                           np.array([1.0, 2.0, 3.0])).toarray()
+    np.testing.assert_allclose(J, S @ np.array([[4.0, 2.0, 0.0], [0.0, 0.0, 3.0]]))

@@ -99,17 +99,22 @@ def array_conversion_message(shape: tuple[int, ...], dtype: Any) -> str:
     site = numpy_site()
     if site is not None:
         return library_message(site)
+    where = user_line()
+    dot = ("If this is A.dot(y) with a plain ndarray A (numpy does not hand that method's "
+           "argument to the tracer), write A @ y or np.dot(A, y). Otherwise: "
+           if ".dot(" in where else "")
     return (
-        f"a traced array ({shape}, {dtype}) was converted to a plain numpy array"
-        f"{user_line()} (by a call the tracer cannot follow, or assignment into a plain "
+        f"a traced array ({shape}, {dtype}) was converted to a plain numpy array{where}. "
+        f"{dot}it came through a call the tracer cannot follow, or assignment into a plain "
         "array: made outside f (a global buffer), a copy of one (k.copy(), k * 1.0: "
         "write np.copy(k)), a grid or index array (np.arange, np.linspace: plain), or "
-        "`zeros(n)` after `from numpy import zeros`, which the tracer cannot see). That "
+        "`zeros(n)` after `from numpy import zeros`, which the tracer cannot see; that "
         "would lose its dependence on x. Create output arrays inside f (np.zeros(n), "
         "np.empty(n) there are traceable) or from x: out = np.zeros_like(x), "
         "np.empty_like(x), np.zeros(shape, like=x), np.arange(n, like=x). A list of traced "
-        "values becomes an array with np.stack([...]) or np.array([...]) in f; "
-        "for a plain ndarray A, write A @ y or np.dot(A, y) instead of A.dot(y)."
+        "values becomes an array with np.stack([...]) or np.array([...]) in f"
+        + ("." if dot else "; for a plain ndarray A, write A @ y or np.dot(A, y) instead of "
+           "A.dot(y).")
     )
 
 
