@@ -334,14 +334,18 @@ def chain_hessian(x: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("method", ["star", "acyclic"])
 def test_prepared_hessian_at_many_points(method: str, path: str) -> None:
     """Hand-derived Hessian at several points, assembled directly or from 3 products."""
-    hess = sparsejac.SparseHessian(chain, np.ones(30), method=method, path=path)
-    assert hess.n_products <= 3
-    assert hess.stats()["path"] == ("direct" if path == "auto" else "compressed")
-    rng = np.random.default_rng(0)
-    for _ in range(3):
-        x = rng.uniform(-2, 2, 30)
-        np.testing.assert_allclose(hess(x).toarray(), chain_hessian(x), rtol=1e-12,
-                                   atol=1e-12)
+    for n in (30, 1500):  # the compiled tape's products, then the chain's direct assembly
+        hess = sparsejac.SparseHessian(chain, np.ones(n), method=method, path=path)
+        assert hess.n_products <= 3
+        chain_engine = hess.stats()["engine"]["engine"] == "chain"
+        assert chain_engine == (n == 1500)
+        assert hess.stats()["path"] == ("direct" if path == "auto" and chain_engine
+                                        else "compressed")
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            x = rng.uniform(-2, 2, n)
+            np.testing.assert_allclose(hess(x).toarray(), chain_hessian(x), rtol=1e-12,
+                                       atol=1e-12)
 
 
 def test_one_off_hessian() -> None:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparsejac.ad import _tape as k
 from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
@@ -36,8 +37,9 @@ from sparsejac.ad.prepared import PreparedProgram
 from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
 from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
+from sparsejac.primitives.core import LocalJac
 from sparsejac.primitives.depsets import broadcast_rows
-from sparsejac.primitives.elementwise import Elementwise
+from sparsejac.primitives.elementwise import WHERE, Elementwise
 from sparsejac.primitives.linalg import Contraction
 from sparsejac.primitives.linear import LinearMap
 from sparsejac.primitives.movement import Gather, GatherPlan
@@ -224,6 +226,21 @@ class Tape:
                 if src.size:
                     code.append([k.GATHER, o, int(src.size), indices(src), indices(rows),
                                  shared])
+                continue
+            if node.prim is WHERE and node.inputs[0].sources == 0:
+                # a selection by a constant condition (the pow rule's b == 0, a mask): a copy
+                # of the chosen operand's slots, values and tangents alike
+                cond = np.broadcast_to(np.asarray(node.inputs[0].value, dtype=bool),
+                                       out.shape).reshape(-1)
+                picks = []
+                for j in (1, 2):
+                    bc = broadcast_rows(node.inputs[j].shape, out.shape)
+                    picks.append(ins[j] + (shared_arange(out.size) if bc is None else bc))
+                src = np.where(cond, picks[0], picks[1]).astype(np.int64)
+                o = slot(out)
+                if out.size:
+                    code.append([k.GATHER, o, out.size, indices(src),
+                                 indices(shared_arange(out.size)), 0])
                 continue
             o = slot(out)
             op = _elementwise_op(node)
@@ -573,6 +590,16 @@ def _elementwise_op(node: Node) -> int | None:
     return entry[0]
 
 
+def _map_jacobian(m: Any, size: int) -> LocalJac:
+    """A linear map's matrix (None: the identity) as a constant local Jacobian."""
+    if m is None:
+        ar = np.arange(size, dtype=np.int64)
+        return LocalJac(ar, ar, const=1.0)
+    coo = sp.coo_array(m)
+    return LocalJac(coo.row.astype(np.int64), coo.col.astype(np.int64),
+                    const=np.asarray(coo.data, dtype=np.float64))
+
+
 def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``out = c + R in`` for a linear primitive with constant local Jacobians."""
     if not isinstance(node.prim, LINEAR_PRIMITIVES):
@@ -583,11 +610,17 @@ def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndar
     rows: list[np.ndarray] = []
     cols: list[np.ndarray] = []
     vals: list[np.ndarray] = []
-    for v, lj, s in zip(node.inputs, ljs, ins, strict=True):
+    plan = node.params.get("plan") if isinstance(node.prim, LinearMap) else None
+    read: list[bool] = []  # operands the instruction reads (the others: in the offset)
+    for j, (v, lj, s) in enumerate(zip(node.inputs, ljs, ins, strict=True)):
+        constant = v.kind == "const" or v.sources == 0
+        read.append(v.active or not constant)
         if not v.active:
-            if not (v.kind == "const" or v.sources == 0):
+            if constant:
+                continue
+            if plan is None:  # (a linear map's matrix is its local Jacobian, param or not)
                 raise _Unsupported(f"{node.prim.name} reads a parameter")
-            continue
+            lj = _map_jacobian(plan.mats[j], v.size)
         if lj is None:
             continue
         if lj.dyn is not None or lj.const is None:
@@ -595,8 +628,8 @@ def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndar
         rows.append(np.asarray(lj.rows, dtype=np.int64))
         cols.append(np.asarray(lj.cols, dtype=np.int64) + s)
         vals.append(np.broadcast_to(np.asarray(lj.const, dtype=np.float64), (lj.nnz,)))
-    zero_args = [np.zeros(v.shape, dtype=v.dtype) if v.active else v.value
-                 for v in node.inputs]
+    zero_args = [np.zeros(v.shape, dtype=v.dtype) if r else v.value
+                 for v, r in zip(node.inputs, read, strict=True)]
     with np.errstate(all="ignore"):
         offset = _float_value(node.prim.impl(*zero_args, **node.params))
     size = node.out.size

@@ -313,3 +313,66 @@ def test_points_with_infinite_values_use_the_chain_engines_order() -> None:
     ct, cc = tape.reverse(x, np.arange(q), q)[1], PreparedProgram(prog, width=q).reverse(
         x, np.arange(q), q)[1]
     np.testing.assert_array_equal(ct, cc)
+
+
+_MASK = np.array([True, False, True, True, False])
+
+
+def _masked(x: np.ndarray) -> np.ndarray:
+    """np.where with a constant condition, operands broadcast (a scalar, a row)."""
+    return np.where(_MASK, x ** 2, 0.5) + np.where(_MASK[::-1], np.sin(x), x[0] * x)
+
+
+def _param_in_a_buffer(x: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """A linear map that reads a parameter: concatenation of x's terms and p's."""
+    y = np.concatenate([x ** 2, 3.0 * p, x[:1] - p[:1]])
+    return y[1:] * y[:-1] + y[2:].sum()
+
+
+def test_constant_selections_and_maps_of_parameters_are_encoded(
+        rng: np.random.Generator) -> None:
+    """np.where with a constant condition is a copy of the chosen slots, and a linear map
+    reading a parameter reads its slots (both made the chain engine take a gradient
+    program: Hessians of collocation code written per interval ran node by node, 70 times
+    slower). Oracles: the chain engine and central differences, with the parameter's new
+    values."""
+    x0, x1 = rng.uniform(0.5, 1.5, 5), rng.uniform(-1, 1, 5)
+    compare(_masked, x0, x1)
+    for p in (np.array([0.3, -1.2]), np.array([2.0, 0.5])):
+        compare(_param_in_a_buffer, x0, x1, params=(p,))
+    jac = sparsejac.SparseJacobian(_param_in_a_buffer, x0, params=(np.array([0.3, -1.2]),))
+    assert jac.stats()["engine"]["engine"] == "tape"
+    p = np.array([2.0, 0.5])
+    np.testing.assert_allclose(jac.evaluate(x1, params=(p,)).toarray(),
+                               dense_fd(lambda z: _param_in_a_buffer(z, p), x1), atol=1e-8)
+
+
+def _defects(z: np.ndarray, n: int = 60) -> np.ndarray:
+    """A pendulum's trapezoidal collocation defects, written interval by interval."""
+    X = z[:2 * (n + 1)].reshape(n + 1, 2)
+    u = z[2 * (n + 1):]
+    g = np.zeros(2 * n)
+    for k in range(n):
+        f0 = np.array([X[k, 1], -np.sin(X[k, 0]) + u[k] * X[k, 1] ** 2])
+        f1 = np.array([X[k + 1, 1], -np.sin(X[k + 1, 0]) + u[k + 1] * X[k + 1, 1] ** 2])
+        g[2 * k:2 * k + 2] = X[k + 1] - X[k] - 0.05 * (f0 + f1)
+    return g
+
+
+def test_hessians_of_element_by_element_code_take_the_tape(rng: np.random.Generator) -> None:
+    """The gradient program of per-interval collocation code has thousands of nodes: its
+    Hessian takes the compiled tape (it walked the chain engine in Python at every call),
+    checked against differences of the exact gradient."""
+    z = rng.uniform(-1, 1, 2 * 61 + 61)  # X (61 x 2), then u (61)
+    lam = rng.standard_normal(120)
+    hess = sparsejac.constraint_hessian(_defects, z)
+    assert hess.hessian.stats()["engine"]["engine"] == "tape"
+    grad = sparsejac.SparseJacobian(_defects, z)
+
+    def gradient(q: np.ndarray) -> np.ndarray:
+        return grad(q).T @ lam
+
+    for q in (z, rng.uniform(-1, 1, z.size)):
+        H = hess(q, lam).toarray()
+        np.testing.assert_allclose(H, dense_fd(gradient, q), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(H, H.T, rtol=0, atol=0)
