@@ -71,8 +71,13 @@ def _objects_or_complex(obj: Any, dtype: Any) -> bool:
 
 
 def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    scalars = (float, int, bool, np.float64)
+
     def convert(*args: Any, **kwargs: Any) -> Any:
         obj = args[0] if args else kwargs.get("object", kwargs.get("a"))
+        kind = type(obj)
+        if kind in scalars or (kind is np.ndarray and obj.dtype.kind != "O"):
+            return original(*args, **kwargs)  # the usual case (numpy's and sparsejac's calls)
         trace = current_trace()
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if (trace is not None and not trace.closed
