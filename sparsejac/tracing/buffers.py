@@ -74,8 +74,8 @@ def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     scalars = (float, int, bool, np.float64)
 
     def convert(*args: Any, **kwargs: Any) -> Any:
-        obj = args[0] if args else kwargs.get("object", kwargs.get("a"))
-        kind = type(obj)
+        obj: Any = args[0] if args else kwargs.get("object", kwargs.get("a"))
+        kind: Any = type(obj)
         if kind in scalars or (kind is np.ndarray and obj.dtype.kind != "O"):
             return original(*args, **kwargs)  # the usual case (numpy's and sparsejac's calls)
         trace = current_trace()
