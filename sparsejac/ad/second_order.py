@@ -78,9 +78,12 @@ def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> 
     """``R_k^T ct`` for input ``k`` of ``node``, on traced values."""
     m, n = s.shape
     shape = node.inputs[k].shape
-    flat = ct.reshape(-1) if isinstance(ct, Tracer) else np.ravel(ct)
+    # (a reshape of a Tracer is a recorded node: none for a cotangent already flat)
+    flat = ((ct if ct.ndim == 1 else ct.reshape(-1)) if isinstance(ct, Tracer)
+            else np.ravel(ct))
     if s.const is not None:  # a constant local Jacobian: a constant linear map
-        rt = sp.csr_array((s.const, s.indices, s.indptr), shape=(m, n)).T.tocsr()
+        # R's CSR arrays are R^T's CSC ones: one conversion to CSR, no transpose
+        rt = sp.csc_array((s.const, s.indices, s.indptr), shape=(n, m)).tocsr()
         if isinstance(flat, Tracer):
             return apply_sparse_map([flat], [rt], shape)
         return np.asarray(rt @ flat).reshape(shape)

@@ -328,6 +328,10 @@ class Trace:
         self.value_dependent = True
 
 
+#: the operations :func:`_compares_to_constant` looks at
+_EQUALITIES = frozenset({"equal", "not_equal", "logical_not", "astype"})
+
+
 def _compares_to_constant(name: str, inputs: tuple[Var, ...], value: Any = None) -> bool:
     """Whether a node is the user's ``a == c`` or ``a != c`` (``a`` differentiable, ``c`` constant).
 
@@ -335,8 +339,8 @@ def _compares_to_constant(name: str, inputs: tuple[Var, ...], value: Any = None)
     Also ``np.logical_not(a)`` (``a == 0``) and ``a.astype(bool)`` (``a != 0``). A rule's own
     comparison (xlogy's ``x == 0``) is not: the rule handles its special case.
     """
-    if any(v.piecewise for v in inputs):  # (relu == 0 holds where it is flat)
-        return False
+    if name not in _EQUALITIES or any(v.piecewise for v in inputs):
+        return False  # (relu == 0 holds where it is flat)
     if name in ("logical_not", "astype") and len(inputs) == 1:
         if not (inputs[0].active and np.asarray(value).dtype == bool):
             return False
