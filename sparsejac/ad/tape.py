@@ -600,10 +600,41 @@ def _map_jacobian(m: Any, size: int) -> LocalJac:
                     const=np.asarray(coo.data, dtype=np.float64))
 
 
+def _one_map(node: Node, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                           np.ndarray] | None:
+    """:func:`_affine` of a linear map of one operand it reads: its CSR arrays as they are.
+
+    The general path builds the same rows, columns and values through the map's COO local
+    Jacobian and a stable sort by row, which leaves CSR order unchanged.
+    """
+    v = node.inputs[0]
+    if not (v.active or not (v.kind == "const" or v.sources == 0)):
+        return None
+    m = node.params["plan"].mats[0]
+    size = node.out.size
+    with np.errstate(all="ignore"):
+        offset = _float_value(node.prim.impl(np.zeros(v.shape, dtype=v.dtype),
+                                             **node.params))
+    if offset.size != size:
+        return None
+    if m is None:
+        ar = np.arange(size + 1, dtype=np.int64)
+        return offset, ar, ar[:-1] + s, np.ones(size)
+    if not (isinstance(m, (sp.csr_array, sp.csr_matrix)) and m.has_canonical_format) \
+            or m.shape != (size, v.size):
+        return None
+    return (offset, m.indptr.astype(np.int64), m.indices.astype(np.int64) + s,
+            m.data.astype(np.float64))
+
+
 def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``out = c + R in`` for a linear primitive with constant local Jacobians."""
     if not isinstance(node.prim, LINEAR_PRIMITIVES):
         raise _Unsupported(f"{node.prim.name} is not a linear primitive")
+    if isinstance(node.prim, LinearMap) and len(node.inputs) == 1:
+        one = _one_map(node, ins[0])  # (element loops: thousands of small gathers)
+        if one is not None:
+            return one
     ljs = node.prim.linearize(node)
     if ljs is None:
         raise _Unsupported(f"{node.prim.name} has no local Jacobian")

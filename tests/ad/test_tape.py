@@ -376,3 +376,28 @@ def test_hessians_of_element_by_element_code_take_the_tape(rng: np.random.Genera
         H = hess(q, lam).toarray()
         np.testing.assert_allclose(H, dense_fd(gradient, q), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(H, H.T, rtol=0, atol=0)
+
+
+def test_single_linear_maps_are_encoded_from_their_csr_arrays(
+        rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A linear map of one operand (the gathers and scatters of element loops and of their
+    gradient programs) is encoded straight from its CSR arrays: the same table, bit for bit,
+    as through its local Jacobian and a sort by row."""
+    from sparsejac.ad import tape as tape_module
+    from sparsejac.ad.second_order import trace_gradient
+
+    z = rng.uniform(-1, 1, 2 * 11 + 11)
+    lam = rng.standard_normal(20)
+
+    def weighted(q: np.ndarray, w: np.ndarray) -> Any:
+        return np.sum(w * _defects(q, 10))
+
+    prog = trace_gradient(trace(weighted, z, params=(lam,)), z, params=(lam,))
+    fast = Tape._encode(prog)
+    monkeypatch.setattr(tape_module, "_one_map", lambda node, s: None)
+    general = Tape._encode(prog)
+    assert fast.template.tobytes() == general.template.tobytes()
+    for a, b in zip(fast.table, general.table, strict=True):
+        assert a.dtype == b.dtype
+        assert a.shape == b.shape
+        assert a.tobytes() == b.tobytes()
