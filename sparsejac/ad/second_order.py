@@ -78,9 +78,15 @@ def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> 
     """``R_k^T ct`` for input ``k`` of ``node``, on traced values."""
     m, n = s.shape
     shape = node.inputs[k].shape
-    # (a reshape of a Tracer is a recorded node: none for a cotangent already flat)
-    flat = ((ct if ct.ndim == 1 else ct.reshape(-1)) if isinstance(ct, Tracer)
+    # (a reshape of a Tracer is a recorded node: none for a cotangent already flat, nor for
+    # a scalar one of a scalar step, the many small nodes of an element loop)
+    scalar = isinstance(ct, Tracer) and ct.ndim == 0 and m == 1 and n == 1
+    flat = ((ct if ct.ndim == 1 or scalar else ct.reshape(-1)) if isinstance(ct, Tracer)
             else np.ravel(ct))
+    if scalar and s.const is not None and np.size(s.const) == 1 and np.size(s.indices) == 1:
+        c = float(np.ravel(s.const)[0])
+        g = flat if c == 1.0 else flat * c
+        return g if g.shape == shape else g.reshape(shape)
     if s.const is not None:  # a constant local Jacobian: a constant linear map
         # R's CSR arrays are R^T's CSC ones: one conversion to CSR, no transpose
         rt = sp.csc_array((s.const, s.indices, s.indptr), shape=(n, m)).tocsr()
@@ -106,7 +112,7 @@ def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> 
                 "Hessian by finite differences of the gradient, or rewrite this step with "
                 "supported operations",
                 problem="has no second-order rule (Hessians)") from exc
-    if isinstance(d, Tracer):
+    if isinstance(d, Tracer) and not (scalar and d.ndim == 0):
         if d.ndim != 1 or d.shape[0] != nnz:
             d = np.broadcast_to(d, (nnz,)) if d.ndim == 0 else d.reshape(-1)
     elif np.ndim(d):

@@ -60,7 +60,9 @@ def _entries(c: Any, shape: tuple[int, ...]) -> Any:
 
     A traced value (the reverse sweep recorded for second order) stays traced.
     """
-    if isinstance(c, Tracer):
+    if isinstance(c, Tracer):  # (each broadcast or reshape of a Tracer is a recorded node)
+        if tuple(c.shape) == tuple(shape) and len(shape) <= 1:
+            return c  # a scalar step's partial, or a vector's: one value per element already
         return np.broadcast_to(c, shape).reshape(-1)
     if np.ndim(c) == 0:
         return float(c)
