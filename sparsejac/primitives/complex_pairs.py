@@ -8,11 +8,12 @@ the functions that are not holomorphic (``abs``, ``conj``, ``angle``, ``.real``,
 nothing in detection or differentiation knows about complex numbers.
 
 Supported: ``+ - * /`` and ``negative``, ``==`` and ``!=`` (both parts compared), ``conj``,
-``exp``, ``abs``, ``square``, ``np.real``, ``np.imag``, ``np.angle``, ``np.real_if_close``
-(parts known to be zero), ``.real``/``.imag``/``.conj()``, indexing, real-linear numpy
-functions applied to both parts (``sum``, ``mean``, ``reshape``, ``transpose``, ``roll``,
-``fftshift``, ...), and ``np.fft`` transforms (constant matrices along the transformed axes:
-dense, as the transform is). Anything else raises
+``exp``, ``sin``/``cos``/``sinh``/``cosh``, ``** k`` for an integer ``|k| <= 16``,
+``np.dot``, ``abs``, ``square``, ``np.real``, ``np.imag``, ``np.angle``,
+``np.real_if_close`` (parts known to be zero), ``.real``/``.imag``/``.conj()``, indexing,
+real-linear numpy functions applied to both parts (``sum``, ``mean``, ``reshape``,
+``transpose``, ``roll``, ``fftshift``, ...), and ``np.fft`` transforms (constant matrices
+along the transformed axes: dense, as the transform is). Anything else raises
 :class:`~sparsejac.errors.UnsupportedPrimitiveError`; a complex result of ``f`` is refused.
 """
 
@@ -355,6 +356,9 @@ def pair_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: di
         same = np.logical_and(np.equal(_full(ar, shape), _full(br, shape)),
                               np.equal(_full(ai, shape), _full(bi, shape)))
         return same if ufunc is np.equal else np.logical_not(same)
+    k = _small_int(inputs[1]) if ufunc is np.power else None
+    if k is not None:  # z ** k: products of z
+        return _int_power(inputs[0], k, shape)
     if len(parts) != 1:  # a binary ufunc without a rule for complex values (power, maximum)
         raise _refuse(name)
     (ar, ai), = parts
@@ -371,6 +375,8 @@ def pair_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: di
         if ai is None:
             return mag
         return _make(mag * np.cos(ai), mag * np.sin(ai), shape)
+    if ufunc in _TRIG:  # sin(a + ib) = sin a cosh b + i cos a sinh b, and the like
+        return _trig(ufunc, ar, ai, shape)
     if ufunc is np.absolute:
         if ai is None:
             return np.abs(_full(ar, shape))
@@ -378,6 +384,55 @@ def pair_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: di
             return np.abs(ai)
         return np.hypot(ar, ai)
     raise _refuse(name)
+
+
+#: (f, g, sign, h, k): f(a + ib) = f(a) g(b) + i sign h(a) k(b)
+_TRIG: dict[Any, tuple[Any, Any, float, Any, Any]] = {
+    np.sin: (np.sin, np.cosh, 1.0, np.cos, np.sinh),
+    np.cos: (np.cos, np.cosh, -1.0, np.sin, np.sinh),
+    np.sinh: (np.sinh, np.cos, 1.0, np.cosh, np.sin),
+    np.cosh: (np.cosh, np.cos, 1.0, np.sinh, np.sin)}
+
+
+def _trig(ufunc: np.ufunc, ar: Part, ai: Part, shape: tuple[int, ...]) -> Any:
+    """``sin``, ``cos``, ``sinh``, ``cosh`` of ``ar + i ai`` from real functions of the parts."""
+    f, g, sign, h, k = _TRIG[ufunc]
+    a = _full(ar, shape)
+    if ai is None:  # (g(0) = 1, k(0) = 0)
+        return _make(f(a), None, shape)
+    im = h(a) * k(ai)
+    return _make(f(a) * g(ai), im if sign > 0 else -im, shape)
+
+
+def _small_int(b: Any) -> int | None:
+    """A constant integer exponent of at most 16 in size (``z ** 2``), else None."""
+    if isinstance(b, (ComplexPair, Tracer)) or np.ndim(b) != 0:
+        return None
+    v = complex(np.asarray(b))
+    if v.imag != 0.0 or v.real != round(v.real) or abs(v.real) > 16:
+        return None
+    return int(v.real)
+
+
+def _int_power(z: Any, k: int, shape: tuple[int, ...]) -> Any:
+    """``z ** k`` as products of ``z`` (and a reciprocal for a negative ``k``)."""
+    if k == 0:
+        return _make(np.ones(shape), None, shape)
+    result = z
+    for _ in range(abs(k) - 1):
+        result = pair_ufunc(np.multiply, "__call__", (result, z), {})
+    if k < 0:
+        result = pair_ufunc(np.true_divide, "__call__", (1.0, result), {})
+    return result
+
+
+def _dot(a: Any, b: Any, out: Any = None) -> Any:
+    """``np.dot`` of vectors and matrices: ``@`` (a scalar operand: ``*``)."""
+    if out is not None or max(len(_shape(a)), len(_shape(b))) > 2:
+        raise _refuse("numpy.dot")
+    if not _shape(a) or not _shape(b):
+        return pair_ufunc(np.multiply, "__call__", (a, b), {})
+    return pair_ufunc(np.matmul, "__call__", (a, b), {})
 
 
 #: real-linear numpy functions (real coefficients) applied to each part separately
@@ -504,6 +559,7 @@ def _axes2(h: Callable[..., Any]) -> Callable[..., Any]:
 
 _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.real: _real, np.imag: _imag, np.angle: _angle, np.real_if_close: _real_if_close,
+    np.dot: _dot,  # (complex operands only: numpy's own rule serves real ones)
 }
 for _k in ("fft", "ifft", "rfft", "irfft"):
     _FUNCTIONS[getattr(np.fft, _k)] = _one_axis(_k)

@@ -38,7 +38,8 @@ FAMILIES: dict[str, str] = {
                "recompute the selection at every point.",
     "complex": "Complex intermediates with real x and real outputs: a complex value is a pair "
                "of real traced arrays (real, imaginary part); `+ - * /`, `conj`, `exp`, `abs`, "
-               "`square`, `==` and `!=` (both parts), real-linear functions (`sum`, "
+               "`square`, `sin`, `cos`, `sinh`, `cosh`, integer powers, `np.dot`, `==` and `!=` "
+               "(both parts), real-linear functions (`sum`, "
                "`reshape`, `roll`, ...) and the functions below act on the pair, so abs, "
                "conj and angle (not holomorphic) are exact. Other operations on a complex "
                "value, and a complex result of f, raise.",

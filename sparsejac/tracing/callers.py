@@ -163,9 +163,10 @@ def user_line() -> str:
 
 #: sparsejac's dispatch machinery: the frames between a numpy call on a Tracer and its
 #: caller (the tracer's operators, the dispatch and the elementwise handlers)
-#: modules whose numpy calls stand for the user's own (np.isclose(k, 0, atol=0) is k == 0)
+#: modules whose numpy calls stand for the user's own (np.isclose(k, 0, atol=0) is k == 0,
+#: a complex z == 0 compares its parts)
 _MACHINERY = ("sparsejac.tracing", "sparsejac.primitives.core", "sparsejac.primitives.elementwise",
-              "sparsejac.primitives.creation")
+              "sparsejac.primitives.creation", "sparsejac.primitives.complex_pairs")
 
 
 def called_by_a_rule() -> bool:
