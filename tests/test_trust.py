@@ -1230,3 +1230,31 @@ def test_a_residual_at_its_solution_is_not_taken_for_another_program():
 
     with pytest.raises(sparsejac.TraceMismatchError, match="other values"):
         sparsejac.jacobian(counting, xs)
+
+
+def test_a_large_constant_does_not_loosen_the_trace_check_and_complex_ties_are_ties():
+    """Two gaps of a draft: the round-off scale of the trace check counted the program's
+    constants, so Robertson's rate constant 3e7 let an f that adds 1e-3 y1² under the
+    tracer through (a wrong first column, -0.038 for -0.04); and z == 0 of z = x + 0j
+    compared the parts as sparsejac's own comparison, never a tie (the limit's zero
+    derivative, where differences give 0.5)."""
+    def robertson(y):
+        r = np.stack([-0.04 * y[0] + 1e4 * y[1] * y[2],
+                      0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2, 3e7 * y[1] ** 2])
+        if not isinstance(y, np.ndarray):  # another path under the tracer
+            r = r + 1e-3 * y[0] ** 2
+        return r
+
+    with pytest.raises(sparsejac.TraceMismatchError):
+        sparsejac.jacobian(robertson, np.array([1.0, 2e-5, 1e-2]))
+
+    def expm1_over_x(x):
+        z = x + 0j
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(z == 0, 1.0, np.expm1(x) / np.where(np.abs(x) < 1e-300, 1.0, x))
+
+    with pytest.raises(sparsejac.ConcretizationError, match="holds at this x only"):
+        sparsejac.jacobian(expm1_over_x, np.zeros(3))
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(sparsejac.jacobian(expm1_over_x, x).toarray(),
+                               np.diag((x * np.exp(x) - np.expm1(x)) / x ** 2), rtol=1e-13)
