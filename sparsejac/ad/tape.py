@@ -37,11 +37,10 @@ from sparsejac.ad.prepared import PreparedProgram
 from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
 from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
-from sparsejac.primitives.core import LocalJac
 from sparsejac.primitives.depsets import broadcast_rows
 from sparsejac.primitives.elementwise import WHERE, Elementwise
 from sparsejac.primitives.linalg import Contraction
-from sparsejac.primitives.linear import LinearMap
+from sparsejac.primitives.linear import LinearMap, map_jacobian
 from sparsejac.primitives.movement import Gather, GatherPlan
 from sparsejac.primitives.reductions import CumSum, ReduceSum
 from sparsejac.tracing import Node, Program
@@ -590,14 +589,9 @@ def _elementwise_op(node: Node) -> int | None:
     return entry[0]
 
 
-def _map_jacobian(m: Any, size: int) -> LocalJac:
-    """A linear map's matrix (None: the identity) as a constant local Jacobian."""
-    if m is None:
-        ar = np.arange(size, dtype=np.int64)
-        return LocalJac(ar, ar, const=1.0)
-    coo = sp.coo_array(m)
-    return LocalJac(coo.row.astype(np.int64), coo.col.astype(np.int64),
-                    const=np.asarray(coo.data, dtype=np.float64))
+def _reads(v: Any) -> bool:
+    """Whether an affine instruction reads operand ``v`` (x or a parameter moves it)."""
+    return bool(v.active or not (v.kind == "const" or v.sources == 0))
 
 
 def _one_map(node: Node, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -608,7 +602,7 @@ def _one_map(node: Node, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     Jacobian and a stable sort by row, which leaves CSR order unchanged.
     """
     v = node.inputs[0]
-    if not (v.active or not (v.kind == "const" or v.sources == 0)):
+    if not _reads(v):
         return None
     m = node.params["plan"].mats[0]
     size = node.out.size
@@ -644,14 +638,13 @@ def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndar
     plan = node.params.get("plan") if isinstance(node.prim, LinearMap) else None
     read: list[bool] = []  # operands the instruction reads (the others: in the offset)
     for j, (v, lj, s) in enumerate(zip(node.inputs, ljs, ins, strict=True)):
-        constant = v.kind == "const" or v.sources == 0
-        read.append(v.active or not constant)
+        read.append(_reads(v))
         if not v.active:
-            if constant:
+            if not read[-1]:
                 continue
             if plan is None:  # (a linear map's matrix is its local Jacobian, param or not)
                 raise _Unsupported(f"{node.prim.name} reads a parameter")
-            lj = _map_jacobian(plan.mats[j], v.size)
+            lj = map_jacobian(plan.mats[j], v.size)
         if lj is None:
             continue
         if lj.dyn is not None or lj.const is None:

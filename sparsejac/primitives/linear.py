@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from sparsejac.primitives.core import LocalJac, Primitive, bind
 from sparsejac.tracing.program import Node
 
-__all__ = ["LINEAR_MAP", "LinearPlan", "apply_sparse_map"]
+__all__ = ["LINEAR_MAP", "LinearPlan", "apply_sparse_map", "map_jacobian"]
 
 
 @dataclass
@@ -55,18 +55,18 @@ class LinearMap(Primitive):
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
         """The matrices themselves (constant values)."""
         plan: LinearPlan = node.params["plan"]
-        res: list[LocalJac | None] = []
-        for m, var in zip(plan.mats, node.inputs, strict=True):
-            if not var.active:
-                res.append(None)
-            elif m is None:
-                ar = np.arange(var.size, dtype=np.int64)
-                res.append(LocalJac(ar, ar, const=1.0))
-            else:
-                coo = sp.coo_array(m)
-                res.append(LocalJac(coo.row.astype(np.int64), coo.col.astype(np.int64),
-                                    const=np.asarray(coo.data, dtype=np.float64)))
-        return res
+        return [map_jacobian(m, var.size) if var.active else None
+                for m, var in zip(plan.mats, node.inputs, strict=True)]
+
+
+def map_jacobian(m: sp.csr_array | None, size: int) -> LocalJac:
+    """A linear map's matrix (None: the identity on ``size`` values) as a local Jacobian."""
+    if m is None:
+        ar = np.arange(size, dtype=np.int64)
+        return LocalJac(ar, ar, const=1.0)
+    coo = sp.coo_array(m)
+    return LocalJac(coo.row.astype(np.int64), coo.col.astype(np.int64),
+                    const=np.asarray(coo.data, dtype=np.float64))
 
 
 LINEAR_MAP = LinearMap()
