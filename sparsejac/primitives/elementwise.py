@@ -376,10 +376,11 @@ BINARY_ROWS = [
     Row(np.true_divide, (dp.div_a, dp.div_b), NONZERO),
     Row(np.power, (dp.pow_a, dp.pow_b), POSITIVE),
     Row(np.float_power, (dp.pow_a, dp.pow_b), POSITIVE),
-    Row(np.maximum, (dp.ge, dp.lt), REAL, (dp.sel_ge, dp.sel_lt)),
-    Row(np.minimum, (dp.le, dp.gt), REAL, (dp.sel_le, dp.sel_gt)),
-    Row(np.fmax, (dp.fmax_a, dp.fmax_b), REAL, (dp.sel_ge, dp.sel_lt)),
-    Row(np.fmin, (dp.fmin_a, dp.fmin_b), REAL, (dp.sel_le, dp.sel_gt)),
+    # at a tie, half of each operand's derivative (see partials.ge)
+    Row(np.maximum, (dp.ge, dp.lt), REAL, (dp.sel_ge, dp.sel_le)),
+    Row(np.minimum, (dp.le, dp.gt), REAL, (dp.sel_le, dp.sel_ge)),
+    Row(np.fmax, (dp.fmax_a, dp.fmax_b), REAL, (dp.sel_fmax_a, dp.sel_fmax_b)),
+    Row(np.fmin, (dp.fmin_a, dp.fmin_b), REAL, (dp.sel_fmin_a, dp.sel_fmin_b)),
     Row(np.arctan2, (dp.arctan2_a, dp.arctan2_b), NONZERO),
     Row(np.hypot, (dp.hypot_a, dp.hypot_b), NONZERO),
     # x2 where x1 == 0 (a local pattern keeps it there only); piecewise constant in x1

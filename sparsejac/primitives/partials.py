@@ -202,24 +202,32 @@ def pow_b(a: Any, b: Any, out: Any) -> Any:
         return np.where(np.equal(a, 0), 0.0, out * np.log(np.where(np.equal(a, 0), 1.0, a)))
 
 
+# np.maximum / np.minimum at a tie (a == b): half of each operand's derivative, the
+# symmetric derivative of the kink. Sums of kinks at the same point then differentiate as
+# their sum does: max(z, 0) + log1p(exp(-|z|)) (a "stable" softplus) gets 0.5 at z = 0, and
+# max(x, 0) + min(x, 0) == x gets 1, consistent with abs'(0) = 0 (= max(x, -x)').
+
+
 def ge(a: Any, b: Any, out: Any) -> Any:
-    return np.greater_equal(a, b).astype(np.float64)
+    # 1 where a > b, 0.5 where a == b, 0 where a < b or either is NaN
+    return 0.5 * (np.greater_equal(a, b).astype(np.float64) + np.greater(a, b))
 
 
 def lt(a: Any, b: Any, out: Any) -> Any:
-    return np.less(a, b).astype(np.float64)
+    return 0.5 * (np.less_equal(a, b).astype(np.float64) + np.less(a, b))
 
 
 def le(a: Any, b: Any, out: Any) -> Any:
-    return np.less_equal(a, b).astype(np.float64)
+    return 0.5 * (np.less_equal(a, b).astype(np.float64) + np.less(a, b))
 
 
 def gt(a: Any, b: Any, out: Any) -> Any:
-    return np.greater(a, b).astype(np.float64)
+    return 0.5 * (np.greater_equal(a, b).astype(np.float64) + np.greater(a, b))
 
 
 def fmax_a(a: Any, b: Any, out: Any) -> Any:
-    return (np.greater_equal(a, b) | np.isnan(b)).astype(np.float64)
+    # a where b is NaN (fmax ignores a NaN), b where a alone is NaN, else as np.maximum
+    return np.where(np.isnan(b), 1.0, ge(a, b, out))
 
 
 def fmax_b(a: Any, b: Any, out: Any) -> Any:
@@ -227,27 +235,38 @@ def fmax_b(a: Any, b: Any, out: Any) -> Any:
 
 
 def fmin_a(a: Any, b: Any, out: Any) -> Any:
-    return (np.less_equal(a, b) | np.isnan(b)).astype(np.float64)
+    return np.where(np.isnan(b), 1.0, le(a, b, out))
 
 
 def fmin_b(a: Any, b: Any, out: Any) -> Any:
     return 1.0 - fmin_a(a, b, out)
 
 
+# local patterns: an operand is kept where it is (one of) the chosen; both at a tie
+
+
 def sel_ge(a: Any, b: Any, out: Any) -> Any:
     return np.greater_equal(a, b)
-
-
-def sel_lt(a: Any, b: Any, out: Any) -> Any:
-    return np.less(a, b)
 
 
 def sel_le(a: Any, b: Any, out: Any) -> Any:
     return np.less_equal(a, b)
 
 
-def sel_gt(a: Any, b: Any, out: Any) -> Any:
-    return np.greater(a, b)
+def sel_fmax_a(a: Any, b: Any, out: Any) -> Any:
+    return np.greater_equal(a, b) | np.isnan(b)
+
+
+def sel_fmax_b(a: Any, b: Any, out: Any) -> Any:
+    return np.less_equal(a, b) | (np.isnan(a) & ~np.isnan(b))
+
+
+def sel_fmin_a(a: Any, b: Any, out: Any) -> Any:
+    return np.less_equal(a, b) | np.isnan(b)
+
+
+def sel_fmin_b(a: Any, b: Any, out: Any) -> Any:
+    return np.greater_equal(a, b) | (np.isnan(a) & ~np.isnan(b))
 
 
 def arctan2_a(a: Any, b: Any, out: Any) -> Any:

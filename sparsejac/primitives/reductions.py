@@ -12,8 +12,8 @@ vjp of ``sum`` (a broadcast view of the cotangent) and the jvp and vjp of ``cums
 Jacobian is quadratic).
 
 ``max``/``min`` have a value-dependent derivative: the global pattern is the whole group (any
-element can be the largest for some x), the local pattern and the derivative take the first
-arg-extremum, as ``np.argmax`` does.
+element can be the largest for some x); the local pattern is the group's extrema, and ``k`` tied
+extrema share the derivative equally (``1/k`` each, the convention of ``np.maximum`` at a tie).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ class ReduceProd(_Reduction):
 
 
 class ReduceExtremum(_Reduction):
-    """``np.max`` / ``np.min``: derivative through the first arg-extremum of each group."""
+    """``np.max`` / ``np.min``: derivative shared equally by the tied extrema of each group."""
 
     dynamic = True
     piecewise_constant = True
@@ -211,46 +211,60 @@ class ReduceExtremum(_Reduction):
         """``np.max`` or ``np.min``."""
         return np.asarray(self.fn(vals[0], axis=axes, keepdims=keepdims))
 
-    def _selected(self, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-        """Flat input index of the chosen element of every group."""
+    def _chosen(self, x: Any, axes: tuple[int, ...]) -> np.ndarray:
+        """``(out_size, L)`` mask of the elements equal to their group's extremum.
+
+        A group whose extremum is NaN keeps its first NaN, as ``np.argmax`` does.
+        """
         lanes = _lanes(np.asarray(x), axes)
-        arg = self.argfn(lanes, axis=1)
-        pos = _lanes(np.arange(np.size(x), dtype=np.int64).reshape(np.shape(x)), axes)
-        return np.asarray(pos[np.arange(pos.shape[0]), arg])
+        ext = self.fn(lanes, axis=1)
+        with np.errstate(invalid="ignore"):
+            hit = np.asarray(lanes == ext[:, None])
+        nan = np.flatnonzero(~hit.any(axis=1))
+        if nan.size:
+            hit[nan, self.argfn(lanes[nan], axis=1)] = True
+        return hit
+
+    def _weights(self, x: Any, axes: tuple[int, ...]) -> np.ndarray:
+        """``(out_size, L)`` partials: 1/k on each of a group's k tied extrema, 0 elsewhere."""
+        hit = self._chosen(x, axes)
+        return np.asarray(hit / hit.sum(axis=1, keepdims=True))
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
-        """The whole group (global) or the chosen element (local)."""
+        """The whole group (global) or its extrema (local)."""
         if deps[0] is None:
             return None
         if not local:
             return super().pattern(node, deps, local)
-        return depsets.take_rows(deps[0], self._selected(node.inputs[0].value, node.params["axes"]))
+        axes = node.params["axes"]
+        x = node.inputs[0].value
+        hit = self._chosen(x, axes)
+        keep = _unlanes(hit[None], np.shape(x), axes).ravel()
+        return super().pattern(node, [depsets.keep_rows(deps[0], keep)], local)
 
     def jvp(self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None],
             out: Any) -> np.ndarray | None:
-        """Tangent of the chosen element."""
+        """Mean tangent of the group's extrema."""
         t = tangents[0]
         if t is None:
             return None
-        sel = self._selected(vals[0], node.params["axes"])
-        return np.take(t.reshape(t.shape[0], -1), sel, axis=1).reshape(
-            (t.shape[0], *node.out.shape))
+        axes = node.params["axes"]
+        w = self._weights(vals[0], axes)
+        res = mul0(_lanes(t, axes, lead=1), w[None]).sum(axis=2)
+        return np.asarray(res).reshape((t.shape[0], *node.out.shape))
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
             ) -> list[np.ndarray | None]:
-        """Cotangent to the chosen element, zero elsewhere."""
-        sel = self._selected(vals[0], node.params["axes"])
-        q = ct.shape[0]
-        g = np.zeros((q, int(np.size(vals[0]))))
-        g[:, sel] = ct.reshape(q, -1)
-        return [g.reshape((q, *node.inputs[0].shape))]
+        """Cotangent shared by the group's extrema, zero elsewhere."""
+        axes = node.params["axes"]
+        w = self._weights(vals[0], axes)
+        g = mul0(ct.reshape(ct.shape[0], -1)[:, :, None], w[None])
+        return [_unlanes(g, node.inputs[0].shape, axes)]
 
     def _values(self, vals: Sequence[Any], out: Any, *, axes: tuple[int, ...]) -> Any:
-        """One-hot at the chosen element of each group, in input order."""
+        """The partials, in input order."""
         x = np.asarray(vals[0])
-        v = np.zeros(x.size)
-        v[self._selected(x, axes)] = 1.0
-        return v
+        return contiguous(_unlanes(self._weights(x, axes)[None], x.shape, axes)).ravel()
 
 
 REDUCE_SUM = ReduceSum()
