@@ -135,6 +135,20 @@ class _Lagrangian:
         return sigma * self.f(np.copy(x)) + np.sum(lam * np.ravel(self.c(x)))
 
 
+def _positions(rows: np.ndarray, cols: np.ndarray, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Index in ``(rows, cols)`` of every entry ``(r, c)``; each must be among them."""
+    width = int(max(np.max(cols, initial=0), np.max(c, initial=0))) + 1
+    key = np.asarray(rows, dtype=np.int64) * width + cols
+    want = np.asarray(r, dtype=np.int64) * width + c
+    order = np.argsort(key, kind="stable")
+    at = np.minimum(np.searchsorted(key[order], want), max(key.size - 1, 0))
+    pos = order[at] if key.size else np.zeros(0, dtype=np.int64)
+    if want.size and (key.size == 0 or not np.array_equal(key[pos], want)):
+        raise RuntimeError("the constraints' Hessian has entries outside the Lagrangian's "
+                           "structure")
+    return np.asarray(pos)
+
+
 def _multipliers(v: Any, m: int, name: str) -> np.ndarray:
     """``v`` as m float64 values, or a ValueError naming the argument."""
     try:
@@ -168,18 +182,52 @@ class LagrangianHessian(_OneHessian):
 
     def __init__(self, hess: SparseHessian) -> None:
         self.hessian = hess
+        # σ = 0 with a NaN in σ ∇²f (a kink of f at x): the constraints' Hessian alone, prepared
+        # on first need, and the positions of its lower triangle in :meth:`structure`
+        self._constraints: tuple[SparseHessian, np.ndarray] | None = None
 
     def __call__(self, x: Any, lagrange: Any, obj_factor: float = 1.0) -> sp.csr_array:
         """The full symmetric Hessian of the Lagrangian."""
-        return self.hessian.evaluate(x, params=self._params(lagrange, obj_factor))
+        params = self._params(lagrange, obj_factor)
+        full = self.hessian.evaluate(x, params=params)
+        if params[0] == 0 and np.isnan(full.data).any():
+            rows, cols = self.hessian.structure()
+            low = self._without_objective(x, params[1])
+            r = np.repeat(np.arange(full.shape[0]), np.diff(full.indptr))
+            c = full.indices
+            full = full.copy()
+            full.data = low[_positions(rows, cols, np.maximum(r, c), np.minimum(r, c))]
+        return full
 
     def structure(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cols)`` of the lower triangle (``row >= col``)."""
         return self.hessian.structure()
 
     def values(self, x: Any, lagrange: Any, obj_factor: float = 1.0) -> np.ndarray:
-        """The lower triangle's values in the order of :meth:`structure`."""
-        return self.hessian.values(x, params=self._params(lagrange, obj_factor))
+        """The lower triangle's values in the order of :meth:`structure`.
+
+        With ``obj_factor=0`` the objective takes no part, also where its Hessian is not
+        defined (NaN, as for ``np.linalg.norm(x) ** 2`` at 0): IPOPT's restoration phase.
+        """
+        params = self._params(lagrange, obj_factor)
+        vals = self.hessian.values(x, params=params)
+        if params[0] == 0 and np.isnan(vals).any():
+            return self._without_objective(x, params[1])
+        return vals
+
+    def _without_objective(self, x: Any, lam: np.ndarray) -> np.ndarray:
+        """``λᵀ ∇²c(x)``'s lower triangle in the order of :meth:`structure`."""
+        if self._constraints is None:
+            lag = self.hessian._f
+            assert isinstance(lag, _Lagrangian)
+            hc = SparseHessian(_Weighted(lag.c), self.hessian._x0, method=self.hessian._method,
+                               params=(np.ones(lam.size),), name="lagrange @ c(x)")
+            rows, cols = self.hessian.structure()
+            self._constraints = (hc, _positions(rows, cols, *hc.structure()))
+        hc, pos = self._constraints
+        out = np.zeros(self.hessian.structure()[0].size)
+        out[pos] = hc.values(x, params=(lam,))
+        return out
 
     def _params(self, lagrange: Any, obj_factor: float) -> tuple[Any, ...]:
         sigma = _multipliers(obj_factor, 1, "obj_factor")[0]

@@ -777,3 +777,24 @@ def test_a_huber_loss_has_its_quadratic_curvature_at_zero_residuals() -> None:
         return np.sum(np.where(a <= 1.0, 0.5 * a ** 2, a - 0.5))
 
     np.testing.assert_array_equal(sparsejac.hessian(huber, r0).diagonal(), [1.0, 1.0, 0.0])
+
+
+def test_lagrangian_with_obj_factor_zero_leaves_out_an_undefined_objective_hessian():
+    """obj_factor = 0 (IPOPT's restoration phase) gives the constraints' Hessian alone, also
+    where the objective's is NaN (np.linalg.norm(x) ** 2 at 0); other factors keep the NaN."""
+    f = lambda x: np.linalg.norm(x) ** 2  # noqa: E731
+    c = lambda x: np.array([x[0] * x[1] + x[2] ** 3, x[1] * x[2]])  # noqa: E731
+    hl = sparsejac.lagrangian_hessian(f, c, np.ones(3))
+    x0, lam = np.zeros(3), np.array([2.0, -1.0])
+    want = np.array([[0.0, 2.0, 0.0], [2.0, 0.0, -1.0], [0.0, -1.0, 0.0]])  # by hand
+    np.testing.assert_allclose(hl(x0, lagrange=lam, obj_factor=0.0).toarray(), want,
+                               rtol=1e-15)
+    rows, cols = hl.structure()
+    np.testing.assert_allclose(hl.values(x0, lagrange=lam, obj_factor=0.0), want[rows, cols],
+                               rtol=1e-15)
+    assert np.isnan(hl.values(x0, lagrange=lam, obj_factor=1.0)).any()
+    # away from the kink, obj_factor = 0 is the prepared Hessian itself
+    x1 = np.array([1.0, 2.0, 3.0])
+    want1 = np.array([[0.0, 2.0, 0.0], [2.0, 0.0, -1.0], [0.0, -1.0, 36.0]])
+    np.testing.assert_allclose(hl(x1, lagrange=lam, obj_factor=0.0).toarray(), want1,
+                               rtol=1e-14)
