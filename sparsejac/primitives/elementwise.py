@@ -399,6 +399,9 @@ BINARY_ROWS = [
     Row(sc.poch, (dp.poch_z, dp.poch_m), POSITIVE),
     Row(sc.pdtr, (None, dp.pdtr_m), POSITIVE),  # piecewise constant in the count k
     Row(sc.pdtrc, (None, dp.pdtrc_m), POSITIVE),
+    # the threshold takes part where |r| > delta only (a local pattern keeps it there)
+    Row(sc.huber, (dp.huber_delta, dp.huber_r), POSITIVE, (dp.sel_huber_delta, None)),
+    Row(sc.pseudo_huber, (dp.pseudo_huber_delta, dp.pseudo_huber_r), POSITIVE),
     # an order or a parameter first: refused when traced
     Row(sc.iv, (None, dp.iv_x), POSITIVE, refuse=(("v", _ORDER), None)),
     Row(sc.ive, (None, dp.ive_x), POSITIVE, refuse=(("v", _ORDER), None)),

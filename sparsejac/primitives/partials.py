@@ -553,6 +553,35 @@ def pdtrc_m(k: Any, m: Any, out: Any) -> Any:
     return -pdtr_m(k, m, out)
 
 
+def huber_delta(d: Any, r: Any, out: Any) -> Any:
+    # huber(d, r) = r**2 / 2 for |r| <= d, else d * (|r| - d / 2)
+    return np.where(np.abs(r) <= d, 0.0, np.abs(r) - d)
+
+
+def sel_huber_delta(d: Any, r: Any, out: Any) -> Any:
+    return np.abs(r) > d
+
+
+def huber_r(d: Any, r: Any, out: Any) -> Any:
+    return np.where(np.abs(r) <= d, r, d * np.sign(r))
+
+
+def pseudo_huber_delta(d: Any, r: Any, out: Any) -> Any:
+    # d**2 (sqrt(1 + (r/d)**2) - 1) differentiated in d, written without cancellation:
+    # r**4 / (h (h + d)**2) with h = hypot(d, r); |r| at d = 0 (the limit of d |r|), 0 at 0
+    h = np.hypot(d, r)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = r / (h + d)
+        return np.where(h == 0, 0.0, q * q * np.abs(r) * (np.abs(r) / h))
+
+
+def pseudo_huber_r(d: Any, r: Any, out: Any) -> Any:
+    # r / sqrt(1 + (r/d)**2) = d r / hypot(d, r); 0 at d = 0, where pseudo_huber is 0
+    h = np.hypot(d, r)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(h == 0, 0.0, d * (r / h))
+
+
 def xlogy_a(a: Any, b: Any, out: Any) -> Any:
     return np.log(b)
 

@@ -257,3 +257,29 @@ def test_slopes_keep_their_digits_at_extreme_arguments(f: Any, x: list[float],
     Oracles: closed forms and asymptotic series independent of the rules."""
     xs = np.array(x)
     np.testing.assert_allclose(diag(f, xs), exact(xs), rtol=1e-12)
+
+
+def test_huber_losses_by_hand():
+    """scipy.special.huber and pseudo_huber against their hand-derived partials, at the
+    threshold, at delta = 0 and r = 0, and for r much smaller than delta (no cancellation)."""
+    d = np.array([1.0, 1.0, 1.0, 0.0, 0.5, 1e3])
+    r = np.array([0.5, -2.0, 1.0, 1.5, 0.0, 1e-2])
+    x = np.concatenate([d, r])
+
+    def parts(fn: Any) -> tuple[np.ndarray, np.ndarray]:
+        jac = sparsejac.jacobian(lambda t: fn(t[:6], t[6:]), x).toarray()
+        return np.diag(jac[:, :6]), np.diag(jac[:, 6:])
+
+    dd, dr = parts(sc.huber)
+    np.testing.assert_array_equal(dd, [0.0, 1.0, 0.0, 1.5, 0.0, 0.0])  # |r| - d outside
+    np.testing.assert_array_equal(dr, [0.5, -1.0, 1.0, 0.0, 0.0, 1e-2])  # r inside, d sign(r)
+    dd, dr = parts(sc.pseudo_huber)
+    s = np.sqrt(1.0 + (r[:3] / d[:3]) ** 2)
+    np.testing.assert_allclose(dr[:3], r[:3] / s, rtol=1e-15)
+    np.testing.assert_allclose(dd[:3], 2 * d[:3] * (s - 1) - r[:3] ** 2 / (s * d[:3]),
+                               rtol=1e-13)
+    np.testing.assert_array_equal(dd[3:5], [1.5, 0.0])  # d |r| near d = 0; 0 at r = 0
+    np.testing.assert_array_equal(dr[3:5], [0.0, 0.0])
+    # r << d: d**2 (sqrt(1 + t**2) - 1) = r**2/2 - r**4 / (8 d**2) + ..., so the derivative in
+    # d is r**4 / (4 d**3) (1e-17 here), which the textbook formula loses to cancellation
+    np.testing.assert_allclose(dd[5], r[5] ** 4 / (4 * d[5] ** 3), rtol=1e-6)
