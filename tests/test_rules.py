@@ -721,6 +721,8 @@ CASES: list[Case] = [
          shape=(2, 3, 2)),
     Case("numpy.max", "axis1", lambda x: np.max(x, axis=1), select=True),
     Case("numpy.amax", "all", lambda x: np.amax(x), select=True),
+    Case("numpy.nanmax", "axis0", lambda x: np.nanmax(x, axis=0), select=True),
+    Case("numpy.nanmin", "axis1", lambda x: np.nanmin(x, axis=1, keepdims=True), select=True),
     Case("numpy.maximum.reduce", "axis0", lambda x: np.maximum.reduce(x), select=True),
     Case("numpy.min", "keepdims", lambda x: np.min(x, axis=0, keepdims=True), select=True),
     Case("numpy.amin", "axis", lambda x: np.amin(x, axis=-1), select=True),

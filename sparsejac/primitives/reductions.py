@@ -436,16 +436,73 @@ def _prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims
     return _finish(_reduce(REDUCE_PROD, "numpy.prod", a, axis, keepdims, dtype), out)
 
 
+def _extremum(prim: Primitive, name: str, a: Any, axis: Any, keepdims: Any, kw: dict[str, Any]
+              ) -> Any:
+    """``np.max``/``np.min`` with numpy's ``initial=`` (and ``where=``, which needs it).
+
+    The extremum of the group and ``initial``; ``initial`` for an empty or masked-out group.
+    """
+    initial = kw.pop("initial", _NoValue)
+    where = kw.pop("where", _NoValue)
+    _check_plain(name, **kw)
+    if initial is _NoValue or initial is None:
+        if where is not _NoValue and where is not True:
+            raise ValueError(f"reduction operation '{name[6:]}imum' does not have an identity, "
+                             "so to use a where mask one has to specify 'initial'")
+        return _reduce(prim, name, a, axis, keepdims)
+    if np.ndim(initial) != 0:
+        raise ValueError(f"{name}: `initial` must be a scalar; got shape {np.shape(initial)}")
+    big = -np.inf if prim is REDUCE_MAX else np.inf
+    both = np.maximum if prim is REDUCE_MAX else np.minimum
+    if where is not _NoValue and where is not True:
+        a = np.where(where, a, big)  # a masked-out element never wins (nor ties)
+    shape = np.shape(a._var.value) if isinstance(a, Tracer) else np.shape(a)
+    axes = normalize_axes(axis, len(shape), name)
+    if any(shape[i] == 0 for i in axes):  # empty groups: initial alone
+        return np.zeros(_out_shape(shape, axes, bool(keepdims))) + initial
+    return both(_reduce(prim, name, a, axis, keepdims), initial)
+
+
 @register_function(np.max, np.amax, family="reductions", via="reduce_max")
 def _max(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
-    _check_plain("numpy.max", **kw)
-    return _finish(_reduce(REDUCE_MAX, "numpy.max", a, axis, keepdims), out)
+    return _finish(_extremum(REDUCE_MAX, "numpy.max", a, axis, keepdims, kw), out)
 
 
 @register_function(np.min, np.amin, family="reductions", via="reduce_min")
 def _min(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
-    _check_plain("numpy.min", **kw)
-    return _finish(_reduce(REDUCE_MIN, "numpy.min", a, axis, keepdims), out)
+    return _finish(_extremum(REDUCE_MIN, "numpy.min", a, axis, keepdims, kw), out)
+
+
+def _nan_extremum(prim: Primitive, name: str, a: Any, axis: Any, out: Any, keepdims: Any,
+                  kw: dict[str, Any]) -> Any:
+    """``np.nanmax``/``np.nanmin``: NaN elements never win; an all-NaN group gives NaN."""
+    kw = {k: v for k, v in kw.items() if v is not _NoValue}
+    big = -np.inf if prim is REDUCE_MAX else np.inf
+    nan = np.isnan(a)
+    has_initial = kw.get("initial") is not None
+    res = _extremum(prim, name, np.where(nan, big, a), axis, keepdims, dict(kw))
+    if not has_initial:  # (with initial=, numpy's all-NaN group gives initial)
+        shape = np.shape(a._var.value) if isinstance(a, Tracer) else np.shape(a)
+        if np.size(a) and not any(shape[i] == 0 for i in normalize_axes(axis, len(shape),
+                                                                          name)):
+            res = np.where(np.all(nan, axis=axis, keepdims=bool(keepdims)), np.nan, res)
+    return _finish(res, out)
+
+
+@register_function(np.nanmax, family="reductions", via="where, reduce_max")
+def _nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NoValue,
+            initial: Any = _NoValue, where: Any = _NoValue) -> Any:
+    return _nan_extremum(REDUCE_MAX, "numpy.nanmax", a, axis, out,
+                         False if keepdims is _NoValue else keepdims,
+                         {"initial": initial, "where": where})
+
+
+@register_function(np.nanmin, family="reductions", via="where, reduce_min")
+def _nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NoValue,
+            initial: Any = _NoValue, where: Any = _NoValue) -> Any:
+    return _nan_extremum(REDUCE_MIN, "numpy.nanmin", a, axis, out,
+                         False if keepdims is _NoValue else keepdims,
+                         {"initial": initial, "where": where})
 
 
 def _scan(prim: Primitive, name: str, a: Any, axis: Any, dtype: Any) -> Any:

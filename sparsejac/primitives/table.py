@@ -99,7 +99,8 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "a few slices"),
     ("`np.modf`, `np.frexp`, the ufunc `np.divmod`", "ufuncs with two outputs",
      "use `//` and `%` (or `np.floor_divide` and `np.remainder`)"),
-    ("`where=` and `initial=` in reductions other than `np.sum(where=)`, and in ufuncs",
+    ("`where=` and `initial=` in reductions other than `np.sum(where=)` and `np.max`/`np.min`/"
+     "`np.nanmax`/`np.nanmin`, and in ufuncs",
      "no rule yet",
      "`np.sum(np.where(mask, x, 0))`"),
     ("`np.pad` modes `mean`, `median`, `maximum`, `minimum`, `linear_ramp`, callables",

@@ -3,6 +3,7 @@ along any axis with ``keepdims``, the composites built on them, and zero-derivat
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import sparsejac
+from sparsejac.tracing import trace
 from tests.primitives.util import check_exact, rand
 from tests.scenarios import fd_jacobian
 
@@ -226,3 +228,39 @@ def test_prod_and_cumprod_with_an_overflowed_entry_agree_in_every_path():
                 for mode in ("forward", "reverse", "mixed"):
                     np.testing.assert_array_equal(sparsejac.jacobian(fn, x, mode=mode).toarray(),
                                                   want)
+
+
+def test_max_and_min_with_initial_and_where_by_hand() -> None:
+    """``initial=`` takes part as one more element (a tie with it halves the derivative),
+    ``where=`` masks elements out; an empty group gives ``initial``. Values as numpy's."""
+    x = np.array([0.0, -1.0, 2.0, 2.0])
+    mask = np.array([[True, False], [True, True]])
+    cases = [
+        (lambda t: np.atleast_1d(np.max(t[:2], initial=0.0)), [[0.5, 0, 0, 0]]),
+        (lambda t: np.max(t.reshape(2, 2), axis=1, initial=1.0), [[0, 0, 0, 0], [0, 0, .5, .5]]),
+        (lambda t: np.min(t.reshape(2, 2), axis=0, initial=1.0, where=mask),
+         [[1, 0, 0, 0], [0, 0, 0, 0]]),
+        (lambda t: np.atleast_1d(np.amin(t[:0], initial=3.0)) + t[0], [[1, 0, 0, 0]]),
+    ]
+    for f, want in cases:
+        np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), want)
+        np.testing.assert_array_equal(trace(f, x).out.value, f(x))
+    with pytest.raises(ValueError, match="initial"):
+        sparsejac.jacobian(lambda t: np.max(t, where=t > 0), x)
+
+
+def test_nanmax_and_nanmin_skip_nan_elements() -> None:
+    """NaN elements never win; an all-NaN group is NaN with no derivative (numpy's value)."""
+    x = np.array([0.0, -1.0, 2.0, 2.0])
+    nan = np.array([np.nan, 0.0, np.nan, np.nan])
+    cases = [
+        (lambda t: np.atleast_1d(np.nanmax(t + nan)), [[0, 1, 0, 0]]),
+        (lambda t: np.nanmin((t + nan).reshape(2, 2), axis=0), [[0, 0, 0, 0], [0, 1, 0, 0]]),
+        (lambda t: np.nanmax((t + nan).reshape(2, 2), axis=1, initial=5.0), np.zeros((2, 4))),
+        (lambda t: np.nanmax(t.reshape(2, 2), axis=1), [[1, 0, 0, 0], [0, 0, .5, .5]]),
+    ]
+    for f, want in cases:
+        with warnings.catch_warnings():  # numpy's All-NaN slice warning (in the trace check)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), want)
+            np.testing.assert_array_equal(trace(f, x).out.value, f(x))
