@@ -934,7 +934,9 @@ def test_structured_primitives_derive_their_rules() -> None:
     from sparsejac.primitives.scipy_linalg import CONST_SOLVE
 
     assert fast_paths(CONST_SOLVE) == ["jvp", "vjp"]
-    # dense matrix functions: their JVP formula on the tangent block (dense blocks only)
+    # dense matrix functions: their JVP formula on the tangent block (dense blocks only);
+    # pattern and VJP are derived except for a node too large for its local Jacobian
+    # (sparsejac/primitives/dense_products.py, tests/primitives/test_dense_linalg_large.py)
     from sparsejac.primitives.dense_linalg import SOLVE
 
-    assert fast_paths(SOLVE) == ["jvp"]
+    assert fast_paths(SOLVE) == ["pattern", "jvp", "vjp"]

@@ -37,6 +37,7 @@ from sparsejac.errors import (
 )
 from sparsejac.numeric import is_arange
 from sparsejac.primitives.core import LocalJac, Primitive, bind
+from sparsejac.primitives.dense_linalg import MatrixFunction
 from sparsejac.primitives.derive import local_jacobians
 from sparsejac.primitives.linear import apply_sparse_map
 from sparsejac.tracing import Program, trace
@@ -127,6 +128,12 @@ def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> 
     return g.reshape(shape) if g.shape != shape else g
 
 
+def _by_formula(node: Node) -> bool:
+    """A large dense matrix function: its cotangent formula, not its local Jacobian."""
+    prim = node.prim
+    return isinstance(prim, MatrixFunction) and prim.pulls_by_formula(node)
+
+
 def _needed_values(prog: Program) -> set[int]:
     """The variables whose values the reverse sweep reads, and what computing them needs.
 
@@ -136,9 +143,9 @@ def _needed_values(prog: Program) -> set[int]:
     """
     needed: set[int] = set()
     for node in reversed(prog.nodes):
-        reads = node.out.active and any(
+        reads = node.out.active and (_by_formula(node) or any(
             s is not None and s.const is None for s, var in
-            zip(local_jacobians(node), node.inputs, strict=True) if var.active)
+            zip(local_jacobians(node), node.inputs, strict=True) if var.active))
         if reads:
             needed.add(node.out.id)
         if node.out.id in needed:
@@ -163,6 +170,9 @@ def _traced_gradient(prog: Program, x: Any, params: Sequence[Any]) -> Any:
     def pull(node: Node, ct: Any) -> list[Any]:
         args = [vals.get(v.id, v.value) for v in node.inputs]
         out = vals.get(node.out.id, node.out.value)  # read only by value-dependent rules
+        if _by_formula(node):
+            assert isinstance(node.prim, MatrixFunction)
+            return node.prim.traced_cotangents(node, args, out, ct)
         return [None if s is None or not var.active else _pull(node, k, s, args, out, ct)
                 for k, (s, var) in enumerate(zip(local_jacobians(node), node.inputs,
                                                   strict=True))]
@@ -218,7 +228,7 @@ def gradient_call(prog: Program, local: bool = False) -> Callable[..., Any]:
             "this program read traced values while it was recorded (local mode); its gradient "
             "program cannot be recorded: trace it globally")
     for node in prog.nodes:  # the local structures (and any compiled kernel) before a trace
-        if node.out.active:
+        if node.out.active and not _by_formula(node):
             local_jacobians(node)
 
     def g(x: Any, *params: Any) -> Any:

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.primitives import dense_products as dp
 from sparsejac.primitives import derive
 from sparsejac.primitives.core import LocalJac, Primitive, contiguous, floats
 from sparsejac.tracing.program import Node
@@ -99,14 +100,139 @@ class MatrixFunction(Primitive):
     prepared program when they are all constants.
     """
 
+    #: The user's call, for messages.
+    call = "numpy.linalg"
+
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
         """The derivative in the tangent directions ``t`` of operand k: ``(P, *out.shape)``."""
         raise NotImplementedError
 
+    def cotangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
+                  ct: np.ndarray) -> np.ndarray:
+        """The adjoint of :meth:`tangent`: cotangents ``(Q, *out.shape)`` to ``(Q, *shape_k)``.
+
+        Optional (NotImplementedError: none); it must be traceable, as :meth:`tangent`.
+        Elements of operand k outside :meth:`in_structure` are zeroed by the caller.
+        """
+        raise NotImplementedError
+
+    def has_cotangent(self) -> bool:
+        """Whether the primitive states :meth:`cotangent`."""
+        return type(self).cotangent is not MatrixFunction.cotangent
+
     def mask(self, node: Node, k: int) -> np.ndarray | None:
         """Structural nonzeros of one block ``(out_core_size, in_core_size)``; None: dense."""
         return None
+
+    def in_structure(self, node: Node, k: int) -> np.ndarray | None:
+        """The elements of one block of operand k that are read (core shape); None: all.
+
+        Used without the block (:meth:`by_products`), where :meth:`mask` is too large.
+        """
+        return None
+
+    def out_structure(self, node: Node) -> np.ndarray | None:
+        """The output elements of one block that have a derivative (core shape); None: all."""
+        return None
+
+    def block_entries(self, node: Node, k: int) -> int:
+        """Entries of one block of the local Jacobian with respect to operand k (dense)."""
+        oc = dp.core_size(node, node.out.shape)
+        if self.has_column_matrix(node, k):
+            orows, nrhs = node.out.shape[-2:]
+            return int(orows) * int(node.inputs[k].shape[-2]) * int(nrhs)
+        return oc * dp.core_size(node, node.inputs[k].shape)
+
+    def by_products(self, node: Node) -> bool:
+        """Whether the node states no local Jacobian and is applied by products instead.
+
+        True when a block of its local Jacobian would have more than
+        :data:`~sparsejac.primitives.dense_products.BLOCK_LIMIT` entries, or all blocks
+        together more than :data:`~sparsejac.primitives.dense_products.TOTAL_LIMIT`
+        (:mod:`sparsejac.primitives.dense_products`).
+        """
+        hit = node.cache.get("by_products")
+        if hit is None:
+            nb = int(np.prod(node.params["batch"], dtype=np.int64))
+            sizes = [self.block_entries(node, k) for k, v in enumerate(node.inputs) if v.active]
+            hit = node.cache["by_products"] = bool(sizes) and (
+                max(sizes) > dp.BLOCK_LIMIT or nb * sum(sizes) > dp.TOTAL_LIMIT)
+        return bool(hit)
+
+    def pulls_by_formula(self, node: Node) -> bool:
+        """Whether a recorded reverse sweep (second order) uses :meth:`cotangent`."""
+        if self.by_products(node):
+            return True
+        return self.has_cotangent() and any(
+            self.block_entries(node, k) > dp.SECOND_ORDER_LIMIT
+            for k, v in enumerate(node.inputs) if v.active)
+
+    def too_large(self, node: Node, what: str) -> Exception:
+        """The error for a node applied by products where ``what`` needs its block."""
+        from sparsejac.errors import UnsupportedPrimitiveError
+
+        size = max(self.block_entries(node, k) for k, v in enumerate(node.inputs) if v.active)
+        shapes = " and ".join(str(tuple(v.shape)) for v in node.inputs if v.active)
+        return UnsupportedPrimitiveError(
+            self.call, f"traced operand of shape {shapes}: {what} would need its local "
+            f"Jacobian, {size:,} entries per matrix (sparsejac applies such a node by "
+            f"products above {dp.BLOCK_LIMIT:,}); compute these derivatives with fewer or "
+            "smaller traced matrices, or by finite differences of a gradient",
+            problem="is too large here")
+
+    def pattern(self, node: Node, deps: Sequence[Any], local: bool) -> Any:
+        """Derived from the local Jacobian; by products: dense within each block."""
+        if not self.by_products(node):
+            return derive.derived_pattern(node, deps, local)
+        return dp.block_pattern(node, deps, self.out_structure(node),
+                                [self.in_structure(node, k) for k in range(len(deps))])
+
+    def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+            ) -> list[np.ndarray | None]:
+        """Derived from the local Jacobian; by products: the cotangent formula."""
+        if not self.by_products(node):
+            return derive.derived_vjp(node, vals, out, ct)
+        res: list[np.ndarray | None] = []
+        om = self.out_structure(node)
+        if om is not None:
+            ct = np.where(om, ct, 0.0)
+        for k, var in enumerate(node.inputs):
+            if not var.active:
+                res.append(None)
+                continue
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                if self.has_cotangent():
+                    g = np.asarray(self.cotangent(node, k, vals, out, ct), dtype=np.float64)
+                else:
+                    g = dp.chunked_vjp(self.tangent, node, k, vals, out, ct)
+            g = np.broadcast_to(g, (ct.shape[0], *var.shape))
+            im = self.in_structure(node, k)
+            res.append(np.ascontiguousarray(g if im is None else np.where(im, g, 0.0)))
+        return res
+
+    def traced_cotangents(self, node: Node, vals: Sequence[Any], out: Any, ct: Any
+                          ) -> list[Any]:
+        """:meth:`cotangent` of one cotangent ``ct`` (out's shape) on traced values."""
+        if not self.has_cotangent():
+            raise self.too_large(node, "a second derivative")
+        c = ct.reshape((1, *node.out.shape))
+        om = self.out_structure(node)
+        if om is not None:
+            c = c * om.astype(np.float64)
+        res: list[Any] = []
+        for k, var in enumerate(node.inputs):
+            if not var.active:
+                res.append(None)
+                continue
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                g = self.cotangent(node, k, vals, out, c)
+            im = self.in_structure(node, k)
+            if im is not None:
+                g = g * im.astype(np.float64)
+            res.append(g.reshape(var.shape) if g.shape == (1, *var.shape)
+                       else np.broadcast_to(g, (1, *var.shape)).reshape(var.shape))
+        return res
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The operands (indices, ``"out"``) the derivative with respect to operand k reads."""
@@ -122,6 +248,8 @@ class MatrixFunction(Primitive):
         for dense blocks: where a mask states structural zeros the formula would leave
         rounding there (Cholesky, QR), and the derived rule is used.
         """
+        if self.by_products(node):
+            return self._formula_jvp(node, vals, tangents, out)
         dense = node.cache.get("dense_blocks")
         if dense is None:
             dense = node.cache["dense_blocks"] = all(
@@ -138,6 +266,26 @@ class MatrixFunction(Primitive):
                 acc = term if acc is None else acc + term
         if acc is None:
             return None
+        p = acc.shape[0]
+        return np.ascontiguousarray(np.broadcast_to(acc, (p, *node.out.shape)))
+
+    def _formula_jvp(self, node: Node, vals: Sequence[Any],
+                     tangents: Sequence[np.ndarray | None], out: Any) -> np.ndarray | None:
+        """The tangent formula, with the read elements and derivative outputs stated."""
+        acc = None
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for k, t in enumerate(tangents):
+                if t is None:
+                    continue
+                im = self.in_structure(node, k)
+                tk = t if im is None else np.where(im, t, 0.0)
+                term = np.asarray(self.tangent(node, k, vals, out, tk), dtype=np.float64)
+                acc = term if acc is None else acc + term
+        if acc is None:
+            return None
+        om = self.out_structure(node)
+        if om is not None:
+            acc = np.where(om, acc, 0.0)
         p = acc.shape[0]
         return np.ascontiguousarray(np.broadcast_to(acc, (p, *node.out.shape)))
 
@@ -164,7 +312,12 @@ class MatrixFunction(Primitive):
         return None
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
-        """Block-diagonal local Jacobians: the tangent formula on unit tangents of a block."""
+        """Block-diagonal local Jacobians: the tangent formula on unit tangents of a block.
+
+        None (no local Jacobian) for a node applied by products (:meth:`by_products`).
+        """
+        if self.by_products(node):
+            return None
         batch: tuple[int, ...] = node.params["batch"]
         nb = int(np.prod(batch, dtype=np.int64))
         oc = int(np.prod(node.out.shape[len(batch):], dtype=np.int64))
@@ -235,7 +388,9 @@ def _block_values(prim: MatrixFunction, node: Node, k: int, r: np.ndarray, c: np
     pieces = []
     for j0 in range(0, ic, step):
         j1 = min(j0 + step, ic)
-        basis = np.eye(ic)[j0:j1].reshape((j1 - j0, *(1,) * len(batch), *core))
+        basis = np.zeros((j1 - j0, ic))  # rows j0..j1 of the identity
+        basis[np.arange(j1 - j0), np.arange(j0, j1)] = 1.0
+        basis = basis.reshape((j1 - j0, *(1,) * len(batch), *core))
         t = np.broadcast_to(basis, (j1 - j0, *batch, *core))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             part = floats(prim.tangent(node, k, vals, out, t))
@@ -255,6 +410,7 @@ class Solve(MatrixFunction):
     """
 
     name = "solve"
+    call = "np.linalg.solve"
 
     def impl(self, a: Any, b: Any, *, scipy: Any = None, **params: Any) -> np.ndarray:
         """``np.linalg.solve`` (or ``scipy.linalg.solve``)."""
@@ -269,6 +425,26 @@ class Solve(MatrixFunction):
         """``-A⁻¹ dA X`` (k = 0) or ``A⁻¹ dB`` (k = 1)."""
         return _solve_tangent(floats(vals[0]), out, k, t,
                               bool(node.params.get("transposed")))
+
+    def cotangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
+                  ct: np.ndarray) -> np.ndarray:
+        """``B̄ = A⁻ᵀ X̄`` and ``Ā = −B̄ Xᵀ`` (transposed: ``B̄ = A⁻¹ X̄``, ``Ā = −X B̄ᵀ``)."""
+        a = floats(vals[0])
+        transposed = bool(node.params.get("transposed"))
+        ainv = _inv(a)
+        bbar = (ainv if transposed else _mT(ainv)) @ ct
+        if k == 1:
+            return floats(bbar)
+        return floats(-(out @ _mT(bbar)) if transposed else -(bbar @ _mT(out)))
+
+    def in_structure(self, node: Node, k: int) -> np.ndarray | None:
+        """The triangle of a triangular A."""
+        tri = node.params.get("triangle")
+        if tri is None or k != 0:
+            return None
+        n = node.out.shape[-2]
+        full = np.ones((n, n), dtype=bool)
+        return np.triu(full) if tri == "upper" else np.tril(full)
 
     def column_matrix(self, node: Node, k: int, vals: Sequence[Any], out: Any
                       ) -> np.ndarray | None:
@@ -335,6 +511,7 @@ class Inv(MatrixFunction):
     """``np.linalg.inv``."""
 
     name = "inv"
+    call = "np.linalg.inv"
 
     def impl(self, a: Any, **params: Any) -> np.ndarray:
         """``np.linalg.inv``."""
@@ -344,6 +521,12 @@ class Inv(MatrixFunction):
                 t: np.ndarray) -> np.ndarray:
         """``-A⁻¹ dA A⁻¹``."""
         return floats(-(out @ t @ out))
+
+    def cotangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
+                  ct: np.ndarray) -> np.ndarray:
+        """``Ā = −A⁻ᵀ Ȳ A⁻ᵀ``."""
+        yt = _mT(out)
+        return floats(-(yt @ ct @ yt))
 
 
 # -- determinants --------------------------------------------------------------------------
@@ -393,6 +576,7 @@ class Det(MatrixFunction):
     """``np.linalg.det``."""
 
     name = "det"
+    call = "np.linalg.det"
 
     def impl(self, a: Any, **params: Any) -> np.ndarray:
         """``np.linalg.det``."""
@@ -404,6 +588,11 @@ class Det(MatrixFunction):
         adj = adjugate(floats(vals[0]))
         return floats(np.einsum("...ji,p...ij->p...", adj, t))
 
+    def cotangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
+                  ct: np.ndarray) -> np.ndarray:
+        """``Ā = d̄ adj(A)ᵀ``."""
+        return floats(ct[..., None, None] * _mT(adjugate(floats(vals[0]))))
+
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""
         return (0,)
@@ -413,6 +602,7 @@ class LogAbsDet(MatrixFunction):
     """``np.linalg.slogdet(a)[1]``."""
 
     name = "logabsdet"
+    call = "np.linalg.slogdet"
 
     def impl(self, a: Any, **params: Any) -> np.ndarray:
         """``np.linalg.slogdet(a).logabsdet``."""
@@ -423,6 +613,11 @@ class LogAbsDet(MatrixFunction):
         """``tr(A⁻¹ dA)``."""
         ainv = _inv(floats(vals[0]))
         return floats(np.einsum("...ji,p...ij->p...", ainv, t))
+
+    def cotangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
+                  ct: np.ndarray) -> np.ndarray:
+        """``Ā = l̄ A⁻ᵀ``."""
+        return floats(ct[..., None, None] * _mT(_inv(floats(vals[0]))))
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""
@@ -459,6 +654,7 @@ class Cholesky(MatrixFunction):
     """``np.linalg.cholesky(a, upper=...)``: reads the lower (upper) triangle of ``a``."""
 
     name = "cholesky"
+    call = "np.linalg.cholesky"
 
     def impl(self, a: Any, *, upper: bool = False, **params: Any) -> np.ndarray:
         """``np.linalg.cholesky``."""
@@ -476,6 +672,30 @@ class Cholesky(MatrixFunction):
         phi = np.tril(np.ones((n, n)), -1) + 0.5 * np.eye(n)
         dl = low @ (x * phi)
         return _mT(dl) if upper else dl
+
+    def cotangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
+                  ct: np.ndarray) -> np.ndarray:
+        """``G = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹``; ``Ā = tril(G) + tril(Gᵀ, −1)`` (the triangle read)."""
+        upper = node.params["upper"]
+        low = _mT(out) if upper else out
+        lbar = _mT(ct) if upper else ct
+        n = low.shape[-1]
+        phi = np.tril(np.ones((n, n)), -1) + 0.5 * np.eye(n)
+        linv = _inv(low)
+        g = _mT(linv) @ ((_mT(low) @ lbar) * phi) @ linv
+        if upper:
+            return floats(np.triu(g) + np.triu(_mT(g), 1))
+        return floats(np.tril(g) + np.tril(_mT(g), -1))
+
+    def in_structure(self, node: Node, k: int) -> np.ndarray | None:
+        """The triangle that is read."""
+        n = node.out.shape[-1]
+        full = np.ones((n, n), dtype=bool)
+        return np.triu(full) if node.params["upper"] else np.tril(full)
+
+    def out_structure(self, node: Node) -> np.ndarray | None:
+        """The factor's triangle."""
+        return self.in_structure(node, 0)
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
         """``L[i,j]`` depends on ``A[p,q]`` (p ≥ q) iff q ≤ j and (p ≤ j or p = i)."""
