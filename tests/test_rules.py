@@ -314,6 +314,11 @@ class Case:
     select: bool = False  # value-dependent choice: only the local pattern equals the nonzeros
 
 
+#: a covariance for scipy.stats.multivariate_normal (4 x 4, symmetric positive definite)
+_MVN_COV = np.array([[2.0, 0.5, 0.0, 0.2], [0.5, 1.5, 0.3, 0.0], [0.0, 0.3, 1.0, 0.1],
+                     [0.2, 0.0, 0.1, 0.8]])
+
+
 def _set(out: Any, key: Any, value: Any) -> Any:
     out[key] = value
     return out
@@ -635,6 +640,14 @@ CASES: list[Case] = [
     Case("scipy.stats.rv_continuous.sf", "all", lambda x: st.norm.sf(x[0], x[1], x[2])
          + st.beta.sf(x[1] / 2, 1.5, 2.5) + st.lognorm.sf(x[2], 0.7) + st.expon.sf(x[1])
          + st.t.sf(x[0], 4.0) + st.gamma.sf(x[2], 1.5, scale=x[1])),
+    Case("scipy.stats.multivariate_normal.logpdf", "points_and_mean",
+         lambda x: st.multivariate_normal.logpdf(x[1:], mean=x[0], cov=_MVN_COV)),
+    Case("scipy.stats.multivariate_normal.pdf", "points",
+         lambda x: st.multivariate_normal.pdf(x, cov=_MVN_COV)),
+    Case("scipy.stats.multivariate_normal(...).logpdf", "frozen",
+         lambda x: st.multivariate_normal(np.ones(4), _MVN_COV).logpdf(x)),
+    Case("scipy.stats.multivariate_normal(...).pdf", "frozen",
+         lambda x: st.multivariate_normal(np.ones(4), _MVN_COV).pdf(x - 1)),
     Case("scipy.stats.rv_continuous.logcdf", "all", lambda x: st.norm.logcdf(x[1])
          + st.expon.logcdf(x[0]) + st.lognorm.logcdf(x[0], x[2]) + st.gamma.logcdf(x[1], 2.0)),
     Case("scipy.stats.rv_continuous.logsf", "all", lambda x: st.norm.logsf(x[0])

@@ -253,3 +253,87 @@ for _m in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"):
     _register(rv_continuous, _m)
 for _m in ("pmf", "logpmf", "cdf", "logcdf", "sf", "logsf"):
     _register(rv_discrete, _m)
+
+
+# -- the multivariate normal distribution ---------------------------------------------------
+
+
+def _mvn_logpdf(dim: int, mean: Any, cov_object: Any, x: Any, name: str) -> Any:
+    """The log-density of scipy's ``multivariate_normal`` at a traced ``x`` (or ``mean``).
+
+    The covariance is a constant: its whitening map (``x @ U`` for scipy's default
+    ``CovViaPSD``) and log pseudo-determinant come from scipy's own object, so the value is
+    scipy's formula on scipy's factors (equal to rounding). A singular covariance
+    (``allow_singular=True`` with rank < dim) has a support that changes with x: refused.
+    """
+    if np.any(cov_object.rank < dim):
+        raise UnsupportedPrimitiveError(
+            name, "with a singular covariance (allow_singular=True and rank < dim): its "
+            "support depends on x; write the density on the subspace with np.linalg functions")
+    nd = int(np.ndim(x))
+    if nd == 0:
+        x = np.reshape(x, (1,))
+    elif nd == 1:
+        x = np.reshape(x, (-1, 1)) if dim == 1 else np.reshape(x, (1, -1))
+    dev = x - mean
+    log_det, rank = cov_object.log_pdet, cov_object.rank
+    if np.ndim(dev) > 1:
+        log_det = np.asarray(log_det)[..., np.newaxis]
+        rank = np.asarray(rank)[..., np.newaxis]
+    maha = np.sum(np.square(cov_object._whiten(dev)), axis=-1)
+    out = -0.5 * (rank * np.log(2 * np.pi) + log_det + maha)
+    return np.squeeze(out)
+
+
+def _mvn_parameters(dist: Any, mean: Any, cov: Any, allow_singular: bool, name: str
+                    ) -> tuple[int, Any, Any]:
+    """``(dim, mean, cov_object)`` as scipy's ``_process_parameters``; a traced mean stays.
+
+    Arrays made inside ``f`` (``np.eye(d)``) are constant Tracers (buffers): their values.
+    """
+    from sparsejac.tracing.tracer import Tracer
+
+    cov = _as_array(cov)
+    if isinstance(cov, Tracer):
+        if not cov._var.is_const:
+            raise UnsupportedPrimitiveError(
+                name, "with a traced covariance; write the density with np.linalg.slogdet "
+                "and np.linalg.solve (or cholesky)")
+        cov = cov._var.value
+    mean = _as_array(mean)
+    if isinstance(mean, Tracer) and mean._var.is_const:
+        mean = mean._var.value
+    if isinstance(mean, Tracer):
+        dim, _, cov_object = dist._process_parameters(
+            np.zeros(np.shape(mean._var.value)), cov, allow_singular)
+        return dim, mean, cov_object
+    dim, mean, cov_object = dist._process_parameters(mean, cov, allow_singular)
+    return dim, mean, cov_object
+
+
+def _register_mvn() -> None:
+    from scipy.stats._multivariate import multivariate_normal_frozen, multivariate_normal_gen
+
+    note = "x and mean traced, cov constant (not singular); frozen too"
+    for method, post in (("logpdf", None), ("pdf", np.exp)):
+        name = f"scipy.stats.multivariate_normal.{method}"
+
+        def handler(self: Any, x: Any, mean: Any = None, cov: Any = 1,
+                    allow_singular: bool = False, _name: str = name, _post: Any = post) -> Any:
+            dim, m, cov_object = _mvn_parameters(self, mean, cov, allow_singular, _name)
+            res = _mvn_logpdf(dim, m, cov_object, _as_array(x), _name)
+            return res if _post is None else _post(res)
+
+        def frozen(self: Any, x: Any, _name: str = name, _post: Any = post) -> Any:
+            res = _mvn_logpdf(self.dim, self.mean, self.cov_object, _as_array(x), _name)
+            return res if _post is None else _post(res)
+
+        handler.__name__ = frozen.__name__ = method
+        register_library(getattr(multivariate_normal_gen, method), name=name, family="stats",
+                         via="composite: matmul, sum", note=note)(handler)
+        register_library(getattr(multivariate_normal_frozen, method),
+                         name=f"scipy.stats.multivariate_normal(...).{method}", family="stats",
+                         via="composite: matmul, sum", note=note)(frozen)
+
+
+_register_mvn()

@@ -156,3 +156,42 @@ def test_list_arguments_are_arrays() -> None:
     x = np.array([0.1, 0.2, 0.3, 1.5])
     want = np.array([(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(4)]).T
     np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-7, atol=1e-9)
+
+
+def test_multivariate_normal_by_hand():
+    """multivariate_normal.logpdf / pdf with traced points (and mean): gradient -P (x - mu),
+    Hessian -P per point (P the precision); scipy's values to rounding; a traced or singular
+    covariance is refused by name."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 4))
+    cov = a @ a.T + np.eye(4)
+    prec = np.linalg.inv(cov)
+    mu = np.array([0.5, -1.0, 0.0, 2.0])
+    x = rng.standard_normal(8)
+
+    def f(t: Any) -> Any:
+        return st.multivariate_normal.logpdf(t.reshape(2, 4), mean=mu, cov=cov)
+
+    np.testing.assert_allclose(trace(f, x).out.value, f(x), rtol=1e-14)
+    dev = x.reshape(2, 4) - mu
+    want = np.zeros((2, 8))
+    want[0, :4], want[1, 4:] = -prec @ dev[0], -prec @ dev[1]
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-12,
+                               atol=1e-14)
+    hess = sparsejac.SparseHessian(lambda t: np.sum(f(t)), x)
+    np.testing.assert_allclose(hess(x).toarray(), np.kron(np.eye(2), -prec), rtol=1e-12,
+                               atol=1e-14)
+    # frozen, pdf, and a traced mean: d/dmu = +P (x - mu)
+    frozen = st.multivariate_normal(mu, cov)
+    p = sparsejac.jacobian(lambda t: np.atleast_1d(frozen.pdf(t[:4])), x).toarray()
+    np.testing.assert_allclose(p[0, :4], -frozen.pdf(x[:4]) * prec @ dev[0], rtol=1e-12)
+    g = sparsejac.jacobian(
+        lambda t: np.atleast_1d(st.multivariate_normal.logpdf(x[:4], mean=t[4:], cov=cov)),
+        x).toarray()
+    np.testing.assert_allclose(g[0, 4:], prec @ (x[:4] - x[4:]), rtol=1e-12)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="traced covariance"):
+        sparsejac.jacobian(lambda t: np.atleast_1d(
+            st.multivariate_normal.logpdf(t[:2], cov=np.diag(t[2:4] ** 2 + 1))), x)
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="singular"):
+        sparsejac.jacobian(lambda t: np.atleast_1d(st.multivariate_normal.logpdf(
+            t[:2], cov=np.ones((2, 2)), allow_singular=True)), x)
