@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -1102,14 +1103,55 @@ def _rotate(r):  # the Rodrigues rotation of scipy's bundle-adjustment example
 
 def test_a_replay_keeps_the_warnings_f_silenced_to_itself():
     """f silenced 0/0 with np.errstate; the prepared engine's replay at r = 0 warned from
-    sparsejac's own file (elementwise.py) anyway."""
+    sparsejac's own file (elementwise.py) anyway. It now refuses the NaN replaced there
+    (np.nan_to_num of 0/0), without a warning."""
     import warnings
 
     jac = sparsejac.SparseJacobian(_rotate, np.ones(3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        J = jac(np.zeros(3))
-    assert np.isfinite(J.toarray()).all()
+        with pytest.raises(sparsejac.ConcretizationError, match="nan_to_num"):
+            jac(np.zeros(3))
+        assert np.isfinite(jac(np.full(3, 1e-3)).toarray()).all()
+
+
+def test_a_nan_replaced_at_a_singular_point_is_refused_like_a_tie():
+    """np.nan_to_num(r / |r|) at r = 0 (scipy's bundle-adjustment rotation), np.where(np.isnan(
+    v), 0, v) and np.nan_to_num(p * log(p)) at p = 0 replace 0/0 or log(0) at exactly this
+    point: the replacement's derivative (0) is not f's (d(R p)/dr at r = 0 is -[p]x). A
+    derivative is refused there, one-off, prepared and replayed, also when only some elements
+    are singular; patterns and finite differences are not; away from the point the Jacobian
+    is exact (central differences)."""
+    def where_guard(r):
+        theta = np.linalg.norm(r)
+        with np.errstate(invalid="ignore"):
+            v = r / theta
+        return np.where(np.isnan(v), 0.0, v) * theta ** 2
+
+    def entropy(p):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.atleast_1d(np.sum(np.nan_to_num(p * np.log(p))))
+
+    def two_cameras(r):
+        return np.concatenate([_rotate(r[:3]), _rotate(r[3:])])
+
+    for f, at in ((_rotate, np.zeros(3)), (where_guard, np.zeros(3)),
+                  (entropy, np.array([0.0, 0.5, 0.5])),
+                  (two_cameras, np.array([0.1, 0.2, 0.3, 0.0, 0.0, 0.0]))):
+        with pytest.raises(sparsejac.ConcretizationError, match="finds a NaN or an infinity"):
+            sparsejac.jacobian(f, at)
+        assert sparsejac.jacobian_sparsity(f, at).nnz > 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            assert sparsejac.jacobian(f, at, mode="fd").shape[1] == at.size
+        near = at + np.linspace(0.01, 0.03, at.size)
+        jac = sparsejac.SparseJacobian(f, near)
+        h = 1e-6
+        fd = np.stack([(f(near + h * e) - f(near - h * e)) / (2 * h) for e in np.eye(at.size)],
+                      axis=1)
+        np.testing.assert_allclose(jac(near).toarray(), fd, rtol=1e-6, atol=1e-7)
+        with pytest.raises(sparsejac.ConcretizationError, match="finds a NaN or an infinity"):
+            jac(at)
 
 
 def test_a_tie_does_not_stop_detection_finite_differences_or_flat_selections():

@@ -65,8 +65,8 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "modulus_of", "piecewise", "shape", "size",
-                 "sources", "tied", "value")
+    __slots__ = ("active", "dtype", "id", "kind", "modulus_of", "piecewise", "shape",
+                 "singular", "size", "sources", "tied", "value")
 
     def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = np.asarray(value)
@@ -91,6 +91,10 @@ class Var:
         #: computed through a selection that can be flat (np.maximum, np.clip, np.where ...):
         #: an equality of it and a constant may hold on a whole neighbourhood
         self.piecewise = False
+        #: computed through an operation with a singular point in a value depending on x (a
+        #: division by it, its logarithm or power): a NaN or infinity in it may be ``0/0`` or
+        #: ``log(0)`` at an isolated x, so a guard replacing it is checked (:class:`GuardChecked`)
+        self.singular = False
         self.id = next(_ids)
 
     @property
@@ -310,6 +314,16 @@ class Trace:
                 inputs) == 1 and inputs[0].dtype.kind == "f":
             out.modulus_of = inputs[0]
         out.piecewise = prim.name in _PIECEWISE or any(v.piecewise for v in inputs)
+        out.singular = any(v.singular for v in inputs) or (
+            prim.name in _SINGULAR and inputs[_SINGULAR[prim.name]].active)
+        if prim.name in _GUARDS and inputs[0].singular and inputs[0].active:
+            from sparsejac.tracing.callers import called_by_a_rule
+
+            if not called_by_a_rule():
+                guard = GuardChecked(prim)
+                prim = guard  # refused at replays where it finds a NaN or infinity
+                if guard.finds(value):
+                    self.ties.append(guard.message())
         tie = False
         if _compares_to_constant(prim.name, inputs, value):
             checked = prim if isinstance(prim, TieChecked) else TieChecked(prim)
@@ -397,6 +411,12 @@ def tie_message(name: str, where: str = "") -> str:
         "or differentiate at a nearby point.")
 
 
+#: operations with a singular point in the operand at this index (0/0, log(0), 0 ** -1)
+_SINGULAR = {"true_divide": 1, "divide": 1, "reciprocal": 0, "log": 0, "log2": 0, "log10": 0,
+             "power": 0, "float_power": 0}
+#: tests for NaN or infinity (np.nan_to_num is written with them)
+_GUARDS = frozenset({"isnan", "isinf", "isfinite"})
+
 #: selections whose result can be flat over a neighbourhood (a constant branch chosen)
 _PIECEWISE = frozenset({"maximum", "minimum", "fmax", "fmin", "where", "clip", "select",
                         "piecewise", "heaviside", "copysign"})
@@ -437,6 +457,38 @@ class TieChecked:
         if current_trace() is None:  # a replay (a trace notes the tie instead: Trace.emit)
             self.check(out)
         return out
+
+
+class GuardChecked(TieChecked):
+    """``np.isnan`` / ``np.isinf`` / ``np.isfinite`` of a value with a singular point.
+
+    ``np.nan_to_num(r / np.linalg.norm(r))`` at ``r = 0``, ``np.where(np.isnan(v), 0, v)``,
+    ``np.nan_to_num(p * np.log(p))`` at ``p = 0``: the NaN (``0/0``) or infinity replaced is a
+    special case at exactly this point, and the replacement's derivative (0) is not f's. Where
+    the test finds one, a derivative is refused (as a tie: :func:`check_tie`).
+    """
+
+    def finds(self, out: Any) -> bool:
+        """Whether the test's result ``out`` found a NaN or an infinity."""
+        v = np.asarray(out)
+        return bool(v.size) and (not bool(np.all(v)) if self._prim.name == "isfinite"
+                                 else bool(np.any(v)))
+
+    def message(self) -> str:
+        """The refusal, naming the user's line."""
+        return (
+            f"`np.{self._prim.name}` finds a NaN or an infinity at this x{self.where} in a value "
+            "computed through a division, logarithm or power of a value depending on x (0/0 as "
+            "in r / np.linalg.norm(r) at r = 0, p * np.log(p) at p = 0): replacing it (np."
+            "nan_to_num, np.where(np.isnan(v), ...)) is a special case at exactly this point, "
+            "whose derivative is not f's. Write the special case under an inequality, e.g. "
+            "np.where(theta < 1e-8, small_angle_formula, formula) (np.sinc for sin(x)/x, "
+            "scipy.special.xlogy(p, p) for p * log(p)), or differentiate at a nearby point.")
+
+    def check(self, value: Any) -> None:
+        """Refuse where the test finds a NaN or infinity."""
+        if self.finds(value):
+            raise ConcretizationError(self.message())
 
 
 class _Stack(threading.local):
