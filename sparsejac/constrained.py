@@ -180,11 +180,13 @@ class LagrangianHessian(_OneHessian):
            [2., 6.]])
     """
 
+    #: σ = 0 with a NaN in σ ∇²f (a kink of f at x): the constraints' Hessian alone, prepared
+    #: on first need, and the positions of its lower triangle in :meth:`structure` (a class
+    #: default, so that an object pickled before this existed has it)
+    _constraints: tuple[SparseHessian, np.ndarray] | None = None
+
     def __init__(self, hess: SparseHessian) -> None:
         self.hessian = hess
-        # σ = 0 with a NaN in σ ∇²f (a kink of f at x): the constraints' Hessian alone, prepared
-        # on first need, and the positions of its lower triangle in :meth:`structure`
-        self._constraints: tuple[SparseHessian, np.ndarray] | None = None
 
     def __call__(self, x: Any, lagrange: Any, obj_factor: float = 1.0) -> sp.csr_array:
         """The full symmetric Hessian of the Lagrangian."""

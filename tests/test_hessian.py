@@ -793,6 +793,11 @@ def test_lagrangian_with_obj_factor_zero_leaves_out_an_undefined_objective_hessi
     np.testing.assert_allclose(hl.values(x0, lagrange=lam, obj_factor=0.0), want[rows, cols],
                                rtol=1e-15)
     assert np.isnan(hl.values(x0, lagrange=lam, obj_factor=1.0)).any()
+    # an object made before the fallback existed (unpickled: no attribute of its own) has it
+    old = sparsejac.lagrangian_hessian(f, c, np.ones(3))
+    old.__dict__.pop("_constraints", None)
+    np.testing.assert_allclose(old.values(x0, lagrange=lam, obj_factor=0.0), want[rows, cols],
+                               rtol=1e-15)
     # away from the kink, obj_factor = 0 is the prepared Hessian itself
     x1 = np.array([1.0, 2.0, 3.0])
     want1 = np.array([[0.0, 2.0, 0.0], [2.0, 0.0, -1.0], [0.0, -1.0, 36.0]])

@@ -208,26 +208,51 @@ def pow_b(a: Any, b: Any, out: Any) -> Any:
 # max(x, 0) + min(x, 0) == x gets 1, consistent with abs'(0) = 0 (= max(x, -x)').
 
 
+def _half_at_ties(weak: Any, a: Any, b: Any) -> Any:
+    """``weak`` (``a >= b`` or ``a <= b``) as 0/1, with 0.5 where ``a == b``.
+
+    Ties are rare: on arrays the equality is subtracted only when one occurs (traced operands,
+    in a Hessian's recorded gradient, take the formula).
+    """
+    r = np.asarray(weak).astype(np.float64) if not _traced(weak) else weak.astype(np.float64)
+    tie = np.equal(a, b)
+    if not _traced(tie) and not np.any(tie):
+        return r
+    return r - 0.5 * tie
+
+
+def _traced(v: Any) -> bool:
+    return not isinstance(v, (np.ndarray, np.generic, bool, int, float))
+
+
 def ge(a: Any, b: Any, out: Any) -> Any:
     # 1 where a > b, 0.5 where a == b, 0 where a < b or either is NaN
-    return 0.5 * (np.greater_equal(a, b).astype(np.float64) + np.greater(a, b))
+    return _half_at_ties(np.greater_equal(a, b), a, b)
 
 
 def lt(a: Any, b: Any, out: Any) -> Any:
-    return 0.5 * (np.less_equal(a, b).astype(np.float64) + np.less(a, b))
+    return _half_at_ties(np.less_equal(a, b), a, b)
 
 
 def le(a: Any, b: Any, out: Any) -> Any:
-    return 0.5 * (np.less_equal(a, b).astype(np.float64) + np.less(a, b))
+    return _half_at_ties(np.less_equal(a, b), a, b)
 
 
 def gt(a: Any, b: Any, out: Any) -> Any:
-    return 0.5 * (np.greater_equal(a, b).astype(np.float64) + np.greater(a, b))
+    return _half_at_ties(np.greater_equal(a, b), a, b)
 
 
 def fmax_a(a: Any, b: Any, out: Any) -> Any:
     # a where b is NaN (fmax ignores a NaN), b where a alone is NaN, else as np.maximum
-    return np.where(np.isnan(b), 1.0, ge(a, b, out))
+    return _with_nan(ge(a, b, out), b)
+
+
+def _with_nan(part: Any, b: Any) -> Any:
+    """``part`` with 1 where ``b`` is NaN (the other operand is chosen)."""
+    nan = np.isnan(b)
+    if not _traced(nan) and not np.any(nan):
+        return part
+    return np.where(nan, 1.0, part)
 
 
 def fmax_b(a: Any, b: Any, out: Any) -> Any:
@@ -235,7 +260,7 @@ def fmax_b(a: Any, b: Any, out: Any) -> Any:
 
 
 def fmin_a(a: Any, b: Any, out: Any) -> Any:
-    return np.where(np.isnan(b), 1.0, le(a, b, out))
+    return _with_nan(le(a, b, out), b)
 
 
 def fmin_b(a: Any, b: Any, out: Any) -> Any:

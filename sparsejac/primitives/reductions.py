@@ -211,23 +211,26 @@ class ReduceExtremum(_Reduction):
         """``np.max`` or ``np.min``."""
         return np.asarray(self.fn(vals[0], axis=axes, keepdims=keepdims))
 
-    def _chosen(self, x: Any, axes: tuple[int, ...]) -> np.ndarray:
-        """``(out_size, L)`` mask of the elements equal to their group's extremum.
+    def _chosen(self, x: Any, axes: tuple[int, ...]) -> tuple[np.ndarray, bool]:
+        """The ``(out_size, L)`` mask of each group's extrema, and whether a group has two.
 
-        A group whose extremum is NaN keeps its first NaN, as ``np.argmax`` does.
+        A group whose extremum is NaN keeps its first NaN, as ``np.argmax`` does. (Whole-array
+        counts, not per-group ones: reductions along a short last axis are slow in numpy.)
         """
         lanes = _lanes(np.asarray(x), axes)
         ext = self.fn(lanes, axis=1)
         with np.errstate(invalid="ignore"):
             hit = np.asarray(lanes == ext[:, None])
-        nan = np.flatnonzero(~hit.any(axis=1))
+        nan = np.flatnonzero(np.isnan(ext)) if ext.dtype.kind in "fc" else ext[:0]
         if nan.size:
             hit[nan, self.argfn(lanes[nan], axis=1)] = True
-        return hit
+        return hit, int(np.count_nonzero(hit)) > hit.shape[0]
 
     def _weights(self, x: Any, axes: tuple[int, ...]) -> np.ndarray:
         """``(out_size, L)`` partials: 1/k on each of a group's k tied extrema, 0 elsewhere."""
-        hit = self._chosen(x, axes)
+        hit, ties = self._chosen(x, axes)
+        if not ties:  # the usual case: one-hot rows
+            return hit.astype(np.float64)
         return np.asarray(hit / hit.sum(axis=1, keepdims=True))
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
@@ -238,7 +241,7 @@ class ReduceExtremum(_Reduction):
             return super().pattern(node, deps, local)
         axes = node.params["axes"]
         x = node.inputs[0].value
-        hit = self._chosen(x, axes)
+        hit, _ = self._chosen(x, axes)
         keep = _unlanes(hit[None], np.shape(x), axes).ravel()
         return super().pattern(node, [depsets.keep_rows(deps[0], keep)], local)
 
@@ -454,12 +457,17 @@ def _extremum(prim: Primitive, name: str, a: Any, axis: Any, keepdims: Any, kw: 
         raise ValueError(f"{name}: `initial` must be a scalar; got shape {np.shape(initial)}")
     big = -np.inf if prim is REDUCE_MAX else np.inf
     both = np.maximum if prim is REDUCE_MAX else np.minimum
-    if where is not _NoValue and where is not True:
-        a = np.where(where, a, big)  # a masked-out element never wins (nor ties)
     shape = np.shape(a._var.value) if isinstance(a, Tracer) else np.shape(a)
+    if where is not _NoValue and where is not True:
+        if np.broadcast_shapes(np.shape(where), shape) != shape:  # as numpy: no growing
+            raise ValueError(f"{name}: `where` of shape {np.shape(where)} does not broadcast "
+                             f"to the array's shape {shape}")
+        a = np.where(where, a, big)  # a masked-out element never wins (nor ties)
     axes = normalize_axes(axis, len(shape), name)
-    if any(shape[i] == 0 for i in axes):  # empty groups: initial alone
-        return np.zeros(_out_shape(shape, axes, bool(keepdims))) + initial
+    if any(shape[i] == 0 for i in axes):  # empty groups: initial alone, in numpy's dtype
+        dtype = np.result_type(a._var.dtype if isinstance(a, Tracer) else np.asarray(a),
+                               initial)
+        return np.full(_out_shape(shape, axes, bool(keepdims)), initial, dtype=dtype)
     return both(_reduce(prim, name, a, axis, keepdims), initial)
 
 

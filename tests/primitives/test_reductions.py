@@ -264,3 +264,18 @@ def test_nanmax_and_nanmin_skip_nan_elements() -> None:
             warnings.simplefilter("ignore", RuntimeWarning)
             np.testing.assert_array_equal(sparsejac.jacobian(f, x).toarray(), want)
             np.testing.assert_array_equal(trace(f, x).out.value, f(x))
+
+
+def test_max_initial_keeps_numpys_dtype_and_where_shape():
+    """An empty group with initial= is float32 for float32 input (a prepared Jacobian's
+    replay compares values with f's); a where= mask that would grow the array is refused as
+    numpy refuses it."""
+    x = np.arange(1.0, 7.0)
+
+    def f(t: Any) -> Any:
+        return (np.max(t.astype(np.float32).reshape(2, 3)[:, :0], axis=1, initial=1.0)
+                + t[:2].astype(np.float32))
+
+    np.testing.assert_array_equal(sparsejac.SparseJacobian(f, x)(x).toarray(), np.eye(2, 6))
+    with pytest.raises(ValueError, match="where"):
+        sparsejac.jacobian(lambda t: np.max(t[:3], initial=0.0, where=np.ones((2, 3), bool)), x)
