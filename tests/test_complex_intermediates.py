@@ -320,3 +320,80 @@ def test_trigonometric_powers_and_dot_of_complex_intermediates(f: Any) -> None:
     J = sparsejac.jacobian(f, x).toarray()
     np.testing.assert_allclose(J, fd4_jacobian(lambda z: np.real(f(z)), x), rtol=1e-7,
                                atol=1e-8)
+
+
+def test_power_flow_with_a_sparse_complex_admittance_matrix():
+    """The AC power-flow mismatch S = V conj(Ybus V) with Ybus a complex scipy.sparse matrix
+    (csr_matrix or csr_array; @, .dot, *) against MATPOWER's hand-derived dS/dVa and dS/dVm."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    n = 6
+    branches = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 0), (1, 4)]
+    y = np.zeros((n, n), complex)
+    for i, j in branches:
+        yb = 1.0 / (rng.uniform(0.01, 0.05) + 1j * rng.uniform(0.05, 0.2))
+        y[i, i] += yb
+        y[j, j] += yb
+        y[i, j] -= yb
+        y[j, i] -= yb
+    va, vm = rng.uniform(-0.2, 0.2, n), rng.uniform(0.9, 1.1, n)
+    v = vm * np.exp(1j * va)
+    ibus = y @ v
+    dva = 1j * np.diag(v) @ np.conj(np.diag(ibus) - y @ np.diag(v))
+    dvm = np.diag(v) @ np.conj(y @ np.diag(v / vm)) + np.conj(np.diag(ibus)) @ np.diag(v / vm)
+    want = np.block([[dva.real, dvm.real], [dva.imag, dvm.imag]])
+    for ybus, mul in ((sp.csr_matrix(y), lambda a, b: a @ b),
+                      (sp.csr_array(y), lambda a, b: a.dot(b)),
+                      (sp.csr_matrix(y), lambda a, b: a * b)):
+        def mismatch(z: Any, ybus: Any = ybus, mul: Any = mul) -> Any:
+            volt = z[n:] * np.exp(1j * z[:n])
+            s = volt * np.conj(mul(ybus, volt))
+            return np.concatenate([s.real, s.imag])
+
+        z = np.concatenate([va, vm])
+        np.testing.assert_allclose(sparsejac.jacobian(mismatch, z).toarray(), want,
+                                   rtol=1e-12, atol=1e-10)
+        jac = sparsejac.SparseJacobian(mismatch, np.concatenate([np.zeros(n), np.ones(n)]))
+        np.testing.assert_allclose(jac(z).toarray(), want, rtol=1e-12, atol=1e-10)
+
+
+def _pair(x: Any) -> Any:
+    return x[:3] * np.exp(1j * x[3:])
+
+
+_A = np.array([[1.0 - 2j, 0.5, 0.0], [0.0, 2.0 + 1j, -1j], [0.3, 0.0, 1.0]])
+
+_JOINS = [
+    pytest.param(lambda x: np.concatenate([_pair(x), np.array([1j]), _pair(x) ** 2]).imag,
+                 id="concatenate"),
+    pytest.param(lambda x: np.stack([_pair(x), 2 * _pair(x)], axis=1).real.ravel(), id="stack"),
+    pytest.param(lambda x: np.hstack([_pair(x), x[:1]]).imag, id="hstack"),
+    pytest.param(lambda x: np.vstack([_pair(x), np.conj(_pair(x))]).imag.ravel(), id="vstack"),
+    pytest.param(lambda x: np.append(_pair(x), 3 - 1j).real, id="append"),
+    pytest.param(lambda x: np.where(x[:3] > 1.0, _pair(x), 1j * x[:3]).imag, id="where"),
+    pytest.param(lambda x: np.outer(_pair(x), np.conj(_pair(x))).real.ravel(), id="outer"),
+    pytest.param(lambda x: np.atleast_1d(np.vdot(_pair(x), _A @ _pair(x)).real), id="vdot"),
+    pytest.param(lambda x: np.reciprocal(_pair(x)).imag, id="reciprocal"),
+    pytest.param(lambda x: (np.diag(_pair(x)) @ _A).real.ravel(), id="diag"),
+    pytest.param(lambda x: _pair(x).dot(_A).imag, id="dot_method"),
+    pytest.param(lambda x: (x[:3].astype(complex) * np.exp(1j * x[3:])).imag, id="astype"),
+]
+
+
+@pytest.mark.parametrize("f", _JOINS)
+def test_joins_selections_and_products_of_complex_pairs(f: Callable[[Any], Any]) -> None:
+    """Joining, selecting and multiplying complex intermediates part by part: exact against
+    central differences, one-off and prepared at another point."""
+    x = np.array([1.2, 0.7, 1.5, 0.3, -0.4, 1.1])
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), fd_jacobian(f, x),
+                               rtol=1e-7, atol=1e-7)
+    y = x + np.array([0.1, 0.5, -0.2, 0.3, 0.1, -0.2])
+    np.testing.assert_allclose(sparsejac.SparseJacobian(f, x)(y).toarray(), fd_jacobian(f, y),
+                               rtol=1e-7, atol=1e-7)
+
+
+def test_dot_method_of_a_plain_array_on_a_complex_pair_says_what_to_write() -> None:
+    """A.dot(z) with a plain A: numpy converts z; the error leads with A @ z."""
+    with pytest.raises(sparsejac.TracedConversionError, match=r"write A @ z"):
+        sparsejac.jacobian(lambda x: _A.dot(_pair(x)).real, np.ones(6))

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.primitives.core import register_function
@@ -62,12 +63,20 @@ class ComplexPair:
         return pair_function(func, args, kwargs)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        where = user_line()
+        dot = ("If this is A.dot(z) with a plain ndarray A (numpy does not hand that method's "
+               "argument to the tracer), write A @ z or np.dot(A, z). Otherwise: "
+               if ".dot(" in where else "")
         raise TracedConversionError(
             f"a complex intermediate computed from x was converted to a plain numpy array"
-            f"{user_line()}, which would lose its dependence on x: by a call the tracer cannot "
-            "follow, or by assignment into a plain complex array (complex buffers such as "
-            "np.zeros(n, dtype=complex) are not traced; build the complex array from traced "
-            "parts instead: re + 1j * im, c * 1j, np.concatenate, np.where)")
+            f"{where}, which would lose its dependence on x. {dot}It came through a call the "
+            "tracer cannot follow, or by assignment into a plain complex array (complex "
+            "buffers such as np.zeros(n, dtype=complex) are not traced; build the complex "
+            "array from traced parts instead: re + 1j * im, c * 1j, np.concatenate, np.where)")
+
+    def dot(self, b: Any) -> Any:
+        """``z.dot(b)``: ``np.dot(z, b)``."""
+        return _dot(self, b)
 
     def __bool__(self) -> bool:
         raise TracedConversionError("the truth value of a traced complex array is not defined")
@@ -241,7 +250,11 @@ def _full(p: Part, shape: tuple[int, ...]) -> Any:
 
 
 def _is_zero(p: Part) -> bool:
-    return p is None or (not isinstance(p, Tracer) and not np.any(p))
+    if p is None or isinstance(p, Tracer):
+        return p is None
+    if sp.issparse(p):
+        return bool(p.count_nonzero() == 0)
+    return not np.any(p)
 
 
 def _make(re: Part, im: Part, shape: tuple[int, ...]) -> Any:
@@ -262,6 +275,10 @@ def _split(a: Any) -> tuple[Part, Part]:
     if isinstance(a, ComplexPair):
         return a.re, a.im
     if isinstance(a, Tracer):
+        return a, None
+    if sp.issparse(a):  # a constant sparse matrix (an admittance matrix Ybus @ V)
+        if a.dtype.kind == "c":
+            return a.real, a.imag
         return a, None
     arr = np.asarray(a)
     if arr.dtype.kind == "c":
@@ -359,6 +376,8 @@ def pair_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: di
     k = _small_int(inputs[1]) if ufunc is np.power else None
     if k is not None:  # z ** k: products of z
         return _int_power(inputs[0], k, shape)
+    if ufunc is np.reciprocal:
+        return pair_ufunc(np.true_divide, "__call__", (1.0, inputs[0]), {})
     if len(parts) != 1:  # a binary ufunc without a rule for complex values (power, maximum)
         raise _refuse(name)
     (ar, ai), = parts
@@ -439,7 +458,7 @@ def _dot(a: Any, b: Any, out: Any = None) -> Any:
 _LINEAR = [np.sum, np.mean, np.reshape, np.transpose, np.moveaxis, np.swapaxes, np.squeeze,
            np.expand_dims, np.ravel, np.roll, np.flip, np.cumsum, np.diff, np.copy, np.trace,
            np.broadcast_to, np.take, np.fft.fftshift, np.fft.ifftshift, np.atleast_1d,
-           np.atleast_2d, np.diagonal, np.tile, np.repeat]
+           np.atleast_2d, np.diagonal, np.tile, np.repeat, np.diag]
 
 
 def pair_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -557,9 +576,65 @@ def _axes2(h: Callable[..., Any]) -> Callable[..., Any]:
     return handler
 
 
+def _joined(func: Any) -> Callable[..., Any]:
+    """``np.concatenate`` / ``np.stack`` / ``hstack`` / ``vstack`` of a sequence, part by part."""
+    def handler(arrays: Any, *args: Any, **kwargs: Any) -> Any:
+        arrays = list(arrays)
+        if any(isinstance(a, ComplexPair) for a in (*args, *kwargs.values())):
+            raise _refuse(f"numpy.{func.__name__}")
+        parts = [(_split(a), _shape(a)) for a in arrays]
+        re = func([_full(r, sh) for (r, _), sh in parts], *args, **kwargs)
+        im = None if all(_is_zero(i) for (_, i), _ in parts) else func(
+            [_full(i, sh) for (_, i), sh in parts], *args, **kwargs)
+        return _make(re, im, _shape(re))
+
+    return handler
+
+
+def _append(arr: Any, values: Any, axis: Any = None) -> Any:
+    return _joined(np.concatenate)(
+        [np.ravel(arr), np.ravel(values)] if axis is None else [arr, values], axis=axis or 0)
+
+
+def _where(cond: Any, a: Any = None, b: Any = None) -> Any:
+    """``np.where(cond, a, b)`` with a real condition: each part selected."""
+    if a is None or b is None or isinstance(cond, ComplexPair):
+        raise _refuse("numpy.where")
+    shape = tuple(np.broadcast_shapes(_shape(cond), _shape(a), _shape(b)))
+    (ar, ai), (br, bi) = _split(a), _split(b)
+    re = np.where(cond, _full(ar, _shape(a)), _full(br, _shape(b)))
+    im = None if _is_zero(ai) and _is_zero(bi) else np.where(
+        cond, _full(ai, _shape(a)), _full(bi, _shape(b)))
+    return _make(re, im, shape)
+
+
+def _outer(a: Any, b: Any) -> Any:
+    return pair_ufunc(np.multiply, "__call__", (np.reshape(a, (-1, 1)), np.reshape(b, (1, -1))),
+                      {})
+
+
+def _vdot(a: Any, b: Any) -> Any:
+    return _dot(np.conj(np.ravel(a)), np.ravel(b))
+
+
+def _filled(value: float) -> Callable[..., Any]:
+    """``np.zeros_like(z)`` / ``np.ones_like(z)`` of a complex pair: a complex constant."""
+    def handler(a: Any, dtype: Any = None, order: Any = "K", subok: bool = True,
+                shape: Any = None) -> Any:
+        return np.full(_shape(a) if shape is None else shape, value,
+                       dtype=np.complex128 if dtype is None else dtype)
+
+    return handler
+
+
 _FUNCTIONS: dict[Any, Callable[..., Any]] = {
+    np.outer: _outer, np.vdot: _vdot, np.zeros_like: _filled(0.0), np.ones_like: _filled(1.0),
     np.real: _real, np.imag: _imag, np.angle: _angle, np.real_if_close: _real_if_close,
     np.dot: _dot,  # (complex operands only: numpy's own rule serves real ones)
+    np.concatenate: _joined(np.concatenate), np.stack: _joined(np.stack),
+    np.hstack: _joined(np.hstack), np.vstack: _joined(np.vstack), np.append: _append,
+    np.where: _where, np.ndim: lambda a: len(_shape(a)), np.shape: _shape,
+    np.size: lambda a, axis=None: int(np.prod(_shape(a))) if axis is None else _shape(a)[axis],
 }
 for _k in ("fft", "ifft", "rfft", "irfft"):
     _FUNCTIONS[getattr(np.fft, _k)] = _one_axis(_k)

@@ -301,9 +301,10 @@ def _refuse_complex(result: Any, name: str) -> Any:
     for r in result if isinstance(result, tuple) else (result,):
         if isinstance(r, Tracer) and not r._var.is_const and r._var.dtype.kind == "c":
             raise UnsupportedPrimitiveError(
-                name, "complex intermediates are not supported yet, and dropping the imaginary "
-                "part would give a wrong Jacobian; write the real and imaginary parts as "
-                "separate real arrays", problem="produced complex values from traced inputs")
+                name, "its complex result is not modelled (complex intermediates support the "
+                "operations listed in docs/limitations.md), and dropping the imaginary part "
+                "would give a wrong Jacobian; write the real and imaginary parts as separate "
+                "real arrays", problem="produced complex values from traced inputs")
     return result
 
 

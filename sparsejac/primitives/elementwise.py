@@ -619,11 +619,11 @@ ASTYPE_ZERO = AsType(zero_derivative=True)
 def astype(a: Any, dtype: Any) -> Any:
     """Traced ``a.astype(dtype)``: float targets keep the derivative, others drop it."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "c" and not a._var.is_const:
-        raise UnsupportedPrimitiveError(
-            "numpy.ndarray.astype", "complex intermediates are not supported yet; write the "
-            "real and imaginary parts as separate real arrays",
-            problem=f"to {dtype} of a traced array is refused")
+    if dtype.kind == "c" and not a._var.is_const:  # a complex intermediate: the pair (a, 0)
+        from sparsejac.primitives.complex_pairs import ComplexPair
+
+        return ComplexPair(bind(ASTYPE, (a,), {"dtype": np.dtype(np.float64)}), None,
+                           tuple(a._var.shape))
     prim = ASTYPE if dtype.kind in "fc" else ASTYPE_ZERO
     return bind(prim, (a,), {"dtype": dtype})
 

@@ -113,8 +113,8 @@ def _scipy_sparse_defers() -> Iterator[None]:
 
     def patched(original: Any) -> Any:
         def method(self: Any, other: Any) -> Any:
-            if isinstance(other, Tracer):
-                return np.matmul(self, other)
+            if isinstance(other, Tracer) or getattr(other, "_sparsejac_complex", False):
+                return np.matmul(self, other)  # (a complex pair: part by part)
             return original(self, other)
 
         method._sparsejac_patch = True  # type: ignore[attr-defined]
