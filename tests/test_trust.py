@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 import sparsejac
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
+from tests.scenarios import fd_jacobian
 
 EXACT_MODES = ["forward", "reverse", "mixed"]
 
@@ -1301,3 +1302,38 @@ def test_a_large_constant_does_not_loosen_the_trace_check_and_complex_ties_are_t
     x = np.array([0.5, -1.0, 2.0])
     np.testing.assert_allclose(sparsejac.jacobian(expm1_over_x, x).toarray(),
                                np.diag((x * np.exp(x) - np.expm1(x)) / x ** 2), rtol=1e-13)
+
+
+def test_sign_at_zero_everywhere_is_a_tie():
+    """np.sign(v) * g(|v|) at v = 0 everywhere (a pipe network at a flat start) would get a
+    zero derivative where the slope is g'(0): refused like k == 0, one-off and at a prepared
+    replay; at some elements only it passes (a boundary); np.where(v >= 0, g(v), -g(-v)) is
+    exact there (the hand-derived slope 1 / (2 sqrt(eps)))."""
+    eps = 1e-4
+
+    def flow(h):
+        dh = h[1:] - h[:-1]
+        return np.sign(dh) * (np.sqrt(np.abs(dh) + eps) - np.sqrt(eps))
+
+    def flow_where(h):  # g written for u >= 0: no modulus (whose derivative at 0 is 0)
+        dh = h[1:] - h[:-1]
+        g = lambda u: np.sqrt(u + eps) - np.sqrt(eps)  # noqa: E731
+        with np.errstate(invalid="ignore"):  # the branch not taken
+            return np.where(dh >= 0, g(dh), -g(-dh))
+
+    flat = np.ones(4)
+    with pytest.raises(sparsejac.ConcretizationError, match=r"np\.sign"):
+        sparsejac.jacobian(flow, flat)
+    jac = sparsejac.SparseJacobian(flow, np.array([1.0, 2.0, 0.5, 3.0]))
+    with pytest.raises(sparsejac.ConcretizationError, match=r"np\.sign"):
+        jac(flat)
+    assert sparsejac.jacobian_sparsity(flow, flat).nnz == 6
+    sparsejac.jacobian(flow, np.array([1.0, 1.0, 2.0, 3.0]))  # one element at 0: passes
+    slope = 1.0 / (2.0 * np.sqrt(eps))
+    want = slope * (np.eye(3, 4, 1) - np.eye(3, 4))
+    np.testing.assert_allclose(sparsejac.jacobian(flow_where, flat).toarray(), want,
+                               rtol=1e-12)
+    h = np.array([1.0, 2.0, 0.5, 3.0])
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(sparsejac.SparseJacobian(flow_where, flat)(h).toarray(),
+                                   fd_jacobian(flow_where, h), rtol=1e-6)

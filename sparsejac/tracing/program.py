@@ -343,7 +343,7 @@ class Trace:
 
 
 #: the operations :func:`_compares_to_constant` looks at
-_EQUALITIES = frozenset({"equal", "not_equal", "logical_not", "astype"})
+_EQUALITIES = frozenset({"equal", "not_equal", "logical_not", "astype", "sign"})
 
 
 def _compares_to_constant(name: str, inputs: tuple[Var, ...], value: Any = None) -> bool:
@@ -355,7 +355,10 @@ def _compares_to_constant(name: str, inputs: tuple[Var, ...], value: Any = None)
     """
     if name not in _EQUALITIES or any(v.piecewise for v in inputs):
         return False  # (relu == 0 holds where it is flat)
-    if name in ("logical_not", "astype") and len(inputs) == 1:
+    if name == "sign":  # np.sign(k) == 0: k == 0
+        if not (len(inputs) == 1 and inputs[0].active):
+            return False
+    elif name in ("logical_not", "astype") and len(inputs) == 1:
         if not (inputs[0].active and np.asarray(value).dtype == bool):
             return False
     elif not (name in ("equal", "not_equal") and len(inputs) == 2
@@ -399,6 +402,15 @@ def holds_everywhere(name: str, value: Any) -> bool:
 
 def tie_message(name: str, where: str = "") -> str:
     """The error of a tie (:func:`check_tie`) for comparison ``name`` at the user's line."""
+    if name == "sign":
+        return (
+            f"`np.sign` of a value depending on x is taken at exactly 0{where} (at every "
+            "element, and at no point near it): its value there, 0, is a special case whose "
+            "derivative is not f's. An odd law written sign(v) * g(abs(v)) (a flow q = "
+            "sign(dh) * sqrt(abs(dh)), a friction or drain-source swap) gets a zero derivative "
+            "at v = 0 where its slope is g'(0). Write it without the sign, e.g. np.where(v >= "
+            "0, g(v), -g(-v)) with g written for v >= 0 (no np.abs), or differentiate at a "
+            "nearby point (not a flat start).")
     op = {"equal": "==", "not_equal": "!=", "logical_not": "np.logical_not",
           "astype": "astype(bool)` or `np.where(k, ...)"}.get(name, name)
     return (
