@@ -164,3 +164,40 @@ def test_a_large_prepared_jacobian_is_exact_and_restores_numpy() -> None:
     assert np.allclose(J.diagonal(), expect_diag, rtol=1e-14, atol=0)
     assert np.allclose(J.diagonal(1), expect_super, rtol=1e-14, atol=0)
     assert J.nnz == 2 * (n - 1)
+
+
+def test_a_trace_leaves_no_reference_cycles_of_its_nodes() -> None:
+    """A traced program is freed by reference counting: a gather's replay used to keep the
+    call's arguments, whose Tracers refer to the trace and every node (a cycle that only
+    Python's cyclic collector frees, 0.35 s for 25,000 recorded operations)."""
+    import gc
+
+    from sparsejac.tracing.program import Node, Var
+
+    def f(x: Any) -> Any:
+        out = np.zeros(x.size)
+        for i in range(x.size - 1):  # element loops, slices, lists of traced values
+            out[i] = x[i] * x[i + 1]
+        y = np.concatenate([x[:2], np.stack([x[0], x[-1]]), x[1::2]])
+        z = np.atleast_1d(*[x[:1]]) + np.take(x, [0, 2]).sum()
+        return np.concatenate([out, y, np.roll(z, 1), np.reshape(x, (2, -1)).T.ravel()])
+
+    x = np.linspace(1.0, 2.0, 6)
+    sparsejac.SparseJacobian(f, x)
+    flags, enabled = gc.get_debug(), gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        jac = sparsejac.SparseJacobian(f, x)
+        sparsejac.jacobian_sparsity(f, x)
+        jac(x)
+        del jac
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        leaked = [o for o in gc.garbage if isinstance(o, (Node, Var))]
+    finally:
+        gc.set_debug(flags)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
+    assert not leaked, f"{len(leaked)} nodes or variables freed only by the cyclic collector"
