@@ -518,9 +518,14 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any] | None = N
     then exactly numpy's answer); otherwise ``prim.impl`` computes it.
     """
     params = params or {}
-    trace = find_trace(args)
+    for a in args:  # the trace of the first Tracer (as_var checks that the others share it)
+        if type(a) is Tracer:
+            trace = a._trace
+            break
+    else:
+        trace = find_trace(args)
     trace.ensure_open()  # (a traced array f kept from an ended trace has no value left)
-    in_vars = tuple(as_var(trace, a) for a in args)
+    in_vars = tuple([as_var(trace, a) for a in args])
     if value is None:
         value = prim.impl(*(v.value for v in in_vars), **params)
     return Tracer(trace, trace.emit(prim, in_vars, params, value))

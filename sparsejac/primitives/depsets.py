@@ -205,6 +205,13 @@ def _union2_numpy(ap: np.ndarray, ai: np.ndarray, bp: np.ndarray, bi: np.ndarray
 def take_rows(d: Deps, rows: np.ndarray) -> Deps:
     """Row ``i`` of the result is row ``rows[i]`` of ``d`` (empty where ``rows[i] < 0``)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64).ravel()
+    if rows.size == 1:  # one element (x[i] in a Python loop): a slice of one row
+        r = int(rows[0])
+        if r < 0:
+            return empty(1, d.shape[1])
+        a, b = int(d.indptr[r]), int(d.indptr[r + 1])
+        return _csr(np.array(d.indices[a:b], dtype=np.int64),
+                    np.array([0, b - a], dtype=np.int64), (1, d.shape[1]))
     if _numpy_path(d.indices.size, rows.size):
         ptr, idx = _take_rows_numpy(d.indptr, d.indices, rows)
     else:

@@ -52,6 +52,11 @@ from sparsejac.primitives.partials import (
 from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer
 
+#: numpy's own asarray, bound at import: a trace wraps np.asarray (user code's
+#: conversions of buffers), and this package's hot paths need none of that
+_asarray = np.asarray
+
+
 __all__ = ["ELEMENTWISE", "TERNARY_ROWS", "ZERO_DERIVATIVE", "Elementwise", "astype",
            "refuse_traced"]
 
@@ -162,7 +167,7 @@ class Elementwise(Primitive):
 
     def impl(self, *vals: Any, **params: Any) -> np.ndarray:
         """Apply the numpy function."""
-        return np.asarray(self.fn(*vals, **params))
+        return _asarray(self.fn(*vals, **params))
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
         """Union of the operands' broadcast dependency rows (only chosen operands if local)."""
@@ -216,8 +221,13 @@ class Elementwise(Primitive):
             return None
         if len(kept) == 1:
             return kept[0]
-        idx = (np.zeros(0, np.int64) if not kept else
-               sorted_unique(np.concatenate([d.indices for d in kept])))
+        if not kept:
+            idx = np.zeros(0, np.int64)
+        elif sum(d.indices.size for d in kept) <= 32:  # small sets (element loops): in Python
+            idx = np.array(sorted(set().union(*(d.indices.tolist() for d in kept))),
+                           dtype=np.int64)
+        else:
+            idx = sorted_unique(np.concatenate([d.indices for d in kept]))
         return depsets.DepSet(np.asarray(idx, dtype=np.int64),
                               np.array([0, idx.size], dtype=np.int64), (1, n))
 
@@ -452,7 +462,8 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
     def handler(*args: Any, **kwargs: Any) -> Any:
         if len(args) != prim.nin:
             raise TypeError(f"numpy.{prim.name} takes {prim.nin} operands, got {len(args)}")
-        refuse_traced(public_name(prim.fn), args, refuse)
+        if refuse is not None:
+            refuse_traced(public_name(prim.fn), args, refuse)
         casting, dtype = kwargs.get("casting", "same_kind"), kwargs.get("dtype")
         if casting != "same_kind" and dtype is not None:  # numpy casts the operands first
             args = _cast_operands(prim.name, args, np.dtype(dtype), casting)

@@ -37,6 +37,11 @@ from sparsejac.tracing.keys import is_basic_key
 from sparsejac.tracing.program import Trace, Var
 from sparsejac.tracing.tracer import Tracer, concretize
 
+#: numpy's own asarray, bound at import: a trace wraps np.asarray (user code's
+#: conversions of buffers), and this package's hot paths need none of that
+_asarray = np.asarray
+
+
 __all__ = ["getitem", "scatter_add", "setitem"]
 
 
@@ -77,7 +82,7 @@ def element(trace: Trace, var: Var, flat: int) -> Tracer:
     The fast path of scalar indexing (a Python loop over elements): one gather of one
     element, without the general indexing machinery.
     """
-    value = np.asarray(np.asarray(var.value).reshape(-1)[flat])
+    value = _asarray(_asarray(var.value).reshape(-1)[flat])
     if var.is_const:
         return Tracer(trace, trace.const(value))
     identity = var.size == 1 and var.shape == ()

@@ -33,6 +33,11 @@ import numpy as np
 
 from sparsejac.errors import ConcretizationError
 
+#: numpy's own asarray, bound at import: a trace wraps np.asarray (user code's
+#: conversions of buffers), and this package's hot paths need none of that
+_asarray = np.asarray
+
+
 __all__ = ["Node", "Operation", "Program", "Trace", "Var", "check_ties", "current_trace"]
 
 _ids = itertools.count()
@@ -69,7 +74,7 @@ class Var:
                  "singular", "size", "sources", "tied", "value")
 
     def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
-        arr = np.asarray(value)
+        arr = _asarray(value)
         # Python scalars stay Python scalars so that numpy's promotion rules (NEP 50: a
         # Python float does not widen a float32 array) are the same in replays as in f.
         weak = isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic)
@@ -299,24 +304,34 @@ class Trace:
         When no input depends on the inputs of the program the result is folded into a
         constant and nothing is recorded.
         """
-        self.ensure_open()
-        value = np.asarray(value)
-        if all(v.kind == CONST for v in inputs):
-            return Var(value, CONST, active=False)
-        active = (not prim.zero_derivative) and any(v.active for v in inputs)
-        if active and value.dtype.kind not in "fc":
-            active = False  # integer and boolean results carry no derivative
+        if self.closed:
+            self.ensure_open()
+        value = _asarray(value)
+        # one pass over the inputs (this runs once per recorded operation)
+        const = True
+        any_active = piecewise = singular = False
         sources = 0
         for v in inputs:
+            if v.kind != CONST:
+                const = False
+            if v.active:
+                any_active = True
+            if v.piecewise:
+                piecewise = True
+            if v.singular:
+                singular = True
             sources |= v.sources
-        out = Var(value, NODE, active=active, sources=sources)
-        if prim.name in ("absolute", "fabs") and active and value.dtype.kind == "f" and len(
+        if const:
+            return Var(value, CONST, active=False)
+        name = prim.name
+        active = any_active and not prim.zero_derivative and value.dtype.kind in "fc"
+        out = Var(value, NODE, active=active, sources=sources)  # (ints and bools: no derivative)
+        if active and name in ("absolute", "fabs") and value.dtype.kind == "f" and len(
                 inputs) == 1 and inputs[0].dtype.kind == "f":
             out.modulus_of = inputs[0]
-        out.piecewise = prim.name in _PIECEWISE or any(v.piecewise for v in inputs)
-        out.singular = any(v.singular for v in inputs) or (
-            prim.name in _SINGULAR and inputs[_SINGULAR[prim.name]].active)
-        if prim.name in _GUARDS and inputs[0].singular and inputs[0].active:
+        out.piecewise = piecewise or name in _PIECEWISE
+        out.singular = singular or (name in _SINGULAR and inputs[_SINGULAR[name]].active)
+        if name in _GUARDS and inputs[0].singular and inputs[0].active:
             from sparsejac.tracing.callers import called_by_a_rule
 
             if not called_by_a_rule():
@@ -325,7 +340,7 @@ class Trace:
                 if guard.finds(value):
                     self.ties.append(guard.message())
         tie = False
-        if _compares_to_constant(prim.name, inputs, value):
+        if name in _EQUALITIES and _compares_to_constant(name, inputs, value):
             checked = prim if isinstance(prim, TieChecked) else TieChecked(prim)
             prim = checked  # noted here (derivative engines refuse it), refused at replays
             tie = holds_everywhere(checked.name, value)
