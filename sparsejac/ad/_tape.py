@@ -38,7 +38,7 @@ GATHER = 100
 NEG, POS, ABS, SQRT, SQUARE, RECIP, EXP, EXPM1, LOG, LOG1P = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 SIN, COS, TAN, SINH, COSH, TANH, ARCTAN = 11, 12, 13, 14, 15, 16, 17
 # binary (>= 32)
-ADD, SUB, MUL, DIV, POW = 32, 33, 34, 35, 36
+ADD, SUB, MUL, DIV, POW, ARCTAN2, REMAINDER = 32, 33, 34, 35, 36, 37, 38
 BINARY = 32
 
 
@@ -148,6 +148,18 @@ def _pow(a: float, b: float) -> float:  # pragma: no cover - compiled
 
 
 @typed_kernel(inline="always")
+def _divmod(a: float, b: float) -> tuple[float, float]:  # pragma: no cover - compiled
+    """The ``floor_divide`` and ``remainder`` of numpy for floats.
+
+    numpy's npy_divmod is CPython's float divmod, which numba follows too; numpy's values
+    where Python would raise (a zero divisor, NaN, an infinite dividend).
+    """
+    if b == 0.0 or math.isnan(a) or math.isnan(b) or math.isinf(a):
+        return _div(a, b), math.nan
+    return divmod(a, b)
+
+
+@typed_kernel(inline="always")
 def _binary(op: int, a: float, b: float) -> float:  # pragma: no cover - compiled
     if op == ADD:
         return a + b
@@ -157,6 +169,10 @@ def _binary(op: int, a: float, b: float) -> float:  # pragma: no cover - compile
         return a * b
     if op == DIV:
         return _div(a, b)
+    if op == ARCTAN2:
+        return math.atan2(a, b)
+    if op == REMAINDER:
+        return _divmod(a, b)[1]
     return _pow(a, b)
 
 
@@ -170,6 +186,11 @@ def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  #
         return b, a
     if op == DIV:
         return _div(1.0, b), -_div(out, b)
+    if op == ARCTAN2:  # (b/h)/h, -(a/h)/h with h = hypot(a, b), as the registry's partials
+        h = math.hypot(a, b)
+        return _div(_div(b, h), h), -_div(_div(a, h), h)
+    if op == REMAINDER:  # 1, -floor_divide(a, b)
+        return 1.0, -_divmod(a, b)[0]
     # POW: b a^(b-1) (0 where b == 0); out log a (0 where a == 0)
     da = 0.0 if b == 0.0 else b * _pow(a, b - 1.0)
     if a == 0.0:

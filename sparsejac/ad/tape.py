@@ -75,6 +75,8 @@ OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
     np.true_divide: (k.DIV, (dp.div_a, dp.div_b)),
     np.power: (k.POW, (dp.pow_a, dp.pow_b)),
     np.float_power: (k.POW, (dp.pow_a, dp.pow_b)),
+    np.arctan2: (k.ARCTAN2, (dp.arctan2_a, dp.arctan2_b)),  # (angle wrapping in pose graphs)
+    np.remainder: (k.REMAINDER, (dp.one, dp.remainder_b)),
 }
 
 #: Primitives that are linear in their operands (given constant other operands); a constant
