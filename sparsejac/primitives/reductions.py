@@ -497,20 +497,20 @@ def _nan_extremum(prim: Primitive, name: str, a: Any, axis: Any, out: Any, keepd
     return _finish(res, out)
 
 
-@register_function(np.nanmax, family="reductions", via="where, reduce_max")
-def _nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NoValue,
-            initial: Any = _NoValue, where: Any = _NoValue) -> Any:
-    return _nan_extremum(REDUCE_MAX, "numpy.nanmax", a, axis, out,
-                         False if keepdims is _NoValue else keepdims,
-                         {"initial": initial, "where": where})
+def _nan_handler(prim: Primitive, name: str) -> Any:
+    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NoValue,
+                initial: Any = _NoValue, where: Any = _NoValue) -> Any:
+        return _nan_extremum(prim, name, a, axis, out,
+                             False if keepdims is _NoValue else keepdims,
+                             {"initial": initial, "where": where})
+
+    return handler
 
 
-@register_function(np.nanmin, family="reductions", via="where, reduce_min")
-def _nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: Any = _NoValue,
-            initial: Any = _NoValue, where: Any = _NoValue) -> Any:
-    return _nan_extremum(REDUCE_MIN, "numpy.nanmin", a, axis, out,
-                         False if keepdims is _NoValue else keepdims,
-                         {"initial": initial, "where": where})
+register_function(np.nanmax, family="reductions", via="where, reduce_max")(
+    _nan_handler(REDUCE_MAX, "numpy.nanmax"))
+register_function(np.nanmin, family="reductions", via="where, reduce_min")(
+    _nan_handler(REDUCE_MIN, "numpy.nanmin"))
 
 
 def _scan(prim: Primitive, name: str, a: Any, axis: Any, dtype: Any) -> Any:
