@@ -1337,3 +1337,20 @@ def test_sign_at_zero_everywhere_is_a_tie():
     with np.errstate(invalid="ignore"):
         np.testing.assert_allclose(sparsejac.SparseJacobian(flow_where, flat)(h).toarray(),
                                    fd_jacobian(flow_where, h), rtol=1e-6)
+
+
+def test_a_nan_of_constant_data_masked_by_nan_to_num_is_not_a_singular_point():
+    """Missing observations stored as NaN in constant data, masked with np.nan_to_num or
+    np.where(np.isnan(r), 0, r) after a division by x: the NaN is the data's for every x, so
+    the masked rows are exactly zero; no refusal (hand-derived Jacobian)."""
+    data = np.array([1.0, np.nan, 2.0])
+
+    def f(x):
+        r = data / x - 1.0  # a division by x: a singular point at x = 0
+        return np.nan_to_num(r) + np.where(np.isnan(r), 0.0, r)
+
+    x = np.array([0.5, 2.0, 4.0])
+    want = np.diag(2.0 * np.array([-1.0 / 0.25, 0.0, -2.0 / 16.0]))
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-15)
+    np.testing.assert_allclose(sparsejac.SparseJacobian(f, x + 1.0)(x).toarray(), want,
+                               rtol=1e-15)

@@ -70,8 +70,8 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "modulus_of", "piecewise", "shape",
-                 "singular", "size", "sources", "tied", "value")
+    __slots__ = ("active", "dtype", "id", "kind", "modulus_of", "nan_data", "piecewise",
+                 "shape", "singular", "size", "sources", "tied", "value")
 
     def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = _asarray(value)
@@ -100,6 +100,11 @@ class Var:
         #: division by it, its logarithm or power): a NaN or infinity in it may be ``0/0`` or
         #: ``log(0)`` at an isolated x, so a guard replacing it is checked (:class:`GuardChecked`)
         self.singular = False
+        #: computed from a constant holding NaN or infinity (missing observations stored as
+        #: NaN): a NaN in it may be the data's, the same for every x, so a NaN test of it is
+        #: not a guard of a singular point
+        self.nan_data = (kind == CONST and arr.dtype.kind in "fc" and arr.size > 0
+                         and not bool(np.isfinite(arr).all()))
         self.id = next(_ids)
 
     @property
@@ -309,7 +314,7 @@ class Trace:
         value = _asarray(value)
         # one pass over the inputs (this runs once per recorded operation)
         const = True
-        any_active = piecewise = singular = False
+        any_active = piecewise = singular = nan_data = False
         sources = 0
         for v in inputs:
             if v.kind != CONST:
@@ -320,6 +325,8 @@ class Trace:
                 piecewise = True
             if v.singular:
                 singular = True
+            if v.nan_data:
+                nan_data = True
             sources |= v.sources
         if const:
             return Var(value, CONST, active=False)
@@ -331,7 +338,9 @@ class Trace:
             out.modulus_of = inputs[0]
         out.piecewise = piecewise or name in _PIECEWISE
         out.singular = singular or (name in _SINGULAR and inputs[_SINGULAR[name]].active)
-        if name in _GUARDS and inputs[0].singular and inputs[0].active:
+        out.nan_data = nan_data
+        if (name in _GUARDS and inputs[0].singular and inputs[0].active
+                and not inputs[0].nan_data):
             from sparsejac.tracing.callers import called_by_a_rule
 
             if not called_by_a_rule():
