@@ -214,7 +214,7 @@ def _half_at_ties(weak: Any, a: Any, b: Any) -> Any:
     Ties are rare: on arrays the equality is subtracted only when one occurs (traced operands,
     in a Hessian's recorded gradient, take the formula).
     """
-    r = np.asarray(weak).astype(np.float64) if not _traced(weak) else weak.astype(np.float64)
+    r = weak.astype(np.float64)  # (np.bool_ and Tracers have astype too)
     tie = np.equal(a, b)
     if not _traced(tie) and not np.any(tie):
         return r
@@ -230,16 +230,13 @@ def ge(a: Any, b: Any, out: Any) -> Any:
     return _half_at_ties(np.greater_equal(a, b), a, b)
 
 
-def lt(a: Any, b: Any, out: Any) -> Any:
-    return _half_at_ties(np.less_equal(a, b), a, b)
-
-
 def le(a: Any, b: Any, out: Any) -> Any:
     return _half_at_ties(np.less_equal(a, b), a, b)
 
 
-def gt(a: Any, b: Any, out: Any) -> Any:
-    return _half_at_ties(np.greater_equal(a, b), a, b)
+# with halves at ties, "a > b" and "a >= b" are one partial (as are "<" and "<=")
+gt = ge
+lt = le
 
 
 def fmax_a(a: Any, b: Any, out: Any) -> Any:
