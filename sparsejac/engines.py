@@ -9,9 +9,12 @@ value-dependent ``f``); :class:`FdEngine` takes compressed finite differences (a
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, Protocol
 
 import numpy as np
@@ -241,6 +244,16 @@ class FdEngine:
 # ---------------------------------------------------------------------------------------
 # the plan
 # ---------------------------------------------------------------------------------------
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of the innermost caller outside this package (the user's line)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def warn_constant_branch(program: Program, name: str, what: str, stacklevel: int) -> None:

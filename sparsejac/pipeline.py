@@ -25,6 +25,7 @@ import functools
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,7 @@ import scipy.sparse as sp
 from sparsejac import fd as _fd
 from sparsejac import kernels
 from sparsejac.ad import PreparedProgram
-from sparsejac.ad.tape import Tape
+from sparsejac.ad.tape import MAX_BLOCK, Tape
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult, partition_cost
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.by_mode import (
@@ -58,6 +59,7 @@ from sparsejac.engines import (
     RetraceEngine,
     _groups,
     trace_for_plan,
+    user_stacklevel,
 )
 from sparsejac.errors import (
     TracedConversionError,
@@ -717,11 +719,21 @@ def choose_engine(program: Program, width: int, engine: str = "auto"
     >>> type(choose_engine(trace(lambda x: x[1:] * x[:-1], np.ones(10**5)), 2)).__name__
     'PreparedProgram'
     """
+    reason = ""
     if engine == "tape" or (engine != "chain" and _tape_by_rule(program, width)[0]):
-        tape = Tape.build(program)
+        tape, reason = Tape.build_or_reason(program)
         if tape is not None and tape.fits(width):
             return tape
-    return PreparedProgram(program, width=width)
+        if tape is not None:
+            reason = f"its tangent blocks of {width} directions exceed {MAX_BLOCK:,} entries"
+    prepared = PreparedProgram(program, width=width)
+    if engine == "tape":
+        prepared.not_taped = reason
+        warnings.warn(f"engine='tape' was requested, but the tape does not encode this "
+                      f"program: {reason}. The chain engine runs instead (exact as well; "
+                      "stats()['engine']['not_taped'] repeats why).", UserWarning,
+                      stacklevel=user_stacklevel())
+    return prepared
 
 
 def _choose(modes: list[str], colorings: dict[str, ColoringResult], costs: dict[str, float],

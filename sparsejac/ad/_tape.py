@@ -11,6 +11,9 @@ slots and writes its output's slots. Instruction ``i`` is row ``i`` of ``code``:
   ``saved`` array: a forward pass that a reverse pass follows keeps the values it overwrites
   there, and the reverse pass puts them back before it walks the earlier instructions (whose
   partial derivatives read those slots);
+* ``op == SELECT``: ``buf[out + r] = buf[idx[a + n + r]]`` where ``buf[idx[a + r]]`` (the
+  condition) is not zero, else ``buf[idx[a + 2 n + r]]`` (``np.where``; ``n`` is ``size``),
+  tangents alike; ``active`` as for a binary operation;
 * ``op == LINEAR``: ``buf[out + r] += sum_e val[e] * buf[col[e]]`` for ``e`` in
   ``ptr[a + r] : ptr[a + r + 1]`` (the constant part is preloaded in the buffer); a gather,
   a reduction or a constant contraction;
@@ -34,11 +37,17 @@ from sparsejac.kernels import kernel, typed_kernel
 
 LINEAR = 0
 GATHER = 100
+SELECT = 101
 # unary
 NEG, POS, ABS, SQRT, SQUARE, RECIP, EXP, EXPM1, LOG, LOG1P = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 SIN, COS, TAN, SINH, COSH, TANH, ARCTAN = 11, 12, 13, 14, 15, 16, 17
+NOT = 18  # logical: 1.0 or 0.0 (no derivative)
 # binary (>= 32)
 ADD, SUB, MUL, DIV, POW, ARCTAN2, REMAINDER = 32, 33, 34, 35, 36, 37, 38
+MAXIMUM, MINIMUM = 39, 40
+# comparisons and logical operations: 1.0 or 0.0 (no derivative)
+LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, EQUAL, NOT_EQUAL = 41, 42, 43, 44, 45, 46
+AND, OR, XOR = 47, 48, 49
 BINARY = 32
 
 
@@ -80,6 +89,8 @@ def _unary(op: int, a: float) -> float:  # pragma: no cover - compiled
         return math.cosh(a)
     if op == TANH:
         return math.tanh(a)
+    if op == NOT:
+        return 1.0 if a == 0.0 else 0.0
     return math.atan(a)  # ARCTAN
 
 
@@ -135,6 +146,8 @@ def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compi
         return math.sinh(a)
     if op == TANH:
         return 1.0 - out * out
+    if op == NOT:
+        return 0.0
     return _div(1.0, 1.0 + a * a)  # ARCTAN
 
 
@@ -173,7 +186,39 @@ def _binary(op: int, a: float, b: float) -> float:  # pragma: no cover - compile
         return math.atan2(a, b)
     if op == REMAINDER:
         return _divmod(a, b)[1]
+    if op == MAXIMUM:  # numpy's: a NaN propagates, a tie gives b (the sign of a zero)
+        if a != a:
+            return a
+        return a if a > b else b
+    if op == MINIMUM:
+        if a != a:
+            return a
+        return a if a < b else b
+    if op >= LESS:
+        return 1.0 if _compare(op, a, b) else 0.0
     return _pow(a, b)
+
+
+@typed_kernel(inline="always")
+def _compare(op: int, a: float, b: float) -> bool:  # pragma: no cover - compiled
+    """A comparison or logical operation of numpy (NaN compares false and is true)."""
+    if op == LESS:
+        return a < b
+    if op == LESS_EQUAL:
+        return a <= b
+    if op == GREATER:
+        return a > b
+    if op == GREATER_EQUAL:
+        return a >= b
+    if op == EQUAL:
+        return a == b
+    if op == NOT_EQUAL:
+        return a != b
+    if op == AND:
+        return a != 0.0 and b != 0.0
+    if op == OR:
+        return a != 0.0 or b != 0.0
+    return (a != 0.0) != (b != 0.0)  # XOR
 
 
 @typed_kernel(inline="always")
@@ -191,6 +236,15 @@ def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  #
         return _div(_div(b, h), h), -_div(_div(a, h), h)
     if op == REMAINDER:  # 1, -floor_divide(a, b)
         return 1.0, -_divmod(a, b)[0]
+    if MAXIMUM <= op <= MINIMUM:  # the chosen operand's; halves at a tie (ge, le)
+        if a == b:
+            return 0.5, 0.5
+        first = a > b if op == MAXIMUM else a < b
+        if first:
+            return 1.0, 0.0
+        return (0.0, 1.0) if b == b and a == a else (0.0, 0.0)
+    if op >= LESS:
+        return 0.0, 0.0
     # POW: b a^(b-1) (0 where b == 0); out log a (0 where a == 0)
     da = 0.0 if b == 0.0 else b * _pow(a, b - 1.0)
     if a == 0.0:
@@ -227,6 +281,13 @@ def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-un
                 buf[dst] = buf[src]
                 for j in range(p):
                     tb[dst, j] = tb[src, j]
+        elif op == SELECT:
+            for r in range(n):
+                src = idx[ia + n + r] if buf[idx[ia + r]] != 0.0 else idx[ia + 2 * n + r]
+                buf[o + r] = buf[src]
+                if act:
+                    for j in range(p):
+                        tb[o + r, j] = tb[src, j]
         elif op == LINEAR:
             for r in range(n):
                 acc = buf[o + r]
@@ -305,6 +366,16 @@ def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-un
             if act > 0:
                 for r in range(n):
                     buf[o + idx[ib + r]] = saved[act - 1 + r]
+        elif op == SELECT:
+            for r in range(n):
+                first = buf[idx[ia + r]] != 0.0
+                if not act & (1 if first else 2):
+                    continue
+                src = idx[ia + n + r] if first else idx[ia + 2 * n + r]
+                for j in range(q):
+                    g = cb[o + r, j]
+                    if g != 0.0:
+                        cb[src, j] += g
         elif op == LINEAR:
             for r in range(n):
                 for e in range(ptr[ia + r], ptr[ia + r + 1]):

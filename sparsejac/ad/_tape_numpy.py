@@ -63,7 +63,15 @@ def _each(fn: Any, *arrays: np.ndarray) -> np.ndarray:
     return np.array([fn(*v) for v in zip(*lists, strict=True)], dtype=np.float64)
 
 
+#: comparisons and logical operations (1.0 or 0.0 in the tape's buffer)
+_COMPARE = {k.LESS: np.less, k.LESS_EQUAL: np.less_equal, k.GREATER: np.greater,
+            k.GREATER_EQUAL: np.greater_equal, k.EQUAL: np.equal, k.NOT_EQUAL: np.not_equal,
+            k.AND: np.logical_and, k.OR: np.logical_or, k.XOR: np.logical_xor}
+
+
 def _unary(op: int, a: np.ndarray) -> Any:
+    if op == k.NOT:
+        return (a == 0.0).astype(np.float64)
     if op == k.NEG:
         return -a
     if op == k.POS:
@@ -85,6 +93,8 @@ def _sign(a: np.ndarray) -> Any:
 
 
 def _dunary(op: int, a: np.ndarray, out: np.ndarray) -> Any:
+    if op == k.NOT:
+        return np.zeros(a.shape)
     if op == k.NEG:
         return np.full(a.shape, -1.0)
     if op == k.POS:
@@ -124,6 +134,12 @@ def _binary(op: int, a: np.ndarray, b: np.ndarray) -> Any:
         return a * b
     if op == k.DIV:
         return a / b  # IEEE division is the kernel's _div
+    if op == k.MAXIMUM:
+        return np.maximum(a, b)
+    if op == k.MINIMUM:
+        return np.minimum(a, b)
+    if op in _COMPARE:
+        return _COMPARE[op](a, b).astype(np.float64)
     scalar = _scalar(k._binary)
     return _each(lambda v, w: scalar(op, v, w), a, b)
 
@@ -138,10 +154,23 @@ def _dbinary(op: int, a: np.ndarray, b: np.ndarray, out: np.ndarray
         return b.copy(), a.copy()
     if op == k.DIV:
         return 1.0 / b, -(out / b)
+    if op in (k.MAXIMUM, k.MINIMUM):  # the chosen operand's; halves at a tie
+        tie = 0.5 * (a == b)
+        first = (a > b) if op == k.MAXIMUM else (a < b)
+        second = (b > a) if op == k.MAXIMUM else (b < a)
+        return first + tie, second + tie
+    if op in _COMPARE:
+        return np.zeros(a.shape), np.zeros(a.shape)
     scalar = _scalar(k._dbinary)
     pairs = [scalar(op, *v) for v in zip(a.tolist(), b.tolist(), out.tolist(), strict=True)]
     both = np.array(pairs, dtype=np.float64).reshape(-1, 2)
     return both[:, 0].copy(), both[:, 1].copy()
+
+
+def _chosen(buf: np.ndarray, idx: np.ndarray, ia: int, n: int) -> np.ndarray:
+    """A select instruction's source slots: the first operand's where the condition holds."""
+    cond = buf[idx[ia:ia + n]] != 0.0
+    return np.where(cond, idx[ia + n:ia + 2 * n], idx[ia + 2 * n:ia + 3 * n])
 
 
 def _gather(buf: np.ndarray, tb: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
@@ -192,6 +221,11 @@ def run_forward_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: n
             if keep and act > 0:
                 saved[act - 1:act - 1 + n] = buf[dst]
             _gather(buf, tb, idx[ia:ia + n], dst)
+        elif op == k.SELECT:
+            src = _chosen(buf, idx, ia, n)
+            buf[o:o + n] = buf[src]
+            if act and p:
+                tb[o:o + n] = tb[src]
         elif op == k.LINEAR:
             _linear(buf, tb, o, n, ptr[ia:ia + n + 1], col, val)
         elif op < k.BINARY:
@@ -250,6 +284,13 @@ def run_reverse_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: n
                 np.add.at(cb, src, g)
             if act > 0:
                 buf[dst] = saved[act - 1:act - 1 + n]
+        elif op == k.SELECT:
+            first = buf[idx[ia:ia + n]] != 0.0
+            src = _chosen(buf, idx, ia, n)
+            g = cb[o:o + n]
+            chosen_active = np.where(first, bool(act & 1), bool(act & 2))
+            use = chosen_active[:, None] & (g != 0.0)
+            _add_in_order(cb, src, np.where(use, g, 0.0), use)
         elif op == k.LINEAR:
             rows = np.repeat(np.arange(n), np.diff(ptr[ia:ia + n + 1]))
             e = np.arange(ptr[ia], ptr[ia + n])

@@ -183,6 +183,8 @@ class PreparedProgram:
         self.steps: list[list[Step]] = []
         self._seed_cache: dict[Any, Any] = {}
         self._xstructs: dict[int, _XStructure] = {}
+        #: why the compiled tape was not taken where it was requested (empty otherwise)
+        self.not_taped = ""
         self._build()
         self.sweep: list[Materialize | Opaque] = [
             s for steps in self.steps for s in steps if not isinstance(s, ValueStep)]
@@ -518,6 +520,7 @@ class PreparedProgram:
             "dense_blocks": len(self.sources) - 1,
             "dynamic_steps": sum(isinstance(s, ValueStep) for st in self.steps for s in st),
             "output_entries": 0 if self.out_entries is None else self.out_entries.nnz,
+            **({"not_taped": self.not_taped} if self.not_taped else {}),
         }
 
 

@@ -11,7 +11,11 @@ What the tape encodes (anything else leaves the program to the chain engine):
 
 * elementwise operations whose partials it knows (``+ - * / **``, ``negative``, ``abs``,
   ``sqrt``, ``square``, ``reciprocal``, ``exp``, ``expm1``, ``log``, ``log1p`` and the
-  trigonometric and hyperbolic functions), with broadcasting spelled out as slot indices;
+  trigonometric and hyperbolic functions, ``arctan2``, ``remainder``, ``maximum`` and
+  ``minimum``), with broadcasting spelled out as slot indices;
+* comparisons and logical operations (as 1.0 or 0.0) and ``np.where``, whose condition may
+  move with x or a parameter (a forcing switched on in ``t``, an upwind direction): the
+  operand chosen at each call, values and tangents alike;
 * gathers (indexing, ``setitem`` into a buffer, concatenation, reshapes) as slot copies;
 * the linear primitives (:data:`LINEAR_PRIMITIVES`: sparse linear maps, sums, cumulative
   sums, contractions with constant other operands) as an affine map ``out = c + R in`` whose
@@ -77,6 +81,21 @@ OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
     np.float_power: (k.POW, (dp.pow_a, dp.pow_b)),
     np.arctan2: (k.ARCTAN2, (dp.arctan2_a, dp.arctan2_b)),  # (angle wrapping in pose graphs)
     np.remainder: (k.REMAINDER, (dp.one, dp.remainder_b)),
+    np.maximum: (k.MAXIMUM, (dp.ge, dp.lt)),  # (limiters, positivity fixes, np.clip)
+    np.minimum: (k.MINIMUM, (dp.le, dp.gt)),
+    # comparisons and logical operations, 1.0 or 0.0 in the buffer: the conditions of
+    # np.where (a forcing switched on in t, an upwind direction)
+    np.less: (k.LESS, (None, None)),
+    np.less_equal: (k.LESS_EQUAL, (None, None)),
+    np.greater: (k.GREATER, (None, None)),
+    np.greater_equal: (k.GREATER_EQUAL, (None, None)),
+    np.equal: (k.EQUAL, (None, None)),
+    np.not_equal: (k.NOT_EQUAL, (None, None)),
+    np.logical_and: (k.AND, (None, None)),
+    np.logical_or: (k.OR, (None, None)),
+    np.logical_xor: (k.XOR, (None, None)),
+    np.logical_not: (k.NOT, (None,)),
+    np.invert: (k.NOT, (None,)),  # (of booleans only: ~mask)
 }
 
 #: Primitives that are linear in their operands (given constant other operands); a constant
@@ -149,12 +168,19 @@ class Tape:
     @classmethod
     def build(cls, prog: Program) -> Tape | None:
         """Encode ``prog``; None when a node is outside the tape's operations."""
-        if prog.value_dependent or not prog.out.active:
-            return None
+        return cls.build_or_reason(prog)[0]
+
+    @classmethod
+    def build_or_reason(cls, prog: Program) -> tuple[Tape | None, str]:
+        """:meth:`build`, and why the program is not encoded (empty when it is)."""
+        if prog.value_dependent:
+            return None, "its trace consulted values of x (local detection)"
+        if not prog.out.active:
+            return None, "f(x) does not depend on x"
         try:
-            return cls._encode(prog)
-        except _Unsupported:
-            return None
+            return cls._encode(prog), ""
+        except _Unsupported as exc:
+            return None, str(exc)
 
     @classmethod
     def _encode(cls, prog: Program) -> Tape:
@@ -208,8 +234,9 @@ class Tape:
             if out.kind == "node" and out.sources == 0:
                 slot(out)  # a constant: its recorded value
                 continue
-            if out.dtype != np.float64:
-                raise _Unsupported(f"{node.prim.name} gives {out.dtype}")
+            op = _elementwise_op(node)
+            if out.dtype != np.float64 and not (out.dtype == bool and op is not None):
+                raise _Unsupported(f"`{node.prim.name}` gives {out.dtype} values")
             ins = [slot(v) for v in node.inputs]
             if isinstance(node.prim, Gather):
                 plan: GatherPlan = node.params["plan"]
@@ -244,9 +271,18 @@ class Tape:
                                  indices(shared_arange(out.size)), 0])
                 continue
             o = slot(out)
-            op = _elementwise_op(node)
+            if node.prim is WHERE:  # a condition moving with x or a parameter: chosen per call
+                act = sum(1 << j for j, v in enumerate(node.inputs[1:]) if v.active)
+                parts = []
+                for j in range(3):
+                    bc = broadcast_rows(node.inputs[j].shape, out.shape)
+                    parts.append(ins[j] + (shared_arange(out.size) if bc is None else bc))
+                if out.size:
+                    code.append([k.SELECT, o, out.size, indices(np.concatenate(parts)), 0,
+                                 act])
+                continue
             if op is not None:
-                act = sum(1 << j for j, v in enumerate(node.inputs) if v.active)
+                act = sum(1 << j for j, v in enumerate(node.inputs) if v.active and out.active)
                 row = [op, o, out.size, 0, 0, act]
                 for j, v in enumerate(node.inputs):
                     bc = broadcast_rows(v.shape, out.shape)
@@ -588,6 +624,10 @@ def _elementwise_op(node: Node) -> int | None:
     entry = OPS.get(prim.fn)
     if entry is None or tuple(prim.partials) != entry[1] or len(node.inputs) != len(entry[1]):
         return None
+    logical = entry[0] >= k.LESS or entry[0] == k.NOT  # 1.0 or 0.0: of booleans or floats
+    if logical and (node.out.dtype != bool
+                    or (prim.fn is np.invert and node.inputs[0].dtype != bool)):
+        return None
     return entry[0]
 
 
@@ -626,14 +666,14 @@ def _one_map(node: Node, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``out = c + R in`` for a linear primitive with constant local Jacobians."""
     if not isinstance(node.prim, LINEAR_PRIMITIVES):
-        raise _Unsupported(f"{node.prim.name} is not a linear primitive")
+        raise _Unsupported(f"`{node.prim.name}` is not among the operations it encodes")
     if isinstance(node.prim, LinearMap) and len(node.inputs) == 1:
         one = _one_map(node, ins[0])  # (element loops: thousands of small gathers)
         if one is not None:
             return one
     ljs = node.prim.linearize(node)
     if ljs is None:
-        raise _Unsupported(f"{node.prim.name} has no local Jacobian")
+        raise _Unsupported(f"`{node.prim.name}` has no local Jacobian")
     rows: list[np.ndarray] = []
     cols: list[np.ndarray] = []
     vals: list[np.ndarray] = []
@@ -645,12 +685,13 @@ def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndar
             if not read[-1]:
                 continue
             if plan is None:  # (a linear map's matrix is its local Jacobian, param or not)
-                raise _Unsupported(f"{node.prim.name} reads a parameter")
+                raise _Unsupported(f"`{node.prim.name}` reads a parameter")
             lj = map_jacobian(plan.mats[j], v.size)
         if lj is None:
             continue
         if lj.dyn is not None or lj.const is None:
-            raise _Unsupported(f"{node.prim.name} is not linear")
+            raise _Unsupported(f"`{node.prim.name}` of operands that move with x (a product, not a "
+                                 "linear map)")
         rows.append(np.asarray(lj.rows, dtype=np.int64))
         cols.append(np.asarray(lj.cols, dtype=np.int64) + s)
         vals.append(np.broadcast_to(np.asarray(lj.const, dtype=np.float64), (lj.nnz,)))
@@ -660,7 +701,7 @@ def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndar
         offset = _float_value(node.prim.impl(*zero_args, **node.params))
     size = node.out.size
     if offset.size != size:
-        raise _Unsupported(f"{node.prim.name}: value of an unexpected size")
+        raise _Unsupported(f"`{node.prim.name}`: a value of an unexpected size")
     r = _cat(rows, np.int64)
     order = np.argsort(r, kind="stable")
     r_ptr = np.zeros(size + 1, dtype=np.int64)

@@ -198,7 +198,10 @@ def _every_op(x: np.ndarray) -> np.ndarray:
     u = (np.exp(-x) * np.sqrt(np.abs(x)) - np.log1p(x * x) * np.tanh(x) + np.arctan(x)
          + np.sin(x) * np.cos(x) + np.sinh(x) / np.cosh(x) + np.expm1(x) - np.tan(x) / 7
          + np.log(1.5 + x ** 2) + np.abs(x) ** 2.5 + 1.0 / (2.0 + x) + np.square(x))
-    return u - 2 * y[1:-1] + y[:-2] + y[2:] + s - np.cumsum(x) ** 3
+    # selections per call: limiters with ties (x == x[::-1] at the middle), upwinding
+    lim = np.maximum(x, x[::-1]) - np.minimum(np.clip(x, -0.5, 1.2), 0.9)
+    up = np.where(np.logical_or(x > 1.0, ~(y[1:-1] < -0.5)), x ** 2, np.sin(x) * x[::-1])
+    return u - 2 * y[1:-1] + y[:-2] + y[2:] + s - np.cumsum(x) ** 3 + lim + up
 
 
 @pytest.mark.parametrize("partition", ["column", "row", "bidirectional"])
