@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from sparsejac import fd as _fd
 from sparsejac import kernels
 from sparsejac.ad import PreparedProgram
-from sparsejac.ad.tape import MAX_BLOCK, Tape
+from sparsejac.ad.tape import MAX_BLOCK, Tape, elements_per_pass
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult, partition_cost
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.by_mode import (
@@ -672,7 +672,7 @@ def _tape_by_rule(program: Program, width: int) -> tuple[bool, int]:
     The work is about ``sum(node sizes) x (width + 1)`` element operations; the rule takes the
     tape below :data:`TAPE_WORK_PER_NODE` per node.
     """
-    work = sum(nd.out.size for nd in program.nodes) * (width + 1)
+    work = elements_per_pass(program) * (width + 1)
     return work <= TAPE_WORK_PER_NODE * max(len(program.nodes), 1), work
 
 

@@ -204,3 +204,26 @@ def test_released_csc_arrays_are_rebuilt_equal(fmt: str) -> None:
         np.testing.assert_array_equal(got, want[name])
         assert not got.flags.writeable
     assert p == _coordinate_pattern(a)
+
+
+def test_small_linear_maps_of_dependency_sets_match_scipys_product() -> None:
+    """The sort path of ``apply_linear`` (small maps: a 2 x 2 product in a loop) gives scipy's
+    boolean product, canonical, stored zeros of R dropped; larger ones take scipy's."""
+    import scipy.sparse as sp
+
+    from sparsejac.primitives import depsets
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        m, k, n = (int(v) for v in rng.integers(0, 7, 3))
+        dense = np.where(rng.random((m, k)) < 0.5, rng.integers(0, 2, (m, k)), 0)
+        r = sp.csr_array(dense.astype(float))
+        r.data[:] = np.where(rng.random(r.nnz) < 0.2, 0.0, r.data)  # stored zeros
+        d = depsets.DepSet.of(sp.csr_array(rng.random((k, n)) < 0.4))
+        got = depsets.apply_linear(r, d)
+        want = sp.csr_array((r.toarray() != 0).astype(int) @ d.toarray().astype(int)) != 0
+        assert got.shape == (m, n)
+        np.testing.assert_array_equal(got.toarray(), want.toarray())
+        for i in range(m):  # canonical: sorted, no duplicates per row
+            row = got.indices[got.indptr[i]:got.indptr[i + 1]]
+            assert np.all(np.diff(row) > 0)

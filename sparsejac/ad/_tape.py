@@ -14,6 +14,9 @@ slots and writes its output's slots. Instruction ``i`` is row ``i`` of ``code``:
 * ``op == SELECT``: ``buf[out + r] = buf[idx[a + n + r]]`` where ``buf[idx[a + r]]`` (the
   condition) is not zero, else ``buf[idx[a + 2 n + r]]`` (``np.where``; ``n`` is ``size``),
   tangents alike; ``active`` as for a binary operation;
+* ``op == BILINEAR``: ``buf[out + r] += sum_e val[e] * buf[col[e]] * buf[col[e + 1]]`` for
+  ``e`` in ``range(ptr[a + r], ptr[a + r + 1], 2)`` (a product of two operands that move:
+  ``@``, ``np.outer``, an ``np.einsum``); ``active`` as for a binary operation;
 * ``op == LINEAR``: ``buf[out + r] += sum_e val[e] * buf[col[e]]`` for ``e`` in
   ``ptr[a + r] : ptr[a + r + 1]`` (the constant part is preloaded in the buffer); a gather,
   a reduction or a constant contraction;
@@ -38,6 +41,7 @@ from sparsejac.kernels import kernel, typed_kernel
 LINEAR = 0
 GATHER = 100
 SELECT = 101
+BILINEAR = 102
 # unary
 NEG, POS, ABS, SQRT, SQUARE, RECIP, EXP, EXPM1, LOG, LOG1P = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 SIN, COS, TAN, SINH, COSH, TANH, ARCTAN = 11, 12, 13, 14, 15, 16, 17
@@ -303,6 +307,28 @@ def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-un
                         t = tb[s, j]
                         if t != 0.0:
                             tb[o + r, j] += c * t
+        elif op == BILINEAR:
+            for r in range(n):
+                acc = buf[o + r]
+                for e in range(ptr[ia + r], ptr[ia + r + 1], 2):
+                    acc += val[e] * buf[col[e]] * buf[col[e + 1]]
+                buf[o + r] = acc
+                if not (p and act):
+                    continue
+                for e in range(ptr[ia + r], ptr[ia + r + 1], 2):
+                    sa = col[e]
+                    sb = col[e + 1]
+                    da = val[e] * buf[sb]
+                    db = val[e] * buf[sa]
+                    for j in range(p):
+                        if act & 1 and da != 0.0:
+                            t = tb[sa, j]
+                            if t != 0.0:
+                                tb[o + r, j] += t * da
+                        if act & 2 and db != 0.0:
+                            t = tb[sb, j]
+                            if t != 0.0:
+                                tb[o + r, j] += t * db
         elif op < BINARY:
             for r in range(n):
                 s = idx[ia + r]
@@ -387,6 +413,22 @@ def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-un
                         g = cb[o + r, j]
                         if g != 0.0:
                             cb[s, j] += c * g
+        elif op == BILINEAR:
+            if not act:
+                continue
+            for r in range(n):
+                for e in range(ptr[ia + r], ptr[ia + r + 1], 2):
+                    sa = col[e]
+                    sb = col[e + 1]
+                    da = val[e] * buf[sb]
+                    db = val[e] * buf[sa]
+                    for j in range(q):
+                        g = cb[o + r, j]
+                        if g != 0.0:
+                            if act & 1 and da != 0.0:
+                                cb[sa, j] += g * da
+                            if act & 2 and db != 0.0:
+                                cb[sb, j] += g * db
         elif op < BINARY:
             if not act & 1:
                 continue

@@ -209,6 +209,38 @@ def _linear(buf: np.ndarray, tb: np.ndarray, o: int, n: int, ptr: np.ndarray,
         tb[o:o + n] = tacc
 
 
+def _pairs(buf: np.ndarray, ptr: np.ndarray, col: np.ndarray, val: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A bilinear instruction's pairs: their rows, slots and partials (as the kernel's)."""
+    e = np.arange(ptr[0], ptr[-1], 2)
+    rows = np.repeat(np.arange(ptr.size - 1), np.diff(ptr) // 2)
+    sa, sb = col[e], col[e + 1]
+    return rows, sa, sb, val[e] * buf[sb], val[e] * buf[sa]
+
+
+def _bilinear(buf: np.ndarray, tb: np.ndarray, o: int, n: int, ptr: np.ndarray,
+              col: np.ndarray, val: np.ndarray, act: int) -> None:
+    """Rows ``o .. o + n`` of a bilinear instruction: products added in pair order."""
+    rows, sa, sb, da, db = _pairs(buf, ptr, col, val)
+    e = np.arange(ptr[0], ptr[-1], 2)
+    acc = buf[o:o + n].copy()
+    np.add.at(acc, rows, val[e] * buf[sa] * buf[sb])
+    buf[o:o + n] = acc
+    p = tb.shape[1]
+    if not (p and act):
+        return
+    ta, tb_ = tb[sa], tb[sb]
+    use_a = bool(act & 1) & (da != 0.0)[:, None] & (ta != 0.0)
+    use_b = bool(act & 2) & (db != 0.0)[:, None] & (tb_ != 0.0)
+    rows2 = np.repeat(rows, 2)  # per pair: a's term, then b's
+    terms = np.stack([ta * da[:, None], tb_ * db[:, None]], axis=1).reshape(-1, p)
+    use = np.stack([use_a, use_b], axis=1).reshape(-1, p)
+    ii, jj = np.nonzero(use)
+    tacc = tb[o:o + n].copy()
+    np.add.at(tacc, (rows2[ii], jj), terms[ii, jj])
+    tb[o:o + n] = tacc
+
+
 def run_forward_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: np.ndarray,
                       val: np.ndarray, buf: np.ndarray, tb: np.ndarray,
                       saved: np.ndarray) -> None:
@@ -228,6 +260,8 @@ def run_forward_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: n
                 tb[o:o + n] = tb[src]
         elif op == k.LINEAR:
             _linear(buf, tb, o, n, ptr[ia:ia + n + 1], col, val)
+        elif op == k.BILINEAR:
+            _bilinear(buf, tb, o, n, ptr[ia:ia + n + 1], col, val, act)
         elif op < k.BINARY:
             s = idx[ia:ia + n]
             a = buf[s]
@@ -291,6 +325,17 @@ def run_reverse_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: n
             chosen_active = np.where(first, bool(act & 1), bool(act & 2))
             use = chosen_active[:, None] & (g != 0.0)
             _add_in_order(cb, src, np.where(use, g, 0.0), use)
+        elif op == k.BILINEAR:
+            if not act:
+                continue
+            rows, sa, sb, da, db = _pairs(buf, ptr[ia:ia + n + 1], col, val)
+            g = cb[o + rows]
+            use_a = bool(act & 1) & (da != 0.0)[:, None] & (g != 0.0)
+            use_b = bool(act & 2) & (db != 0.0)[:, None] & (g != 0.0)
+            slots = np.stack([sa, sb], axis=1).reshape(-1)  # per pair: a's term, then b's
+            terms = np.stack([g * da[:, None], g * db[:, None]], axis=1).reshape(-1, q)
+            use = np.stack([use_a, use_b], axis=1).reshape(-1, q)
+            _add_in_order(cb, slots, np.where(use, terms, 0.0), use)
         elif op == k.LINEAR:
             rows = np.repeat(np.arange(n), np.diff(ptr[ia:ia + n + 1]))
             e = np.arange(ptr[ia], ptr[ia + n])

@@ -17,6 +17,9 @@ What the tape encodes (anything else leaves the program to the chain engine):
   move with x or a parameter (a forcing switched on in ``t``, an upwind direction): the
   operand chosen at each call, values and tangents alike;
 * gathers (indexing, ``setitem`` into a buffer, concatenation, reshapes) as slot copies;
+* contractions of two operands that both move (``R @ t`` of small traced matrices,
+  ``np.outer``, ``np.einsum``) as sums of products over pairs of slots, up to
+  :data:`MAX_PAIRS` products;
 * the linear primitives (:data:`LINEAR_PRIMITIVES`: sparse linear maps, sums, cumulative
   sums, contractions with constant other operands) as an affine map ``out = c + R in`` whose
   constant part ``c`` is the operation evaluated with its active inputs at zero.
@@ -29,6 +32,7 @@ registry's rows and cases.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,7 +55,7 @@ from sparsejac.tracing import Node, Program
 
 _NO_POINT = np.zeros(0)
 
-__all__ = ["LINEAR_PRIMITIVES", "OPS", "Tape"]
+__all__ = ["LINEAR_PRIMITIVES", "OPS", "Tape", "elements_per_pass"]
 
 #: ufunc -> (opcode, the partials the compiled opcode mirrors)
 OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
@@ -290,10 +294,17 @@ class Tape:
                     row[3 + j] = indices(ins[j] + pos)
                 code.append(row)
                 continue
-            offset, r_ptr, r_col, r_val = _affine(node, ins)
-            consts.append((o, offset))
+            pairs = _bilinear(node, ins)
+            if pairs is None:
+                offset, r_ptr, r_col, r_val = _affine(node, ins)
+                consts.append((o, offset))
+                row = [k.LINEAR, o, out.size, n_ptr, 0, 0]
+            else:
+                r_ptr, r_col, r_val = pairs
+                act = sum(1 << j for j, v in enumerate(node.inputs) if v.active and out.active)
+                row = [k.BILINEAR, o, out.size, n_ptr, 0, act]
             ptr.append(r_ptr + n_ent)  # this instruction's own size + 1 pointers
-            code.append([k.LINEAR, o, out.size, n_ptr, 0, 0])
+            code.append(row)
             n_ptr += out.size + 1
             n_ent += r_col.size
             cols.append(r_col)
@@ -572,6 +583,24 @@ def _last_readers(prog: Program) -> dict[int, int]:
     return last
 
 
+def elements_per_pass(prog: Program) -> int:
+    """About how many elements one pass of the tape over ``prog`` writes: the nodes' sizes.
+
+    A write into a buffer (``r[3 * k:3 * k + 2] = ...``: a gather whose operand has its size)
+    counts its written elements only, since the tape lets the new buffer share the old one's
+    slots; a loop filling a buffer of m elements slice by slice costs per slice, not m.
+    """
+    total = 0
+    for nd in prog.nodes:
+        size = nd.out.size
+        if isinstance(nd.prim, Gather) and len(nd.inputs) > 1:
+            same = [v.size == size for v in nd.inputs]
+            if sum(same) == 1:
+                size = 1 + sum(v.size for v, s in zip(nd.inputs, same, strict=True) if not s)
+        total += size
+    return total
+
+
 def _gather_sources(plan: GatherPlan, ins: list[int], const_block: Any) -> np.ndarray:
     """The slot each output element of a gather copies (fill values get constant slots)."""
     if len(plan.sizes) == 1 and plan.fill_mask is None:  # one operand, no fill (x[i]): shift
@@ -661,6 +690,52 @@ def _one_map(node: Node, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         return None
     return (offset, m.indptr.astype(np.int64), m.indices.astype(np.int64) + s,
             m.data.astype(np.float64))
+
+
+#: Products above this many per contraction of two moving operands are left to the chain
+#: engine (a matrix product of 40 x 40 matrices: BLAS beats a loop over pairs).
+MAX_PAIRS = 1 << 16
+
+
+def _bilinear(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(ptr, col, val)`` of a contraction of two operands that move (``R @ t``, ``np.outer``).
+
+    Each output element is a sum of products ``a[i] * b[j]``, one pair of slots per term,
+    listed by enumerating the einsum's letters. None where an operand is constant (an affine
+    map, :func:`_affine`) or for another primitive.
+    """
+    if not isinstance(node.prim, Contraction) or len(node.inputs) != 2 \
+            or not all(_reads(v) for v in node.inputs):
+        return None
+    subs: tuple[str, ...] = node.params["ins"]
+    out: str = node.params["out"]
+    sizes: dict[str, int] = node.params["sizes"]
+    letters = "".join(dict.fromkeys(subs[0] + subs[1] + out))
+    dims = [int(sizes[c]) for c in letters]
+    total = math.prod(dims)
+    if total > MAX_PAIRS:
+        raise _Unsupported(f"`einsum` of {total:,} products of operands that move with x "
+                           f"(above {MAX_PAIRS:,})")
+    shapes = (node.out.shape, node.inputs[0].shape, node.inputs[1].shape)
+    if any(tuple(sizes[c] for c in sub) != tuple(shape)
+           for sub, shape in zip((out, *subs), shapes, strict=True)):
+        raise _Unsupported("`einsum` with broadcast operands")
+    coord = dict(zip(letters, np.indices(dims).reshape(len(letters), -1), strict=True))
+
+    def flat(sub: str, shape: tuple[int, ...]) -> np.ndarray:
+        if not sub:
+            return np.zeros(total, dtype=np.int64)
+        return np.ravel_multi_index(tuple(coord[c] for c in sub), shape).astype(np.int64)
+
+    r = flat(out, shapes[0])
+    order = np.argsort(r, kind="stable")
+    a = flat(subs[0], shapes[1])[order] + ins[0]
+    b = flat(subs[1], shapes[2])[order] + ins[1]
+    r_ptr = np.zeros(node.out.size + 1, dtype=np.int64)
+    np.cumsum(2 * np.bincount(r, minlength=node.out.size), out=r_ptr[1:])
+    val = np.zeros(2 * total)
+    val[0::2] = 1.0
+    return r_ptr, np.stack([a, b], axis=1).reshape(-1), val
 
 
 def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

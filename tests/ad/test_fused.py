@@ -201,7 +201,10 @@ def _every_op(x: np.ndarray) -> np.ndarray:
     # selections per call: limiters with ties (x == x[::-1] at the middle), upwinding
     lim = np.maximum(x, x[::-1]) - np.minimum(np.clip(x, -0.5, 1.2), 0.9)
     up = np.where(np.logical_or(x > 1.0, ~(y[1:-1] < -0.5)), x ** 2, np.sin(x) * x[::-1])
-    return u - 2 * y[1:-1] + y[:-2] + y[2:] + s - np.cumsum(x) ** 3 + lim + up
+    # products of operands that both move (a 2 x 2 matrix product, outer, dot)
+    m = x[:4].reshape(2, 2)
+    prods = np.sum(m @ m.T) + np.sum(np.outer(x[:2], x[-2:])) + x[:3] @ x[-3:]
+    return u - 2 * y[1:-1] + y[:-2] + y[2:] + s - np.cumsum(x) ** 3 + lim + up + prods
 
 
 @pytest.mark.parametrize("partition", ["column", "row", "bidirectional"])

@@ -484,3 +484,51 @@ def test_conditions_moving_with_x_are_chosen_at_each_call(rng: np.random.Generat
                                       chain.forward(tied, np.arange(12), 12)[1])
         np.testing.assert_array_equal(tape.reverse(tied, np.arange(9), 9)[1],
                                       chain.reverse(tied, np.arange(9), 9)[1])
+
+
+def _pose_residuals(z: np.ndarray, edges: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    """2-D pose-graph residuals written edge by edge with a rotation matrix per edge."""
+    poses = z.reshape(-1, 3)
+    res = np.zeros((len(edges), 3))
+    for k, (i, j) in enumerate(edges):
+        c, s = np.cos(poses[i, 2]), np.sin(poses[i, 2])
+        rot = np.array([[c, s], [-s, c]])  # R(theta_i).T
+        res[k, :2] = rot @ (poses[j, :2] - poses[i, :2]) - meas[k, :2]
+        res[k, 2] = poses[j, 2] - poses[i, 2] - meas[k, 2]
+    return res.ravel()
+
+
+def test_products_of_moving_operands_are_encoded(rng: np.random.Generator) -> None:
+    """``R @ t`` with R built from x (kinematics, pose graphs), ``np.outer``, ``x @ x`` and an
+    einsum of two traced operands are sums of products over pairs of slots: on the tape,
+    exact against the chain engine and central differences (a pose graph of small rotation
+    products ran on the chain engine: 310 against 88 ms for finite differences)."""
+    def f(x: np.ndarray) -> np.ndarray:
+        c, s = np.cos(x[0]), np.sin(x[0])
+        r = np.array([[c, -s], [s, c]])
+        m = np.outer(x[:2], x[1:3]) + np.eye(2)
+        t = r @ m @ r.T
+        return np.concatenate([r @ x[1:3], t.ravel(), [x @ x], np.einsum("ij,ji->", m, r)[None],
+                               np.dot(r, x[1:3]) * x[2]])
+
+    compare(f, rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3))
+    edges = np.array([[0, 1], [1, 2], [2, 3], [0, 3], [1, 3]])
+    meas = rng.normal(size=(5, 3))
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        return _pose_residuals(z, edges, meas)
+
+    z0, z1 = rng.uniform(-1, 1, 12), rng.uniform(-1, 1, 12)
+    compare(residuals, z0, z1)
+    jac = sparsejac.SparseJacobian(residuals, z0)
+    assert jac.stats()["engine"]["engine"] == "tape"
+    np.testing.assert_allclose(jac(z1).toarray(), dense_fd(residuals, z1), rtol=1e-7,
+                               atol=1e-8)
+
+
+def test_large_products_stay_on_the_chain_engine() -> None:
+    """A product of two traced 48 x 48 matrices has 110,592 terms: BLAS on the chain."""
+    prog = trace(lambda x: x.reshape(48, 48) @ x.reshape(48, 48).T, np.ones(48 * 48))
+    tape, reason = Tape.build_or_reason(prog)
+    assert tape is None
+    assert "110,592 products" in reason
