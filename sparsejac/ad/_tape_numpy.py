@@ -262,6 +262,8 @@ def run_forward_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: n
             _linear(buf, tb, o, n, ptr[ia:ia + n + 1], col, val)
         elif op == k.BILINEAR:
             _bilinear(buf, tb, o, n, ptr[ia:ia + n + 1], col, val, act)
+        elif op == k.SOLVE:  # (small systems: the kernel's own loops, interpreted)
+            _scalar(k.solve_forward)(idx, ia, o, buf, tb, act if p else 0)
         elif op < k.BINARY:
             s = idx[ia:ia + n]
             a = buf[s]
@@ -325,6 +327,9 @@ def run_reverse_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: n
             chosen_active = np.where(first, bool(act & 1), bool(act & 2))
             use = chosen_active[:, None] & (g != 0.0)
             _add_in_order(cb, src, np.where(use, g, 0.0), use)
+        elif op == k.SOLVE:
+            if act:
+                _scalar(k.solve_reverse)(idx, ia, o, buf, cb, act)
         elif op == k.BILINEAR:
             if not act:
                 continue

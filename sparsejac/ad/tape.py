@@ -20,6 +20,8 @@ What the tape encodes (anything else leaves the program to the chain engine):
 * contractions of two operands that both move (``R @ t`` of small traced matrices,
   ``np.outer``, ``np.einsum``) as sums of products over pairs of slots, up to
   :data:`MAX_PAIRS` products;
+* ``np.linalg.solve`` of small systems (up to :data:`MAX_SOLVE` unknowns, batched; a mass
+  matrix of a multibody right-hand side) by its own LU with partial pivoting;
 * the linear primitives (:data:`LINEAR_PRIMITIVES`: sparse linear maps, sums, cumulative
   sums, contractions with constant other operands) as an affine map ``out = c + R in`` whose
   constant part ``c`` is the operation evaluated with its active inputs at zero.
@@ -32,30 +34,38 @@ registry's rows and cases.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from sparsejac.ad import _tape as k
 from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
 from sparsejac.ad.prepared import PreparedProgram
+from sparsejac.ad.tape_ops import (
+    LINEAR_PRIMITIVES,
+    MAX_PAIRS,
+    MAX_SOLVE,
+    SOLVE_UNITS,
+)
+from sparsejac.ad.tape_ops import Unsupported as _Unsupported
+from sparsejac.ad.tape_ops import affine as _affine
+from sparsejac.ad.tape_ops import bilinear as _bilinear
+from sparsejac.ad.tape_ops import cat as _cat
+from sparsejac.ad.tape_ops import float_value as _float_value
+from sparsejac.ad.tape_ops import solve_slots as _solve_slots
 from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
 from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
+from sparsejac.primitives.dense_linalg import Solve
 from sparsejac.primitives.depsets import broadcast_rows
 from sparsejac.primitives.elementwise import WHERE, Elementwise
-from sparsejac.primitives.linalg import Contraction
-from sparsejac.primitives.linear import LinearMap, map_jacobian
 from sparsejac.primitives.movement import Gather, GatherPlan
-from sparsejac.primitives.reductions import CumSum, ReduceSum
 from sparsejac.tracing import Node, Program
 
 _NO_POINT = np.zeros(0)
 
-__all__ = ["LINEAR_PRIMITIVES", "OPS", "Tape", "elements_per_pass"]
+__all__ = ["LINEAR_PRIMITIVES", "MAX_PAIRS", "MAX_SOLVE", "OPS", "Tape", "elements_per_pass"]
 
 #: ufunc -> (opcode, the partials the compiled opcode mirrors)
 OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
@@ -102,9 +112,6 @@ OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
     np.invert: (k.NOT, (None,)),  # (of booleans only: ~mask)
 }
 
-#: Primitives that are linear in their operands (given constant other operands); a constant
-#: local Jacobian alone does not make an operation affine (``remainder``, ``copysign``).
-LINEAR_PRIMITIVES = (LinearMap, ReduceSum, CumSum, Contraction)
 
 _NO_SAVE = np.empty(0)
 
@@ -115,18 +122,6 @@ _NO_SAVE = np.empty(0)
 #: chain 40 s and 3.2 s with 1.4 GB (when the limit was 4 · 10⁶ entries).
 MAX_BLOCK = 32_000_000
 
-
-class _Unsupported(Exception):
-    """The program has a node the tape does not encode."""
-
-
-def _float_value(v: Any) -> np.ndarray:
-    a = np.asarray(v)
-    if a.dtype.kind not in "biuf":
-        raise _Unsupported(f"a value of dtype {a.dtype}")
-    if a.dtype.kind in "iu" and a.size and np.abs(a).max() > 2**53:
-        raise _Unsupported("an integer beyond float64's exact range")
-    return np.asarray(a, dtype=np.float64).ravel()
 
 
 class Tape:
@@ -275,6 +270,11 @@ class Tape:
                                  indices(shared_arange(out.size)), 0])
                 continue
             o = slot(out)
+            if isinstance(node.prim, Solve):
+                code.append([k.SOLVE, o, out.size, indices(_solve_slots(node, ins)), 0,
+                             sum(1 << j for j, v in enumerate(node.inputs)
+                                 if v.active and out.active)])
+                continue
             if node.prim is WHERE:  # a condition moving with x or a parameter: chosen per call
                 act = sum(1 << j for j, v in enumerate(node.inputs[1:]) if v.active)
                 parts = []
@@ -523,8 +523,17 @@ class Tape:
         if isinstance(kernel0, LazyKernel):
             kernel0 = (kernel0._compiled if kernel0._compiled is not None
                        else Fused(kernel0, _packed0_numpy, n_code))
-        work = int(self.template.size) * (p + q + 1)
+        work = (int(self.template.size) + SOLVE_UNITS * self._solve_work()) * (p + q + 1)
         return kernel, kernel0, ints, floats, int(gather.size), self.prog.n_out, sizes, work
+
+    def _solve_work(self) -> int:
+        """The multiply-adds of the tape's ``SOLVE`` instructions (LU and substitutions)."""
+        code, idx = self.table[0], self.table[1]
+        total = 0
+        for ia in code[code[:, 0] == k.SOLVE, 3].tolist():
+            n, rhs, batch = (int(v) for v in idx[ia:ia + 3])
+            total += batch * n * n * (n + rhs)
+        return total
 
     def stats(self) -> dict[str, Any]:
         """Sizes of the tape."""
@@ -658,132 +667,3 @@ def _elementwise_op(node: Node) -> int | None:
                     or (prim.fn is np.invert and node.inputs[0].dtype != bool)):
         return None
     return entry[0]
-
-
-def _reads(v: Any) -> bool:
-    """Whether an affine instruction reads operand ``v`` (x or a parameter moves it)."""
-    return bool(v.active or not (v.kind == "const" or v.sources == 0))
-
-
-def _one_map(node: Node, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                           np.ndarray] | None:
-    """:func:`_affine` of a linear map of one operand it reads: its CSR arrays as they are.
-
-    The general path builds the same rows, columns and values through the map's COO local
-    Jacobian and a stable sort by row, which leaves CSR order unchanged.
-    """
-    v = node.inputs[0]
-    if not _reads(v):
-        return None
-    m = node.params["plan"].mats[0]
-    size = node.out.size
-    with np.errstate(all="ignore"):
-        offset = _float_value(node.prim.impl(np.zeros(v.shape, dtype=v.dtype),
-                                             **node.params))
-    if offset.size != size:
-        return None
-    if m is None:
-        ar = np.arange(size + 1, dtype=np.int64)
-        return offset, ar, ar[:-1] + s, np.ones(size)
-    if not (isinstance(m, (sp.csr_array, sp.csr_matrix)) and m.has_canonical_format) \
-            or m.shape != (size, v.size):
-        return None
-    return (offset, m.indptr.astype(np.int64), m.indices.astype(np.int64) + s,
-            m.data.astype(np.float64))
-
-
-#: Products above this many per contraction of two moving operands are left to the chain
-#: engine (a matrix product of 40 x 40 matrices: BLAS beats a loop over pairs).
-MAX_PAIRS = 1 << 16
-
-
-def _bilinear(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(ptr, col, val)`` of a contraction of two operands that move (``R @ t``, ``np.outer``).
-
-    Each output element is a sum of products ``a[i] * b[j]``, one pair of slots per term,
-    listed by enumerating the einsum's letters. None where an operand is constant (an affine
-    map, :func:`_affine`) or for another primitive.
-    """
-    if not isinstance(node.prim, Contraction) or len(node.inputs) != 2 \
-            or not all(_reads(v) for v in node.inputs):
-        return None
-    subs: tuple[str, ...] = node.params["ins"]
-    out: str = node.params["out"]
-    sizes: dict[str, int] = node.params["sizes"]
-    letters = "".join(dict.fromkeys(subs[0] + subs[1] + out))
-    dims = [int(sizes[c]) for c in letters]
-    total = math.prod(dims)
-    if total > MAX_PAIRS:
-        raise _Unsupported(f"`einsum` of {total:,} products of operands that move with x "
-                           f"(above {MAX_PAIRS:,})")
-    shapes = (node.out.shape, node.inputs[0].shape, node.inputs[1].shape)
-    if any(tuple(sizes[c] for c in sub) != tuple(shape)
-           for sub, shape in zip((out, *subs), shapes, strict=True)):
-        raise _Unsupported("`einsum` with broadcast operands")
-    coord = dict(zip(letters, np.indices(dims).reshape(len(letters), -1), strict=True))
-
-    def flat(sub: str, shape: tuple[int, ...]) -> np.ndarray:
-        if not sub:
-            return np.zeros(total, dtype=np.int64)
-        return np.ravel_multi_index(tuple(coord[c] for c in sub), shape).astype(np.int64)
-
-    r = flat(out, shapes[0])
-    order = np.argsort(r, kind="stable")
-    a = flat(subs[0], shapes[1])[order] + ins[0]
-    b = flat(subs[1], shapes[2])[order] + ins[1]
-    r_ptr = np.zeros(node.out.size + 1, dtype=np.int64)
-    np.cumsum(2 * np.bincount(r, minlength=node.out.size), out=r_ptr[1:])
-    val = np.zeros(2 * total)
-    val[0::2] = 1.0
-    return r_ptr, np.stack([a, b], axis=1).reshape(-1), val
-
-
-def _affine(node: Node, ins: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``out = c + R in`` for a linear primitive with constant local Jacobians."""
-    if not isinstance(node.prim, LINEAR_PRIMITIVES):
-        raise _Unsupported(f"`{node.prim.name}` is not among the operations it encodes")
-    if isinstance(node.prim, LinearMap) and len(node.inputs) == 1:
-        one = _one_map(node, ins[0])  # (element loops: thousands of small gathers)
-        if one is not None:
-            return one
-    ljs = node.prim.linearize(node)
-    if ljs is None:
-        raise _Unsupported(f"`{node.prim.name}` has no local Jacobian")
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    vals: list[np.ndarray] = []
-    plan = node.params.get("plan") if isinstance(node.prim, LinearMap) else None
-    read: list[bool] = []  # operands the instruction reads (the others: in the offset)
-    for j, (v, lj, s) in enumerate(zip(node.inputs, ljs, ins, strict=True)):
-        read.append(_reads(v))
-        if not v.active:
-            if not read[-1]:
-                continue
-            if plan is None:  # (a linear map's matrix is its local Jacobian, param or not)
-                raise _Unsupported(f"`{node.prim.name}` reads a parameter")
-            lj = map_jacobian(plan.mats[j], v.size)
-        if lj is None:
-            continue
-        if lj.dyn is not None or lj.const is None:
-            raise _Unsupported(f"`{node.prim.name}` of operands that move with x (a product, not a "
-                                 "linear map)")
-        rows.append(np.asarray(lj.rows, dtype=np.int64))
-        cols.append(np.asarray(lj.cols, dtype=np.int64) + s)
-        vals.append(np.broadcast_to(np.asarray(lj.const, dtype=np.float64), (lj.nnz,)))
-    zero_args = [np.zeros(v.shape, dtype=v.dtype) if r else v.value
-                 for v, r in zip(node.inputs, read, strict=True)]
-    with np.errstate(all="ignore"):
-        offset = _float_value(node.prim.impl(*zero_args, **node.params))
-    size = node.out.size
-    if offset.size != size:
-        raise _Unsupported(f"`{node.prim.name}`: a value of an unexpected size")
-    r = _cat(rows, np.int64)
-    order = np.argsort(r, kind="stable")
-    r_ptr = np.zeros(size + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r, minlength=size), out=r_ptr[1:])
-    return offset, r_ptr, _cat(cols, np.int64)[order], _cat(vals, np.float64)[order]
-
-
-def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-

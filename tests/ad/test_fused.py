@@ -204,6 +204,8 @@ def _every_op(x: np.ndarray) -> np.ndarray:
     # products of operands that both move (a 2 x 2 matrix product, outer, dot)
     m = x[:4].reshape(2, 2)
     prods = np.sum(m @ m.T) + np.sum(np.outer(x[:2], x[-2:])) + x[:3] @ x[-3:]
+    a = np.diag(2.0 + x[:3] ** 2) + 0.1 * np.outer(x[:3], x[-3:])  # a small system
+    prods = prods + np.sum(np.linalg.solve(a, x[3:6]) * x[:3])
     return u - 2 * y[1:-1] + y[:-2] + y[2:] + s - np.cumsum(x) ** 3 + lim + up + prods
 
 
