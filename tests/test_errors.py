@@ -524,17 +524,18 @@ def test_reshape_by_an_integer_array():
 
 
 def test_a_library_converting_an_odes_time_says_so():
-    """CubicSpline(tp, fp)(t) in a right-hand side: the message spoke of losing the
-    dependence on x, though the converted value is the time t; it names the parameter and
-    the numpy way (np.interp of t works)."""
-    from scipy.interpolate import CubicSpline
+    """interp1d(tp, fp)(t) in a right-hand side: the message spoke of losing the dependence
+    on x, though the converted value is the time t; it names the parameter, the numpy way
+    (np.interp of t works) and the splines that are traced."""
+    from scipy.interpolate import interp1d
 
-    spline = CubicSpline(np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2)
+    spline = interp1d(np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2)
 
     def rhs(t, y):
         return -y + spline(t)
 
-    with pytest.raises(sparsejac.TracedConversionError, match=r"traced parameter.*np\.interp"):
+    with pytest.raises(sparsejac.TracedConversionError,
+                       match=r"traced parameter.*np\.interp.*CubicSpline"):
         sparsejac.ode_jacobian(rhs, 0.0, np.ones(3))
     tp, fp = np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2
     jac = sparsejac.ode_jacobian(lambda t, y: -y + np.interp(t, tp, fp), 0.0, np.ones(3))

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.interpolate as si
 import scipy.linalg as sla
 import scipy.optimize as so
 import scipy.sparse as sp
@@ -313,6 +314,11 @@ class Case:
     domain: tuple[float, float] = (0.5, 1.5)
     select: bool = False  # value-dependent choice: only the local pattern equals the nonzeros
 
+
+#: splines of tabulated data (scipy.interpolate), on knots covering the cases' domain
+_KNOTS = np.linspace(0.0, 2.0, 7)
+_SPLINE = si.CubicSpline(_KNOTS, 1.0 + 0.5 * np.sin(2 * _KNOTS))
+_SPLINE2 = si.CubicSpline(_KNOTS, np.stack([_KNOTS, np.cos(_KNOTS)], axis=1))
 
 #: a covariance for scipy.stats.multivariate_normal (4 x 4, symmetric positive definite)
 _MVN_COV = np.array([[2.0, 0.5, 0.0, 0.2], [0.5, 1.5, 0.3, 0.0], [0.0, 0.3, 1.0, 0.1],
@@ -658,6 +664,11 @@ CASES: list[Case] = [
     Case("scipy.stats.rv_discrete.cdf", "poisson",
          lambda x: st.poisson.cdf(np.array([1, 0, 4, 2]), x[2])),
     Case("scipy.stats.rv_discrete.sf", "poisson", lambda x: st.poisson.sf(3, 2 * x[1])),
+    Case("scipy.interpolate.CubicSpline", "cubic_pchip_vector",
+         lambda x: _SPLINE(x) * x + si.PchipInterpolator(_KNOTS, _KNOTS ** 2)(x[::-1], 1)
+         + _SPLINE2(x)[..., 1]),
+    Case("scipy.interpolate.BSpline", "make_interp_spline",
+         lambda x: si.make_interp_spline(_KNOTS, np.sin(_KNOTS))(x) * x[0, 0]),
     Case("scipy.stats.rv_discrete.logcdf", "poisson", lambda x: st.poisson.logcdf(2, x[0])),
     Case("scipy.stats.rv_discrete.logsf", "poisson", lambda x: st.poisson.logsf(1, x[0])),
     Case("numpy.convolve", "constant_kernel", lambda x: np.convolve(x, [1.0, -2.0, 1.0], "same"),

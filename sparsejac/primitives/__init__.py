@@ -67,6 +67,8 @@ def _defer_heavy_libraries() -> None:
 
     library.defer("scipy.optimize",
                   lambda: importlib.import_module("sparsejac.primitives.optimize"))
+    library.defer("scipy.interpolate",
+                  lambda: importlib.import_module("sparsejac.primitives.interpolate"))
     library.defer("scipy.ndimage", filters("ndimage"))
     library.defer("scipy.signal", filters("signal"))
 

@@ -196,8 +196,9 @@ def library_message(site: str, param: bool = False) -> str:
             "from `params`) and converted it to a plain numpy array (np.asarray): parameters "
             "are traced so that one preparation serves all their values, and sparsejac has no "
             f"rule for {site}. Write that term with numpy (np.interp(t, tp, fp) for a table "
-            "of values in time, np.where for a switch), or pass `sparsity=` and use "
-            "mode='fd' (finite differences) for this f."
+            "of values in time, np.where for a switch) or with a spline sparsejac traces "
+            "(scipy.interpolate.CubicSpline, PchipInterpolator, make_interp_spline), or pass "
+            "`sparsity=` and use mode='fd' (finite differences) for this f."
         )
     if site.startswith("numpy."):
         return (

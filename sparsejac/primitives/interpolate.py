@@ -1,0 +1,108 @@
+"""``scipy.interpolate`` splines evaluated at traced points.
+
+``CubicSpline``, ``PchipInterpolator``, ``Akima1DInterpolator``, ``CubicHermiteSpline``,
+``PPoly`` and ``BPoly`` (scipy's ``_PPolyBase.__call__``) and ``BSpline`` (what
+``make_interp_spline`` returns) convert their argument with ``np.asarray``, so numpy never
+hands it to the tracer. They are intercepted while a trace runs
+(:mod:`sparsejac.tracing.library`): a spline at a traced point is an elementwise operation
+whose value is the spline's own and whose partial derivative is the spline's derivative
+(``spline(x, nu + 1)``), exact to rounding where the spline is differentiable. At a knot of a
+spline whose derivative jumps there (``PchipInterpolator``, a linear ``BSpline``), the
+derivative is the one of the piece scipy evaluates (the right-hand one). Two uses:
+
+* a forcing tabulated in time, ``CubicSpline(t_data, u_data)(t)`` in an ODE right-hand side
+  (``t`` is traced so that one preparation serves every time): the value is recomputed at
+  each call, with its derivative in ``t`` never needed;
+* a constitutive law tabulated in the state, ``conductivity(u)`` with ``conductivity`` a
+  spline of measured data: its derivative enters the Jacobian.
+
+A spline of vector values (``y`` of shape ``(m, k)``) is evaluated channel by channel and
+stacked on the last axis, as scipy does; a ``BSpline`` with ``axis`` other than 0 is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.interpolate as si
+
+from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.primitives.core import bind, register_library
+from sparsejac.primitives.creation import as_traced_array
+from sparsejac.primitives.elementwise import Elementwise
+
+__all__ = ["spline_at"]
+
+#: the method of scipy's piecewise polynomials (CubicSpline and the others) and of BSpline
+_PPOLY_CALL = si.PPoly.__mro__[1].__call__  # _PPolyBase.__call__
+_BSPLINE_CALL = si.BSpline.__call__
+
+
+def _spline_prim(spline: Any, nu: int, extrapolate: Any, name: str) -> Elementwise:
+    """The elementwise operation ``spline(x, nu)``, its partial ``spline(x, nu + 1)``."""
+
+    def value(x: Any) -> Any:
+        return spline(x, nu, extrapolate)
+
+    def partial(x: Any, out: Any) -> Any:
+        return spline(x, nu + 1, extrapolate)
+
+    return Elementwise(value, (partial,), name=name)
+
+
+def _channels(spline: Any) -> list[Any]:
+    """The scalar splines of a spline of vector values (its trailing value axes, flattened)."""
+    if isinstance(spline, si.BSpline):
+        c = spline.c.reshape(spline.c.shape[0], -1)
+        return [si.BSpline.construct_fast(spline.t, c[:, j].copy(), spline.k,
+                                          spline.extrapolate) for j in range(c.shape[1])]
+    c = spline.c.reshape((*spline.c.shape[:2], -1))
+    cls = si.BPoly if isinstance(spline, si.BPoly) else si.PPoly
+    return [cls.construct_fast(c[:, :, j].copy(), spline.x, spline.extrapolate)
+            for j in range(c.shape[2])]
+
+
+def spline_at(spline: Any, x: Any, nu: int = 0, extrapolate: Any = None) -> Any:
+    """``spline(x, nu, extrapolate)`` for a traced ``x``: a recorded elementwise operation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from scipy.interpolate import CubicSpline
+    >>> k = CubicSpline([0.0, 1.0, 2.0, 3.0], [1.0, 2.0, 1.5, 3.0])
+    >>> x = np.array([0.5, 1.7])
+    >>> J = sparsejac.jacobian(lambda u: k(u) * u, x).toarray()
+    >>> bool(np.allclose(np.diag(J), k(x, 1) * x + k(x)))
+    True
+    """
+    name = f"scipy.interpolate.{type(spline).__name__}"
+    if int(nu) != nu or nu < 0:
+        raise UnsupportedPrimitiveError(name, f"`nu={nu!r}` (a derivative order >= 0 only)")
+    x = as_traced_array(x)
+    if isinstance(spline, si.BSpline):
+        trailing = spline.c.shape[1:]
+        if trailing and spline.axis != 0:
+            raise UnsupportedPrimitiveError(
+                name, f"a spline of vector values along axis {spline.axis} (axis=0 only)")
+    else:
+        trailing = spline.c.shape[2:]
+    if not trailing:
+        return bind(_spline_prim(spline, int(nu), extrapolate, name), (x,))
+    parts = [bind(_spline_prim(s, int(nu), extrapolate, name), (x,))
+             for s in _channels(spline)]
+    return np.stack(parts, axis=-1).reshape(np.shape(x) + tuple(trailing))
+
+
+@register_library(_PPOLY_CALL, name="scipy.interpolate.CubicSpline", family="elementwise",
+                  via="spline and its derivative",
+                  note="every PPoly and BPoly: PchipInterpolator, Akima1DInterpolator, ...")
+def _ppoly_call(spline: Any, x: Any, nu: int = 0, extrapolate: Any = None) -> Any:
+    return spline_at(spline, x, nu, extrapolate)
+
+
+@register_library(_BSPLINE_CALL, name="scipy.interpolate.BSpline", family="elementwise",
+                  via="spline and its derivative", note="make_interp_spline's splines")
+def _bspline_call(spline: Any, x: Any, nu: int = 0, extrapolate: Any = None) -> Any:
+    return spline_at(spline, x, nu, extrapolate)

@@ -1,0 +1,107 @@
+"""scipy.interpolate splines at traced points, against hand-derived Jacobians and scipy itself.
+
+The oracle of a spline's derivative is scipy's own ``spline(x, nu=1)`` (and ``nu=2`` for
+Hessians), evaluated outside any trace; the Jacobians around it are derived by hand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from scipy.interpolate import (
+    Akima1DInterpolator,
+    CubicSpline,
+    PchipInterpolator,
+    make_interp_spline,
+)
+
+import sparsejac
+from sparsejac.errors import UnsupportedPrimitiveError
+
+T_DATA = np.linspace(0.0, 10.0, 21)
+FORCE = CubicSpline(T_DATA, np.sin(T_DATA) ** 2)  # a forcing tabulated in time
+U_DATA = np.linspace(0.0, 3.0, 9)
+SPLINES = [CubicSpline(U_DATA, 1.0 + 0.5 * np.sin(2 * U_DATA)),
+           PchipInterpolator(U_DATA, np.exp(-U_DATA)),
+           Akima1DInterpolator(U_DATA, np.cos(U_DATA)),
+           make_interp_spline(U_DATA, U_DATA ** 2 / (1 + U_DATA), k=3)]
+
+
+def decay(t: float, y: np.ndarray) -> np.ndarray:
+    """A stiff chain driven by a forcing tabulated in time."""
+    dy = -50.0 * y ** 3
+    dy[1:] += 10.0 * y[:-1]
+    dy[0] += FORCE(t)
+    return dy
+
+
+def test_a_forcing_tabulated_in_time_is_recomputed_at_each_call() -> None:
+    """``CubicSpline(t_data, u_data)(t)`` in an ODE right-hand side: one preparation serves
+    every t (it was refused: the spline converts t with np.asarray)."""
+    y0 = np.full(6, 0.2)
+    jac = sparsejac.ode_jacobian(decay, 0.0, y0)
+    rng = np.random.default_rng(3)
+    for t in (0.0, 3.3, 7.9):
+        y = rng.uniform(0.1, 1.0, 6)
+        want = np.diag(-150.0 * y ** 2) + 10.0 * np.eye(6, k=-1)
+        got = jac(t, y)  # (dense at this size, as scipy's solvers prefer)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-14)
+    ours = solve_ivp(decay, (0.0, 10.0), y0, method="BDF", jac=jac, rtol=1e-8, atol=1e-10)
+    fd = solve_ivp(decay, (0.0, 10.0), y0, method="BDF", rtol=1e-8, atol=1e-10)
+    assert ours.success
+    assert fd.success
+    np.testing.assert_allclose(ours.y[:, -1], fd.y[:, -1], rtol=1e-5)
+
+
+@pytest.mark.parametrize("spline", SPLINES, ids=lambda s: type(s).__name__)
+def test_a_law_tabulated_in_the_state_is_differentiated(spline: object) -> None:
+    """``k(u)`` of measured data in a flux: its derivative is the spline's (scipy's nu=1)."""
+    def flux(u: np.ndarray) -> np.ndarray:
+        k = spline(u)  # type: ignore[operator]
+        return k[1:] * (u[1:] - u[:-1])
+
+    u = np.array([0.2, 0.55, 1.1, 1.7, 2.35, 2.9])
+    k, dk = spline(u), spline(u, 1)  # type: ignore[operator]
+    want = np.zeros((5, 6))
+    for i in range(5):
+        want[i, i] = -k[i + 1]
+        want[i, i + 1] = k[i + 1] + dk[i + 1] * (u[i + 1] - u[i])
+    np.testing.assert_allclose(sparsejac.jacobian(flux, u).toarray(), want, rtol=1e-13,
+                               atol=1e-15)
+    prepared = sparsejac.SparseJacobian(flux, u[::-1].copy())
+    np.testing.assert_allclose(prepared(u).toarray(), want, rtol=1e-13, atol=1e-15)
+
+
+def test_hessian_of_a_spline_term() -> None:
+    """d²/du² of sum(k(u) u²) = k'' u² + 4 k' u + 2 k, elementwise (scipy's nu = 1, 2)."""
+    k = SPLINES[0]
+    u = np.array([0.3, 1.2, 2.6])
+    h = sparsejac.hessian(lambda v: np.sum(k(v) * v ** 2), u).toarray()
+    want = k(u, 2) * u ** 2 + 4 * k(u, 1) * u + 2 * k(u)
+    np.testing.assert_allclose(h, np.diag(want), rtol=1e-12, atol=1e-14)
+
+
+def test_splines_of_vector_values_are_stacked_channels() -> None:
+    """A spline of (m, 2) data at traced points gives (n, 2) values, channel by channel."""
+    spline = CubicSpline(U_DATA, np.stack([np.sin(U_DATA), U_DATA ** 3], axis=1))
+    u = np.array([0.4, 1.3, 2.2])
+    J = sparsejac.jacobian(lambda v: spline(v).ravel(), u).toarray()
+    d = spline(u, 1)
+    want = np.zeros((6, 3))
+    want[0::2, :] = np.diag(d[:, 0])
+    want[1::2, :] = np.diag(d[:, 1])
+    np.testing.assert_allclose(J, want, rtol=1e-13, atol=1e-15)
+
+
+def test_derivative_orders_and_refusals() -> None:
+    k = SPLINES[0]
+    u = np.array([0.5, 2.0])
+    np.testing.assert_allclose(sparsejac.jacobian(lambda v: k(v, 1), u).toarray(),
+                               np.diag(k(u, 2)), rtol=1e-13)
+    with pytest.raises(UnsupportedPrimitiveError, match=r"`nu=-1`"):
+        sparsejac.jacobian(lambda v: k(v, -1), u)
+    vec = make_interp_spline(U_DATA, np.stack([U_DATA, U_DATA], axis=0), axis=1)
+    with pytest.raises(UnsupportedPrimitiveError, match="along axis 1"):
+        sparsejac.jacobian(lambda v: vec(v), u)
+    assert float(k(0.5)) == float(CubicSpline(U_DATA, 1.0 + 0.5 * np.sin(2 * U_DATA))(0.5))
