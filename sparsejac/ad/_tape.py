@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from sparsejac.ad._tape_solve import solve_forward, solve_reverse
 from sparsejac.kernels import kernel, typed_kernel
 
 LINEAR = 0
@@ -51,12 +52,16 @@ SOLVE = 103
 NEG, POS, ABS, SQRT, SQUARE, RECIP, EXP, EXPM1, LOG, LOG1P = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 SIN, COS, TAN, SINH, COSH, TANH, ARCTAN = 11, 12, 13, 14, 15, 16, 17
 NOT = 18  # logical: 1.0 or 0.0 (no derivative)
+LOG2, LOG10, EXP2, ARCSIN, ARCCOS, ARCSINH, ARCCOSH, ARCTANH = 19, 20, 21, 22, 23, 24, 25, 26
+ERF, ERFC, EXPIT = 27, 28, 29  # scipy.special's
 # binary (>= 32)
 ADD, SUB, MUL, DIV, POW, ARCTAN2, REMAINDER = 32, 33, 34, 35, 36, 37, 38
-MAXIMUM, MINIMUM = 39, 40
+MAXIMUM, MINIMUM, HYPOT = 39, 40, 50
+LN2, LN10 = math.log(2.0), math.log(10.0)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 # comparisons and logical operations: 1.0 or 0.0 (no derivative)
 LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, EQUAL, NOT_EQUAL = 41, 42, 43, 44, 45, 46
-AND, OR, XOR = 47, 48, 49
+AND, OR, XOR = 47, 48, 49  # (comparisons: LESS .. XOR)
 BINARY = 32
 
 
@@ -100,7 +105,80 @@ def _unary(op: int, a: float) -> float:  # pragma: no cover - compiled
         return math.tanh(a)
     if op == NOT:
         return 1.0 if a == 0.0 else 0.0
+    if op >= LOG2:
+        return _unary2(op, a)
     return math.atan(a)  # ARCTAN
+
+
+@typed_kernel(inline="always")
+def _expit(a: float) -> float:  # pragma: no cover - compiled
+    if a != a:
+        return a
+    if a >= 0.0:
+        return 1.0 / (1.0 + math.exp(-a))
+    e = math.exp(a)
+    return e / (1.0 + e)
+
+
+@typed_kernel(inline="always")
+def _unary2(op: int, a: float) -> float:  # pragma: no cover - compiled
+    """The functions of opcodes 19 and up (domains as numpy's: NaN outside, inf at poles)."""
+    if LOG2 <= op <= LOG10:
+        if a > 0.0:
+            return math.log2(a) if op == LOG2 else math.log10(a)
+        return -math.inf if a == 0.0 else math.nan
+    if op == EXP2:
+        if a > 1100.0:
+            return math.inf
+        return 2.0 ** a if a == a else a
+    if ARCSIN <= op <= ARCCOS:
+        if not -1.0 <= a <= 1.0:
+            return math.nan
+        return math.asin(a) if op == ARCSIN else math.acos(a)
+    if op == ARCSINH:
+        return math.asinh(a)
+    if op == ARCCOSH:
+        return math.acosh(a) if a >= 1.0 else math.nan
+    if op == ARCTANH:
+        if abs(a) == 1.0:
+            return math.copysign(math.inf, a)
+        return math.atanh(a) if -1.0 < a < 1.0 else math.nan
+    if op == ERF:
+        return math.erf(a)
+    if op == ERFC:
+        return math.erfc(a)
+    return _expit(a)  # EXPIT
+
+
+@typed_kernel(inline="always")
+def _root(v: float) -> float:  # pragma: no cover - compiled
+    return math.sqrt(v) if v >= 0.0 else math.nan
+
+
+@typed_kernel(inline="always")
+def _dunary2(op: int, a: float, out: float) -> float:  # pragma: no cover - compiled
+    """The partials of opcodes 19 and up, as :mod:`sparsejac.primitives.partials` writes them."""
+    if op == LOG2:
+        return _div(1.0, a * LN2)
+    if op == LOG10:
+        return _div(1.0, a * LN10)
+    if op == EXP2:
+        return out * LN2
+    if op == ARCSIN:
+        return _div(1.0, _root(1.0 - a * a))
+    if op == ARCCOS:
+        return _div(-1.0, _root(1.0 - a * a))
+    if op == ARCSINH:
+        return _div(1.0, _root(a * a + 1.0))
+    if op == ARCCOSH:
+        return _div(1.0, _root(a * a - 1.0))
+    if op == ARCTANH:
+        return _div(1.0, 1.0 - a * a)
+    if op == ERF:
+        return TWO_OVER_SQRT_PI * math.exp(-a * a)
+    if op == ERFC:
+        return -TWO_OVER_SQRT_PI * math.exp(-a * a)
+    return out * _expit(-a)  # EXPIT: s(x) s(-x)
 
 
 @typed_kernel(inline="always")
@@ -157,6 +235,8 @@ def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compi
         return 1.0 - out * out
     if op == NOT:
         return 0.0
+    if op >= LOG2:
+        return _dunary2(op, a, out)
     return _div(1.0, 1.0 + a * a)  # ARCTAN
 
 
@@ -203,7 +283,9 @@ def _binary(op: int, a: float, b: float) -> float:  # pragma: no cover - compile
         if a != a:
             return a
         return a if a < b else b
-    if op >= LESS:
+    if op == HYPOT:
+        return math.hypot(a, b)
+    if LESS <= op <= XOR:
         return 1.0 if _compare(op, a, b) else 0.0
     return _pow(a, b)
 
@@ -252,7 +334,11 @@ def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  #
         if first:
             return 1.0, 0.0
         return (0.0, 1.0) if b == b and a == a else (0.0, 0.0)
-    if op >= LESS:
+    if op == HYPOT:  # a / out, b / out; 0 at the origin (the convention of abs and norm)
+        if out == 0.0:
+            return 0.0, 0.0
+        return _div(a, out), _div(b, out)
+    if LESS <= op <= XOR:
         return 0.0, 0.0
     # POW: b a^(b-1) (0 where b == 0); out log a (0 where a == 0)
     da = 0.0 if b == 0.0 else b * _pow(a, b - 1.0)
@@ -263,145 +349,6 @@ def _dbinary(op: int, a: float, b: float, out: float) -> tuple[float, float]:  #
     else:
         db = math.nan
     return da, db
-
-
-@kernel(inline="always")
-def _lu(lu, perm, n):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """``lu`` (n × n) in place into its LU factors with partial pivoting; False if singular."""
-    for c in range(n):
-        piv = c
-        best = abs(lu[c, c])
-        for i in range(c + 1, n):
-            if abs(lu[i, c]) > best:
-                best = abs(lu[i, c])
-                piv = i
-        perm[c] = piv
-        if not best > 0.0:  # (a zero or NaN pivot)
-            return False
-        if piv != c:
-            for j in range(n):
-                t = lu[c, j]
-                lu[c, j] = lu[piv, j]
-                lu[piv, j] = t
-        for i in range(c + 1, n):
-            f = lu[i, c] / lu[c, c]
-            lu[i, c] = f
-            for j in range(c + 1, n):
-                lu[i, j] -= f * lu[c, j]
-    return True
-
-
-@kernel(inline="always")
-def _lu_solve(lu, perm, n, v, transposed):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``v`` in place into ``A⁻¹ v`` (``A⁻ᵀ v`` when ``transposed``) from :func:`_lu`'s factors."""
-    if not transposed:
-        for c in range(n):  # P v, then L y = P v, then U x = y
-            t = v[c]
-            v[c] = v[perm[c]]
-            v[perm[c]] = t
-        for i in range(n):
-            acc = v[i]
-            for j in range(i):
-                acc -= lu[i, j] * v[j]
-            v[i] = acc
-        for i in range(n - 1, -1, -1):
-            acc = v[i]
-            for j in range(i + 1, n):
-                acc -= lu[i, j] * v[j]
-            v[i] = acc / lu[i, i]
-        return
-    for i in range(n):  # Uᵀ y = v, Lᵀ z = y, then Pᵀ z
-        acc = v[i]
-        for j in range(i):
-            acc -= lu[j, i] * v[j]
-        v[i] = acc / lu[i, i]
-    for i in range(n - 1, -1, -1):
-        acc = v[i]
-        for j in range(i + 1, n):
-            acc -= lu[j, i] * v[j]
-        v[i] = acc
-    for c in range(n - 1, -1, -1):
-        t = v[c]
-        v[c] = v[perm[c]]
-        v[perm[c]] = t
-
-
-@kernel()
-def solve_forward(idx, ia, o, buf, tb, act):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """A ``SOLVE`` instruction's values ``X = A⁻¹ B`` and tangents ``A⁻¹ (dB - dA X)``.
-
-    A singular ``A`` gives NaN values (the caller then takes the chain engine).
-    """
-    n = idx[ia]
-    k = idx[ia + 1]
-    a0 = ia + 3
-    b0 = a0 + idx[ia + 2] * n * n
-    p = tb.shape[1]
-    lu = np.empty((n, n))
-    perm = np.empty(n, np.int64)
-    v = np.empty(n)
-    for bt in range(idx[ia + 2]):
-        for i in range(n):
-            for j in range(n):
-                lu[i, j] = buf[idx[a0 + (bt * n + i) * n + j]]
-        ok = _lu(lu, perm, n)
-        for c in range(k):
-            for i in range(n):
-                v[i] = buf[idx[b0 + (bt * n + i) * k + c]]
-            if ok:
-                _lu_solve(lu, perm, n, v, False)
-            for i in range(n):
-                buf[o + (bt * n + i) * k + c] = v[i] if ok else math.nan
-        if not (p and act and ok):
-            continue
-        for j in range(p):
-            for c in range(k):
-                for i in range(n):
-                    acc = 0.0
-                    if act & 2:
-                        acc = tb[idx[b0 + (bt * n + i) * k + c], j]
-                    if act & 1:
-                        for m in range(n):
-                            t = tb[idx[a0 + (bt * n + i) * n + m], j]
-                            if t != 0.0:
-                                acc -= t * buf[o + (bt * n + m) * k + c]
-                    v[i] = acc
-                _lu_solve(lu, perm, n, v, False)
-                for i in range(n):
-                    tb[o + (bt * n + i) * k + c, j] = v[i]
-
-
-@kernel()
-def solve_reverse(idx, ia, o, buf, cb, act):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """A ``SOLVE`` instruction's cotangents: ``B̄ = A⁻ᵀ X̄`` and ``Ā = −B̄ Xᵀ``."""
-    n = idx[ia]
-    k = idx[ia + 1]
-    a0 = ia + 3
-    b0 = a0 + idx[ia + 2] * n * n
-    lu = np.empty((n, n))
-    perm = np.empty(n, np.int64)
-    v = np.empty(n)
-    for bt in range(idx[ia + 2]):
-        for i in range(n):
-            for j in range(n):
-                lu[i, j] = buf[idx[a0 + (bt * n + i) * n + j]]
-        if not _lu(lu, perm, n):
-            continue  # (not reached: a forward pass found the NaN first)
-        for j in range(cb.shape[1]):
-            for c in range(k):
-                for i in range(n):
-                    v[i] = cb[o + (bt * n + i) * k + c, j]
-                _lu_solve(lu, perm, n, v, True)
-                for i in range(n):
-                    g = v[i]
-                    if g == 0.0:
-                        continue
-                    if act & 2:
-                        cb[idx[b0 + (bt * n + i) * k + c], j] += g
-                    if act & 1:
-                        for m in range(n):
-                            cb[idx[a0 + (bt * n + i) * n + m], j] -= g * buf[
-                                o + (bt * n + m) * k + c]
 
 
 @kernel(interpret=True)  # one pass over the tape

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.ad import _tape as k
+from sparsejac.ad import _tape_solve
 
 __all__ = ["cheaper_than_interpreting", "jacobian_packed_numpy"]
 
@@ -263,7 +264,7 @@ def run_forward_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: n
         elif op == k.BILINEAR:
             _bilinear(buf, tb, o, n, ptr[ia:ia + n + 1], col, val, act)
         elif op == k.SOLVE:  # (small systems: the kernel's own loops, interpreted)
-            _scalar(k.solve_forward)(idx, ia, o, buf, tb, act if p else 0)
+            _scalar(_tape_solve.solve_forward)(idx, ia, o, buf, tb, act if p else 0)
         elif op < k.BINARY:
             s = idx[ia:ia + n]
             a = buf[s]
@@ -329,7 +330,7 @@ def run_reverse_numpy(code: np.ndarray, idx: np.ndarray, ptr: np.ndarray, col: n
             _add_in_order(cb, src, np.where(use, g, 0.0), use)
         elif op == k.SOLVE:
             if act:
-                _scalar(k.solve_reverse)(idx, ia, o, buf, cb, act)
+                _scalar(_tape_solve.solve_reverse)(idx, ia, o, buf, cb, act)
         elif op == k.BILINEAR:
             if not act:
                 continue

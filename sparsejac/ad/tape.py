@@ -10,9 +10,10 @@ float64 buffer (:mod:`sparsejac.ad._tape`), and evaluates values, compressed for
 What the tape encodes (anything else leaves the program to the chain engine):
 
 * elementwise operations whose partials it knows (``+ - * / **``, ``negative``, ``abs``,
-  ``sqrt``, ``square``, ``reciprocal``, ``exp``, ``expm1``, ``log``, ``log1p`` and the
-  trigonometric and hyperbolic functions, ``arctan2``, ``remainder``, ``maximum`` and
-  ``minimum``), with broadcasting spelled out as slot indices;
+  ``sqrt``, ``square``, ``reciprocal``, ``exp``, ``exp2``, ``expm1``, ``log``, ``log2``,
+  ``log10``, ``log1p``, the trigonometric and hyperbolic functions and their inverses,
+  ``arctan2``, ``hypot``, ``remainder``, ``maximum``, ``minimum`` and scipy's ``erf``,
+  ``erfc`` and ``expit``), with broadcasting spelled out as slot indices;
 * comparisons and logical operations (as 1.0 or 0.0) and ``np.where``, whose condition may
   move with x or a parameter (a forcing switched on in ``t``, an upwind direction): the
   operand chosen at each call, values and tangents alike;
@@ -38,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import scipy.special as sc
 
 from sparsejac.ad import _tape as k
 from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
@@ -95,6 +97,18 @@ OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
     np.float_power: (k.POW, (dp.pow_a, dp.pow_b)),
     np.arctan2: (k.ARCTAN2, (dp.arctan2_a, dp.arctan2_b)),  # (angle wrapping in pose graphs)
     np.remainder: (k.REMAINDER, (dp.one, dp.remainder_b)),
+    np.hypot: (k.HYPOT, (dp.hypot_a, dp.hypot_b)),
+    np.log2: (k.LOG2, (dp.log2,)),
+    np.log10: (k.LOG10, (dp.log10,)),
+    np.exp2: (k.EXP2, (dp.exp2,)),
+    np.arcsin: (k.ARCSIN, (dp.arcsin,)),
+    np.arccos: (k.ARCCOS, (dp.arccos,)),
+    np.arcsinh: (k.ARCSINH, (dp.arcsinh,)),
+    np.arccosh: (k.ARCCOSH, (dp.arccosh,)),
+    np.arctanh: (k.ARCTANH, (dp.arctanh,)),
+    sc.erf: (k.ERF, (dp.erf,)),
+    sc.erfc: (k.ERFC, (dp.erfc,)),
+    sc.expit: (k.EXPIT, (dp.expit,)),  # (gating variables, logistic growth)
     np.maximum: (k.MAXIMUM, (dp.ge, dp.lt)),  # (limiters, positivity fixes, np.clip)
     np.minimum: (k.MINIMUM, (dp.le, dp.gt)),
     # comparisons and logical operations, 1.0 or 0.0 in the buffer: the conditions of
@@ -662,7 +676,7 @@ def _elementwise_op(node: Node) -> int | None:
     entry = OPS.get(prim.fn)
     if entry is None or tuple(prim.partials) != entry[1] or len(node.inputs) != len(entry[1]):
         return None
-    logical = entry[0] >= k.LESS or entry[0] == k.NOT  # 1.0 or 0.0: of booleans or floats
+    logical = k.LESS <= entry[0] <= k.XOR or entry[0] == k.NOT  # 1.0 or 0.0
     if logical and (node.out.dtype != bool
                     or (prim.fn is np.invert and node.inputs[0].dtype != bool)):
         return None

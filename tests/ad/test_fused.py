@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.special as sc
 
 import sparsejac
 from sparsejac.ad import Tape
@@ -205,6 +206,10 @@ def _every_op(x: np.ndarray) -> np.ndarray:
     m = x[:4].reshape(2, 2)
     prods = np.sum(m @ m.T) + np.sum(np.outer(x[:2], x[-2:])) + x[:3] @ x[-3:]
     a = np.diag(2.0 + x[:3] ** 2) + 0.1 * np.outer(x[:3], x[-3:])  # a small system
+    lim = lim + (np.log2(2.0 + x * x) + np.log10(1.5 + x) + np.exp2(x) + sc.expit(3 * x)
+                 + sc.erf(x) - sc.erfc(x / 2) + np.hypot(x, x[::-1]) + np.arcsinh(x)
+                 + np.arctanh(x / 4) + np.arcsin(x / 4) - np.arccos(x / 5)
+                 + np.arccosh(2.0 + x * x))
     prods = prods + np.sum(np.linalg.solve(a, x[3:6]) * x[:3])
     return u - 2 * y[1:-1] + y[:-2] + y[2:] + s - np.cumsum(x) ** 3 + lim + up + prods
 
