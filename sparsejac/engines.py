@@ -21,7 +21,7 @@ import numpy as np
 
 from sparsejac import fd as _fd
 from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
-from sparsejac.ad.tape import Tape
+from sparsejac.ad.tape import MAX_BLOCK, Tape, elements_per_pass
 from sparsejac.coloring import ColoringResult
 from sparsejac.detection import program_sparsity
 from sparsejac.errors import ConcretizationError
@@ -30,7 +30,7 @@ from sparsejac.tracing import Program, trace
 from sparsejac.tracing.program import check_ties
 from sparsejac.validation import check_subset, check_within
 
-__all__ = ["Engine"]
+__all__ = ["TAPE_WORK_PER_NODE", "Engine", "ReplayEngine", "choose_engine", "replays_dense"]
 
 
 def _groups(c: ColoringResult) -> tuple[np.ndarray, int, np.ndarray, int]:
@@ -51,8 +51,13 @@ def _decompress(c: ColoringResult, b: np.ndarray | None, cmat: np.ndarray | None
             return c.decompress_data(B=b, C=cmat, out=out)
 
 
-def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None) -> np.ndarray:
-    """J's nonzeros at the trace point, by the eager interpreters and colouring ``c``."""
+def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None,
+                x: np.ndarray | None = None, params: Sequence[Any] | None = None
+                ) -> np.ndarray:
+    """J's nonzeros by the eager interpreters and colouring ``c``.
+
+    At the trace point, or (a replay) at ``x`` with ``params``.
+    """
     s, w = c.seed_matrices()
     b = cmat = None
     if s is not None and s.shape[1]:
@@ -60,13 +65,14 @@ def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None)
         b = np.empty((prog.n_out, p))
         for lo, hi in _chunks(p, prog.n_in):
             seeds = np.ascontiguousarray(s[:, lo:hi].T).reshape((hi - lo, *prog.x.shape))
-            _, t = program_jvp(prog, seeds)
+            _, t = program_jvp(prog, seeds, x=x, params=params)
             b[:, lo:hi] = t.reshape(hi - lo, -1).T
     if w is not None and w.shape[0]:
         q = w.shape[0]
         cmat = np.empty((q, prog.n_in))
         for lo, hi in _chunks(q, prog.n_out):
-            _, ct = program_vjp(prog, w[lo:hi].reshape((hi - lo, *prog.out.shape)))
+            _, ct = program_vjp(prog, w[lo:hi].reshape((hi - lo, *prog.out.shape)), x=x,
+                                params=params)
             cmat[lo:hi] = ct.reshape(hi - lo, -1)
     return _decompress(c, b, cmat, out)
 
@@ -188,6 +194,70 @@ class EagerEngine:
         return None
 
 
+#: A Jacobian at least this dense, with at least :data:`REPLAY_MIN_ENTRIES` entries, is
+#: computed by replaying the eager interpreters (:class:`ReplayEngine`): recording its chain
+#: rule would list every entry of every intermediate (a pseudo-spectral right-hand side,
+#: 128 unknowns: 0.1 s to prepare and 2.5 ms a Jacobian, against 0.8 ms by the replay).
+REPLAY_DENSITY = 0.5
+REPLAY_MIN_ENTRIES = 4096
+
+
+def replays_dense(pattern: SparsityPattern) -> bool:
+    """Whether a pattern is dense enough for :class:`ReplayEngine` (a fixed rule on sizes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.engines import replays_dense
+    >>> from sparsejac.pattern import as_pattern
+    >>> replays_dense(as_pattern(np.ones((64, 64), bool)))
+    True
+    >>> replays_dense(as_pattern(np.eye(64, dtype=bool)))
+    False
+    """
+    m, n = pattern.shape
+    return m * n >= REPLAY_MIN_ENTRIES and pattern.nnz >= REPLAY_DENSITY * m * n
+
+
+@dataclass(frozen=True)
+class ReplayEngine:
+    """The eager interpreters replayed at every ``x``: for a dense Jacobian.
+
+    Nothing is recorded: each call walks the program with the seeds of its colouring (as a
+    one-off Jacobian does, at any point), whose directions are about as many as the
+    Jacobian's columns or rows anyway.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> k = np.fft.rfftfreq(64)
+    >>> def smooth(u):   # a spectral filter: every output depends on every input
+    ...     return np.fft.irfft(np.exp(-k) * np.fft.rfft(u * u), n=64)
+    >>> jac = sparsejac.SparseJacobian(smooth, np.ones(64))
+    >>> jac.stats()["engine"]["engine"]
+    'replay'
+    >>> u = np.linspace(0.0, 1.0, 64)
+    >>> e = np.eye(64)[5]
+    >>> bool(np.allclose(jac(u).toarray()[:, 5], (smooth(u + 1e-6 * e) - smooth(u - 1e-6 * e))
+    ...                  / 2e-6, atol=1e-6))
+    True
+    """
+
+    program: Program
+    kind: str = "prepared"
+
+    def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
+                 out: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """J's nonzeros at ``x`` by the eager interpreters."""
+        return _eager_data(self.program, c, out, x=x, params=params), None
+
+    def stats(self) -> dict[str, Any] | None:
+        """The program's size and the path (compressed products, no recording)."""
+        return {"engine": "replay", "nodes": len(self.program.nodes), "output_entries": None,
+                "path": "compressed"}
+
+
 @dataclass(frozen=True)
 class RetraceEngine:
     """``f`` traced again (locally) at every ``x``: for value-dependent ``f``."""
@@ -291,3 +361,61 @@ def trace_for_plan(call: Callable[..., Any], x0: np.ndarray, params: Sequence[An
                 "sparsejac.jacobian_sparsity(f, x, local=True) when the branches do not "
                 "change it); f is then traced again at every call.") from exc
         return None, False
+
+
+#: The tape is chosen when its work per call, about ``sum(sizes) x (width + 1)`` element
+#: operations, stays below this many per node of the program: the chain engine's Python walk
+#: costs a few microseconds per node, the tape's loop about a nanosecond per element and
+#: direction (``benchmarks/solvers.py``, ``benchmarks/idioms.py``). Measured per call, the two
+#: cross between 2,800 and 4,000 per node on Broyden's tridiagonal function (n = 700: tape
+#: 48 µs, chain 52; n = 1,000: 64 against 55) and near 4,200 on the Akzo Nobel problem.
+TAPE_WORK_PER_NODE = 3000
+
+
+def choose_engine(program: Program, width: int, engine: str = "auto"
+                  ) -> PreparedProgram | Tape:
+    """The prepared form of ``program`` for ``width`` seed directions.
+
+    ``"tape"`` (:class:`~sparsejac.ad.tape.Tape`) where the program can be encoded and, with
+    ``"auto"``, where its elementwise work is small next to its number of nodes (many small
+    operations: the tape's compiled loop beats a walk in Python); the chain engine
+    (:class:`~sparsejac.ad.PreparedProgram`, local Jacobians preaccumulated) otherwise. A
+    fixed rule on sizes: the same program always gets the same engine.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.tracing import trace
+    >>> from sparsejac.pipeline import choose_engine
+    >>> def kinetics(y):
+    ...     return np.array([-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 3e7 * y[1] ** 2])
+    >>> type(choose_engine(trace(kinetics, np.ones(3)), 3)).__name__
+    'Tape'
+    >>> type(choose_engine(trace(lambda x: x[1:] * x[:-1], np.ones(10**5)), 2)).__name__
+    'PreparedProgram'
+    """
+    reason = ""
+    if engine == "tape" or (engine != "chain" and _tape_by_rule(program, width)[0]):
+        tape, reason = Tape.build_or_reason(program)
+        if tape is not None and tape.fits(width):
+            return tape
+        if tape is not None:
+            reason = f"its tangent blocks of {width} directions exceed {MAX_BLOCK:,} entries"
+    prepared = PreparedProgram(program, width=width)
+    if engine == "tape":
+        prepared.not_taped = reason
+        warnings.warn(f"engine='tape' was requested, but the tape does not encode this "
+                      f"program: {reason}. The chain engine runs instead (exact as well; "
+                      "stats()['engine']['not_taped'] repeats why).", UserWarning,
+                      stacklevel=user_stacklevel())
+    return prepared
+
+
+def _tape_by_rule(program: Program, width: int) -> tuple[bool, int]:
+    """Whether ``engine="auto"``'s rule takes the tape, and the tape's work per call.
+
+    The work is about ``sum(node sizes) x (width + 1)`` element operations; the rule takes the
+    tape below :data:`TAPE_WORK_PER_NODE` per node.
+    """
+    work = elements_per_pass(program) * (width + 1)
+    return work <= TAPE_WORK_PER_NODE * max(len(program.nodes), 1), work

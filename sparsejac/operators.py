@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from sparsejac.ad import InterpretedLinearization, Linearization, PreparedProgram
-from sparsejac.engines import PreparedEngine
+from sparsejac.engines import PreparedEngine, ReplayEngine
 from sparsejac.verifying import Verifier
 
 __all__ = ["DENSE_PRODUCTS", "DENSE_PRODUCTS_MIN", "JacobianOperator", "KrylovMethod", "linearized"]
@@ -147,14 +147,20 @@ def linearized(jac: Any, x: np.ndarray, params: Any, given: bool = True) -> Jaco
     state = jac._state
     plan = state.plan
     engine = plan.engine
-    if not isinstance(engine, PreparedEngine):
+    lin: Any
+    if isinstance(engine, ReplayEngine):  # a dense J: products walk the program
+        lin = InterpretedLinearization(engine.program, x, params)
+        if jac._verify and not jac._check.agrees(state, lin.value, x, params):
+            jac.evaluate(x, params=params)  # f changed: prepare again (or say why not)
+            return linearized(jac, x, params, given)
+        op = JacobianOperator(plan.shape, linearization=lin, value=lin.value)
+    elif not isinstance(engine, PreparedEngine):
         # fd or a value-dependent f: no program to sweep; J(x) assembled, sparse products
         matrix = jac.evaluate(x, params=params)
         value = state.call(np.array(x, copy=True), *params)
         op = JacobianOperator(plan.shape, matrix=matrix, value=value, fd=jac.mode == "fd")
     else:
         m, n = plan.shape
-        lin: Any
         if plan.pattern.nnz >= max(DENSE_PRODUCTS * (m + n), DENSE_PRODUCTS_MIN):
             lin = InterpretedLinearization(engine.program.prog, x, params)
         else:

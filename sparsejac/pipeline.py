@@ -25,7 +25,6 @@ import functools
 import math
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,6 @@ import scipy.sparse as sp
 from sparsejac import fd as _fd
 from sparsejac import kernels
 from sparsejac.ad import PreparedProgram
-from sparsejac.ad.tape import MAX_BLOCK, Tape, elements_per_pass
 from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult, partition_cost
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.by_mode import (
@@ -52,14 +50,18 @@ from sparsejac.coloring.by_mode import (
 )
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import (
+    TAPE_WORK_PER_NODE,
     EagerEngine,
     Engine,
     FdEngine,
     PreparedEngine,
+    ReplayEngine,
     RetraceEngine,
     _groups,
+    _tape_by_rule,
+    choose_engine,
+    replays_dense,
     trace_for_plan,
-    user_stacklevel,
 )
 from sparsejac.errors import (
     TracedConversionError,
@@ -592,6 +594,10 @@ def prepare(
     elif one_shot or (program is not None and program.value_dependent):
         assert program is not None
         runner = EagerEngine(program)
+    elif engine == "auto" and program is not None and replays_dense(pattern) and not \
+            _tape_by_rule(program, min(c.n_colors for c in colorings.values()))[0]:
+        program.release_values()  # (a dense Jacobian: nothing recorded, see ReplayEngine)
+        runner = ReplayEngine(program)
     else:
         assert program is not None
         width = max(min(c.n_colors for c in colorings.values()), 1)
@@ -666,16 +672,6 @@ def _tape_calls_units(program: Program | None, pattern: SparsityPattern, engine:
     return sys.maxsize if (engine == "tape" or by_rule) and work > kernels.INTERPRET_BELOW else 0
 
 
-def _tape_by_rule(program: Program, width: int) -> tuple[bool, int]:
-    """Whether ``engine="auto"``'s rule takes the tape, and the tape's work per call.
-
-    The work is about ``sum(node sizes) x (width + 1)`` element operations; the rule takes the
-    tape below :data:`TAPE_WORK_PER_NODE` per node.
-    """
-    work = elements_per_pass(program) * (width + 1)
-    return work <= TAPE_WORK_PER_NODE * max(len(program.nodes), 1), work
-
-
 #: Budget units (:mod:`sparsejac.kernels`, about 10 ns each) the fallback paths spend per
 #: nonzero of J on a preparation after detection: 129-142 measured on Broyden's function
 #: (n = 1,000 to 30,000) and the 2-D Brusselator (N = 32, 64).
@@ -686,54 +682,6 @@ PREPARATION_UNITS_PER_NONZERO = 140
 #: tape's order of magnitude), for the deferred search's accounting
 #: (:mod:`sparsejac.deferred`).
 NS_PER_ELEMENT = 1.0
-
-
-#: The tape is chosen when its work per call, about ``sum(sizes) x (width + 1)`` element
-#: operations, stays below this many per node of the program: the chain engine's Python walk
-#: costs a few microseconds per node, the tape's loop about a nanosecond per element and
-#: direction (``benchmarks/solvers.py``, ``benchmarks/idioms.py``). Measured per call, the two
-#: cross between 2,800 and 4,000 per node on Broyden's tridiagonal function (n = 700: tape
-#: 48 µs, chain 52; n = 1,000: 64 against 55) and near 4,200 on the Akzo Nobel problem.
-TAPE_WORK_PER_NODE = 3000
-
-
-def choose_engine(program: Program, width: int, engine: str = "auto"
-                  ) -> PreparedProgram | Tape:
-    """The prepared form of ``program`` for ``width`` seed directions.
-
-    ``"tape"`` (:class:`~sparsejac.ad.tape.Tape`) where the program can be encoded and, with
-    ``"auto"``, where its elementwise work is small next to its number of nodes (many small
-    operations: the tape's compiled loop beats a walk in Python); the chain engine
-    (:class:`~sparsejac.ad.PreparedProgram`, local Jacobians preaccumulated) otherwise. A
-    fixed rule on sizes: the same program always gets the same engine.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsejac.tracing import trace
-    >>> from sparsejac.pipeline import choose_engine
-    >>> def kinetics(y):
-    ...     return np.array([-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 3e7 * y[1] ** 2])
-    >>> type(choose_engine(trace(kinetics, np.ones(3)), 3)).__name__
-    'Tape'
-    >>> type(choose_engine(trace(lambda x: x[1:] * x[:-1], np.ones(10**5)), 2)).__name__
-    'PreparedProgram'
-    """
-    reason = ""
-    if engine == "tape" or (engine != "chain" and _tape_by_rule(program, width)[0]):
-        tape, reason = Tape.build_or_reason(program)
-        if tape is not None and tape.fits(width):
-            return tape
-        if tape is not None:
-            reason = f"its tangent blocks of {width} directions exceed {MAX_BLOCK:,} entries"
-    prepared = PreparedProgram(program, width=width)
-    if engine == "tape":
-        prepared.not_taped = reason
-        warnings.warn(f"engine='tape' was requested, but the tape does not encode this "
-                      f"program: {reason}. The chain engine runs instead (exact as well; "
-                      "stats()['engine']['not_taped'] repeats why).", UserWarning,
-                      stacklevel=user_stacklevel())
-    return prepared
 
 
 def _choose(modes: list[str], colorings: dict[str, ColoringResult], costs: dict[str, float],
