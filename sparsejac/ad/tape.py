@@ -123,7 +123,10 @@ OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
     np.logical_or: (k.OR, (None, None)),
     np.logical_xor: (k.XOR, (None, None)),
     np.logical_not: (k.NOT, (None,)),
-    np.invert: (k.NOT, (None,)),  # (of booleans only: ~mask)
+    np.invert: (k.NOT, (None,)),  # (of booleans only: ~mask, a & b, a | b, a ^ b)
+    np.bitwise_and: (k.AND, (None, None)),
+    np.bitwise_or: (k.OR, (None, None)),
+    np.bitwise_xor: (k.XOR, (None, None)),
 }
 
 
@@ -669,6 +672,10 @@ def _shared_base(prog: Program, node: Node, i: int, src: np.ndarray, ins: list[i
     return best
 
 
+#: bitwise operations, encoded as logical ones on booleans only
+_BITWISE = (np.invert, np.bitwise_and, np.bitwise_or, np.bitwise_xor)
+
+
 def _elementwise_op(node: Node) -> int | None:
     prim = node.prim
     if not isinstance(prim, Elementwise) or node.params:
@@ -677,7 +684,7 @@ def _elementwise_op(node: Node) -> int | None:
     if entry is None or tuple(prim.partials) != entry[1] or len(node.inputs) != len(entry[1]):
         return None
     logical = k.LESS <= entry[0] <= k.XOR or entry[0] == k.NOT  # 1.0 or 0.0
-    if logical and (node.out.dtype != bool
-                    or (prim.fn is np.invert and node.inputs[0].dtype != bool)):
+    if logical and (node.out.dtype != bool or (prim.fn in _BITWISE and any(
+            v.dtype != bool for v in node.inputs))):
         return None
     return entry[0]

@@ -264,6 +264,8 @@ def _as_condition(fn: Any) -> Any:
     """``fn`` (a comparison or logical operation) as the condition of an ``np.where``."""
     if fn in (np.logical_not, np.invert):
         return lambda a: np.where(fn(a > 0.5), 2.0 * a, -a)
+    if fn in (np.bitwise_and, np.bitwise_or, np.bitwise_xor):  # (of masks: a & b)
+        return lambda a, b: np.where(fn(a > 0.5, b < 1.0), 2.0 * a, b * a)
     return lambda a, b: np.where(fn(a, b), 2.0 * a, b * a)
 
 
