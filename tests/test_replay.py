@@ -12,6 +12,7 @@ import pytest
 import sparsejac
 from sparsejac.engines import REPLAY_MIN_ENTRIES, ReplayEngine, replays_dense
 from sparsejac.pattern import as_pattern
+from tests.primitives.test_dense_linalg import complex_step
 
 N = 64
 K = 2 * np.pi * np.fft.rfftfreq(N, d=0.5)
@@ -22,17 +23,6 @@ def ks_spectral(t: float, u: np.ndarray) -> np.ndarray:
     lin = np.fft.irfft((K ** 2 - K ** 4) * np.fft.rfft(u), n=N)
     nl = np.fft.irfft(0.5j * K * np.fft.rfft(u * u), n=N)
     return lin - nl + np.where(t > 1.0, 0.1, 0.0) * np.cos(u)
-
-
-def complex_step(f, x: np.ndarray) -> np.ndarray:
-    """Columns Im f(x + i h e_j) / h (exact to rounding)."""
-    h = 1e-30
-    cols = []
-    for j in range(x.size):
-        z = x.astype(complex)
-        z[j] += 1j * h
-        cols.append(np.imag(f(z)) / h)
-    return np.stack(cols, axis=1)
 
 
 def test_a_spectral_right_hand_side_is_replayed_and_exact() -> None:

@@ -459,6 +459,18 @@ def run_forward(code, idx, ptr, col, val, buf, tb, saved):  # type: ignore[no-un
                         tb[o + r, j] = acc
 
 
+@kernel(inline="always")
+def _pull2(cb, row, sa, sb, da, db, act):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``cb[sa] += cb[row] da`` and ``cb[sb] += cb[row] db`` (active operands, nonzero terms)."""
+    for j in range(cb.shape[1]):
+        g = cb[row, j]
+        if g != 0.0:
+            if act & 1 and da != 0.0:
+                cb[sa, j] += g * da
+            if act & 2 and db != 0.0:
+                cb[sb, j] += g * db
+
+
 @kernel(interpret=True)  # one pass over the tape
 def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Cotangents into ``cb`` from the values in ``buf``, in reverse program order.
@@ -516,15 +528,7 @@ def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-un
                 for e in range(ptr[ia + r], ptr[ia + r + 1], 2):
                     sa = col[e]
                     sb = col[e + 1]
-                    da = val[e] * buf[sb]
-                    db = val[e] * buf[sa]
-                    for j in range(q):
-                        g = cb[o + r, j]
-                        if g != 0.0:
-                            if act & 1 and da != 0.0:
-                                cb[sa, j] += g * da
-                            if act & 2 and db != 0.0:
-                                cb[sb, j] += g * db
+                    _pull2(cb, o + r, sa, sb, val[e] * buf[sb], val[e] * buf[sa], act)
         elif op < BINARY:
             if not act & 1:
                 continue
@@ -545,13 +549,7 @@ def run_reverse(code, idx, ptr, col, val, buf, cb, saved):  # type: ignore[no-un
                 sa = idx[ia + r]
                 sb = idx[ib + r]
                 da, db = _dbinary(op, buf[sa], buf[sb], buf[o + r])
-                for j in range(q):
-                    g = cb[o + r, j]
-                    if g != 0.0:
-                        if act & 1 and da != 0.0:
-                            cb[sa, j] += g * da
-                        if act & 2 and db != 0.0:
-                            cb[sb, j] += g * db
+                _pull2(cb, o + r, sa, sb, da, db, act)
 
 
 @kernel(inline="always")

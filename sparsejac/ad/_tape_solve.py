@@ -79,6 +79,15 @@ def _lu_solve(lu, perm, n, v, transposed):  # type: ignore[no-untyped-def]  # pr
         v[perm[c]] = t
 
 
+@kernel(inline="always")
+def _factor(lu, perm, buf, idx, start, n):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Load one matrix of the batch (slots ``idx[start:start + n * n]``) and factor it."""
+    for i in range(n):
+        for j in range(n):
+            lu[i, j] = buf[idx[start + i * n + j]]
+    return _lu(lu, perm, n)
+
+
 @kernel()
 def solve_forward(idx, ia, o, buf, tb, act):  # type: ignore[no-untyped-def]  # pragma: no cover
     """A ``SOLVE`` instruction's values ``X = A⁻¹ B`` and tangents ``A⁻¹ (dB - dA X)``.
@@ -94,10 +103,7 @@ def solve_forward(idx, ia, o, buf, tb, act):  # type: ignore[no-untyped-def]  # 
     perm = np.empty(n, np.int64)
     v = np.empty(n)
     for bt in range(idx[ia + 2]):
-        for i in range(n):
-            for j in range(n):
-                lu[i, j] = buf[idx[a0 + (bt * n + i) * n + j]]
-        ok = _lu(lu, perm, n)
+        ok = _factor(lu, perm, buf, idx, a0 + bt * n * n, n)
         for c in range(k):
             for i in range(n):
                 v[i] = buf[idx[b0 + (bt * n + i) * k + c]]
@@ -135,10 +141,7 @@ def solve_reverse(idx, ia, o, buf, cb, act):  # type: ignore[no-untyped-def]  # 
     perm = np.empty(n, np.int64)
     v = np.empty(n)
     for bt in range(idx[ia + 2]):
-        for i in range(n):
-            for j in range(n):
-                lu[i, j] = buf[idx[a0 + (bt * n + i) * n + j]]
-        if not _lu(lu, perm, n):
+        if not _factor(lu, perm, buf, idx, a0 + bt * n * n, n):
             continue  # (not reached: a forward pass found the NaN first)
         for j in range(cb.shape[1]):
             for c in range(k):
