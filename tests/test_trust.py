@@ -1199,6 +1199,26 @@ def test_a_strong_exponent_keeps_numpy_promotion_of_a_squared_modulus():
     np.testing.assert_allclose(J, np.diag(2 * u), rtol=1e-7)
 
 
+def test_even_exponents_of_a_modulus_are_smooth_at_zero():
+    """sum(|x_i| ** (i + 1)) (the "sum of different powers" test function) at its minimum
+    x = 0: |x_0| ** 2 is x_0 ** 2, second derivative 2 (it was 0: the modulus's zero
+    derivative squared). Hand-derived Hessian diag(e (e - 1) |x| ** (e - 2)) and Jacobian."""
+    def sodp(x):
+        return np.sum(np.abs(x) ** np.arange(2, x.size + 2))
+
+    for x in (np.zeros(4), np.array([0.0, 0.5, -0.3, -1.2])):
+        e = np.arange(2, 6)
+        want = e * (e - 1) * np.abs(x) ** (e - 2)
+        np.testing.assert_allclose(np.diag(sparsejac.hessian(sodp, x).toarray()), want,
+                                   rtol=1e-14, atol=0)
+        np.testing.assert_allclose(sparsejac.SparseHessian(sodp, np.ones(4))(x).toarray(),
+                                   np.diag(want), rtol=1e-14, atol=0)
+        got = sparsejac.SparseJacobian(lambda v: np.abs(v) ** np.array([4.0, 3.0, 2.0, 6.0]),
+                                       np.ones(4)).evaluate(x)
+        np.testing.assert_allclose(got.toarray(), np.diag([4, 3, 2, 6] * np.abs(x) ** [
+            3.0, 2.0, 1.0, 5.0] * np.sign(x)), rtol=1e-14, atol=0)
+
+
 def test_a_tie_written_as_logical_not_or_a_bool_cast_is_refused_too():
     """np.logical_not(k) is k == 0 and k.astype(bool) is k != 0: the same special case at
     k = 0; patterns and points off the tie are unchanged."""

@@ -484,12 +484,42 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
             if base is not None:  # |u|**2 is u**2, bit for bit, and smooth at u = 0
                 return bind(ELEMENTWISE["square"], (base,), {})
         if not params and prim.name == "power":
-            zero = _zero_exponents(args)
-            if zero is not None:  # x ** 0 is 1 (numpy: for every x): no dependence there
-                return bind(WHERE, (zero, 1.0, bind(prim, args, params)))
+            even = _even_exponents(args)
+            if even is not None:  # |u| ** e is u ** e, bit for bit, where e is even
+                u = Tracer(args[0]._trace, args[0]._var.modulus_of)
+                return bind(WHERE, (even, handler(u, args[1]), _power(prim, args)))
+            return _power(prim, args)
         return bind(prim, args, params)
 
     return handler
+
+
+def _power(prim: Elementwise, args: tuple[Any, ...]) -> Any:
+    """``a ** b``, with no dependence where a constant exponent is 0."""
+    zero = _zero_exponents(args)
+    if zero is not None:  # x ** 0 is 1 (numpy: for every x): no dependence there
+        return bind(WHERE, (zero, 1.0, bind(prim, args, {})))
+    return bind(prim, args, {})
+
+
+def _even_exponents(args: tuple[Any, ...]) -> np.ndarray | None:
+    """Where a constant exponent array of ``np.abs(u)`` is a nonzero even integer; or None.
+
+    ``np.sum(np.abs(x) ** np.arange(2, n + 2))``: the modulus's zero derivative at 0 would
+    give the smooth ``x[0] ** 2`` a second derivative of 0 there instead of 2. (A scalar 2
+    is :func:`_squared_modulus`'s.)
+    """
+    base, e = args[0], args[1]
+    if not isinstance(base, Tracer) or base._var.modulus_of is None or isinstance(e, Tracer):
+        return None
+    e = np.asarray(e)
+    if e.ndim == 0 or e.dtype.kind not in "iuf" or not e.size:
+        return None
+    if np.result_type(base._var.dtype, e) != base._var.dtype:  # promotes: numpy's own power
+        return None
+    with np.errstate(invalid="ignore"):
+        even = np.isfinite(e) & (np.mod(e, 2) == 0) & (e != 0)
+    return even if even.any() else None
 
 
 def _zero_exponents(args: tuple[Any, ...]) -> np.ndarray | None:
