@@ -60,17 +60,19 @@ def _eager_data(prog: Program, c: ColoringResult, out: np.ndarray | None = None,
     """
     s, w = c.seed_matrices()
     b = cmat = None
+    # every intermediate carries a block of directions: chunks sized by the largest
+    largest = max((nd.out.size for nd in prog.nodes), default=0)
     if s is not None and s.shape[1]:
         p = s.shape[1]
         b = np.empty((prog.n_out, p))
-        for lo, hi in _chunks(p, prog.n_in):
+        for lo, hi in _chunks(p, max(prog.n_in, largest)):
             seeds = np.ascontiguousarray(s[:, lo:hi].T).reshape((hi - lo, *prog.x.shape))
             _, t = program_jvp(prog, seeds, x=x, params=params)
             b[:, lo:hi] = t.reshape(hi - lo, -1).T
     if w is not None and w.shape[0]:
         q = w.shape[0]
         cmat = np.empty((q, prog.n_in))
-        for lo, hi in _chunks(q, prog.n_out):
+        for lo, hi in _chunks(q, max(prog.n_out, largest)):
             _, ct = program_vjp(prog, w[lo:hi].reshape((hi - lo, *prog.out.shape)), x=x,
                                 params=params)
             cmat[lo:hi] = ct.reshape(hi - lo, -1)
