@@ -438,6 +438,40 @@ def test_lists_with_complex_constants_or_dtype_object_keep_numpy_s_object_path()
     np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-7, atol=1e-9)
 
 
+def test_object_arrays_from_numpy_s_own_asarray():
+    """`from numpy import asarray` binds numpy's function before the trace: asarray of a list
+    of traced scalars is numpy's object array. Binary object loops (np.arctan2, np.hypot,
+    np.fmod) failed with 'Tracer has no attribute arctan2'; an object array of plain numbers
+    returned by f was refused as dtype object; np.sqrt of a list mixing a float constant and
+    traced values (scipy's Cola benchmark) raised numpy's TypeError. Oracle: central
+    differences; the mixed case must name the call and the way out."""
+    from numpy import asarray
+
+    fs = [lambda u: np.arctan2(asarray([u[0], u[1]]), asarray([u[2], u[0]])),
+          lambda u: np.hypot(asarray([u[0], u[1]]), asarray([u[2], u[0]])),
+          lambda u: np.fmod(asarray([u[0], u[1]]), 5.0) * u[2]]
+    x = np.array([1.3, 2.6, 0.7])
+    for f in fs:
+        want = np.array([(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(3)]).T
+        np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-7,
+                                   atol=1e-9)
+
+    def picks(u):  # at x the comparison picks constants only: J = 0 there
+        a = asarray([1.0, u[1]])
+        return np.where(a > 1.5, 1.0, a)
+
+    with pytest.warns(RuntimeWarning, match="does not depend on x"):
+        np.testing.assert_array_equal(sparsejac.jacobian(picks, x).toarray(), np.zeros((2, 3)))
+
+    def cola(u):
+        xi = asarray([0.0, u[0], *list(u[1:])])
+        return np.atleast_1d(np.sum(np.sqrt(xi ** 2 + 1.0)))
+
+    with pytest.raises(sparsejac.TracedConversionError,
+                       match=r"np\.sqrt received an object array.*plain float.*np\.asarray"):
+        sparsejac.jacobian(cola, x)
+
+
 @pytest.mark.parametrize("alias", ["np.real", "astype", "asarray", "asanyarray",
                                    "ascontiguousarray"])
 def test_aliases_of_a_buffer_write_through(alias):

@@ -19,7 +19,7 @@ import numpy as np
 from sparsejac.errors import TracedConversionError, TraceMismatchError, UnsupportedPrimitiveError
 from sparsejac.tracing import library
 from sparsejac.tracing.buffers import buffers_traced
-from sparsejac.tracing.callers import explain_failure
+from sparsejac.tracing.callers import explain_failure, object_loop_error
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.library import library_traced
 from sparsejac.tracing.operands import lift_objects
@@ -131,6 +131,11 @@ def _scipy_sparse_defers() -> Iterator[None]:
 
 def _output_var(trace: Trace, out: Any, name: str) -> Var:
     out = lift_objects(out)  # np.array([...]) of traced scalars
+    if isinstance(out, np.ndarray) and out.dtype == object and all(
+            isinstance(v, (int, float, np.integer, np.floating)) for v in out.flat):
+        # an object array of plain numbers (numpy's object loops over traced scalars whose
+        # results came out constant, as np.where picking numbers): its values
+        out = np.asarray(out.tolist(), dtype=np.float64)
     if getattr(out, "_sparsejac_complex", False):
         raise TypeError(f"`{name}` must return real numbers; it returned an array of complex "
                         "numbers (return `.real` and `.imag`, or np.abs, as separate outputs)")
@@ -350,6 +355,9 @@ def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any
                     "the numpy functions of docs/supported.md, or pass `sparsity=` and use "
                     "mode='fd'."
                 ) from exc
+            loop = object_loop_error(exc)
+            if loop is not None:
+                raise loop from exc
             explained = explain_failure(exc)
             if explained is exc:
                 raise

@@ -8,10 +8,11 @@ sparsejac) whose code called ``np.asarray`` on a traced array.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
-from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 
 __all__ = ["explain_failure", "library_caller", "library_message", "user_frame", "user_line"]
 
@@ -145,20 +146,66 @@ def _public_name(frame: Any, module: str) -> str:
     return f"{public}.{name}"
 
 
-def user_line() -> str:
-    """`` (at FILE:LINE: `source`)`` for the innermost frame of the user's code, or ``""``."""
+def _at(path: str, lineno: int) -> str:
+    """`` (at FILE:LINE: `source`)``."""
     import linecache
 
+    line = linecache.getline(path, lineno).strip()
+    where = f"{path.rsplit('/', 1)[-1]}:{lineno}"
+    return f" (at {where}: `{line}`)" if line else f" (at {where})"
+
+
+def _is_user(frame: Any) -> bool:
+    top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+    return top not in _OWN_PACKAGES and not _installed(frame.f_code.co_filename)
+
+
+def user_line() -> str:
+    """`` (at FILE:LINE: `source`)`` for the innermost frame of the user's code, or ``""``."""
     frame = sys._getframe(2)
     while frame is not None:
-        top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
-        path = frame.f_code.co_filename
-        if top not in _OWN_PACKAGES and not _installed(path):
-            line = linecache.getline(path, frame.f_lineno).strip()
-            where = f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno}"
-            return f" (at {where}: `{line}`)" if line else f" (at {where})"
+        if _is_user(frame):
+            return _at(frame.f_code.co_filename, frame.f_lineno)
         frame = frame.f_back  # type: ignore[assignment]
     return ""
+
+
+def raising_user_line(exc: BaseException) -> str:
+    """:func:`user_line` for the innermost user frame of ``exc``'s traceback, or ``""``."""
+    tb, found = exc.__traceback__, ""
+    while tb is not None:
+        if _is_user(tb.tb_frame):
+            found = _at(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+#: numpy's object-dtype loop of a ufunc whose element has no method of the ufunc's name
+_OBJECT_LOOP = re.compile(
+    r"loop of ufunc does not support argument (\d+) of type (\w+) which has no callable "
+    r"(\w+) method")
+
+
+def object_loop_error(exc: BaseException) -> TracedConversionError | None:
+    """The error to raise when numpy's object loop fails on an array that holds Tracers.
+
+    ``asarray([0.0, y[0]])`` after ``from numpy import asarray`` (numpy's function, bound
+    before the trace) builds an object array of a float and a Tracer; ``np.sqrt`` of it calls
+    each element's ``sqrt`` method, which a float does not have. None for any other error.
+    """
+    m = _OBJECT_LOOP.search(str(exc))
+    if m is None:
+        return None
+    arg, kind, method = m.groups()
+    held = ("a traced value whose method numpy's object loop needs is not supported"
+            if kind == "Tracer" else f"a plain {kind} next to traced values")
+    return TracedConversionError(
+        f"np.{method} received an object array (argument {arg} holds {held})"
+        f"{raising_user_line(exc)}. numpy builds an object array when a list holding traced "
+        "values becomes an array through a call the tracer cannot see: `asarray([...])` or "
+        "`array([...])` after `from numpy import asarray, array`, which binds numpy's function "
+        "before the trace. Write np.asarray(...) or np.array(...) in f (the tracer follows "
+        "them), or build the array with np.concatenate / np.stack.")
 
 
 #: sparsejac's dispatch machinery: the frames between a numpy call on a Tracer and its

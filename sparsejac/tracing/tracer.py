@@ -727,13 +727,15 @@ class Tracer:
         return self._rebind(np.remainder(self, o))
 
 
-#: Unary ufuncs whose object-dtype loop calls a method of that name on each element
+#: Ufuncs whose object-dtype loop calls a method of that name on each element
 #: (``np.sin(a)`` with ``a = np.array([y0, y1])`` of traced scalars calls ``y0.sin()``).
 OBJECT_LOOP_UFUNCS = (
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
     "arccosh", "arctanh", "exp", "expm1", "exp2", "log", "log2", "log10", "log1p", "sqrt",
     "cbrt", "square", "reciprocal", "absolute", "fabs", "sign", "floor", "ceil", "rint",
     "trunc", "negative", "positive", "deg2rad", "rad2deg", "degrees", "radians",
+    # binary: ``np.arctan2(a, b)`` calls ``a_i.arctan2(b_i)``
+    "arctan2", "hypot", "fmod", "logical_xor",
 )
 
 
