@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from sparsejac import kernels
 from sparsejac.kernels import kernel
 from sparsejac.numeric import sorted_unique
+from sparsejac.primitives import packed
 
 __all__ = [
     "DepSet",
@@ -43,6 +44,9 @@ __all__ = [
 class DepSet:
     """A boolean sparsity structure in CSR form: ``indptr``, ``indices`` and ``shape``.
 
+    A large dense one may be held packed as bits instead (``bits``, see
+    :mod:`sparsejac.primitives.packed`); its CSR arrays are then built when first read.
+
     Examples
     --------
     >>> from sparsejac.primitives.depsets import identity
@@ -55,17 +59,54 @@ class DepSet:
            [0, 0, 1]])
     """
 
-    __slots__ = ("indices", "indptr", "shape")
+    __slots__ = ("_indices", "_indptr", "bits", "shape")
 
-    def __init__(self, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> None:
-        self.indices = indices
-        self.indptr = indptr
+    def __init__(self, indices: np.ndarray | None, indptr: np.ndarray | None,
+                 shape: tuple[int, int], bits: np.ndarray | None = None) -> None:
+        self._indices = indices
+        self._indptr = indptr
+        self.bits = bits
         self.shape = (int(shape[0]), int(shape[1]))
+
+    @property
+    def indices(self) -> np.ndarray:
+        """Column indices of the CSR form (sorted within each row)."""
+        if self._indices is None:
+            self._unpack()
+        assert self._indices is not None
+        return self._indices
+
+    @property
+    def indptr(self) -> np.ndarray:
+        """Row pointers of the CSR form."""
+        if self._indptr is None:
+            self._unpack()
+        assert self._indptr is not None
+        return self._indptr
+
+    def _unpack(self) -> None:
+        assert self.bits is not None
+        self._indptr, self._indices = packed.to_csr(self.bits, self.shape[1])
 
     @property
     def nnz(self) -> int:
         """Number of (element, input) dependencies."""
-        return int(self.indices.size)
+        if self._indices is None:
+            return int(self.row_sizes().sum())
+        return int(self._indices.size)
+
+    def row_sizes(self) -> np.ndarray:
+        """Number of dependencies of each element (int64)."""
+        if self._indptr is None:
+            assert self.bits is not None
+            return packed.popcount_rows(self.bits)
+        return np.diff(self._indptr)
+
+    def packed_bits(self) -> np.ndarray:
+        """The structure packed as bits (:mod:`sparsejac.primitives.packed`)."""
+        if self.bits is None:
+            self.bits = packed.from_csr(self.indptr, self.indices, self.shape[1])
+        return self.bits
 
     def tocsr(self) -> sp.csr_array:
         """The structure as a boolean ``scipy.sparse.csr_array`` (sharing the index arrays)."""
@@ -90,6 +131,16 @@ class DepSet:
 
     def __repr__(self) -> str:
         return f"DepSet(shape={self.shape}, nnz={self.nnz})"
+
+
+def _pack_result(pairs: int, rows: int, n: int) -> bool:
+    """Whether a result of up to ``pairs`` dependencies over ``rows × n`` is built packed."""
+    return (pairs >= packed.PACKED_MIN
+            and rows * packed.words(n) * packed.PACKED_GAIN <= pairs)
+
+
+def _packed(bits: np.ndarray, shape: tuple[int, int]) -> DepSet:
+    return DepSet(None, None, shape, bits)
 
 
 Deps: TypeAlias = DepSet
@@ -205,6 +256,13 @@ def _union2_numpy(ap: np.ndarray, ai: np.ndarray, bp: np.ndarray, bi: np.ndarray
 def take_rows(d: Deps, rows: np.ndarray) -> Deps:
     """Row ``i`` of the result is row ``rows[i]`` of ``d`` (empty where ``rows[i] < 0``)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64).ravel()
+    if isinstance(d, DepSet) and d.bits is not None and d._indices is None:
+        return _packed(packed.gather(d.bits, rows), (rows.size, d.shape[1]))
+    if isinstance(d, DepSet) and rows.size > 1 and d.nnz >= packed.PACKED_MIN // 64:
+        sizes = d.row_sizes()
+        pairs = int(np.where(rows >= 0, sizes[np.maximum(rows, 0)], 0).sum())
+        if _pack_result(pairs, rows.size, d.shape[1]):  # a broadcast of large sets
+            return _packed(packed.gather(d.packed_bits(), rows), (rows.size, d.shape[1]))
     if rows.size == 1:  # one element (x[i] in a Python loop): a slice of one row
         r = int(rows[0])
         if r < 0:
@@ -235,6 +293,13 @@ def union(terms: Sequence[Deps]) -> Deps | None:
         return None
     if len(terms) == 1:
         return terms[0]
+    if all(isinstance(t, DepSet) for t in terms) and (
+            any(t.bits is not None and t._indices is None for t in terms)
+            or _pack_result(sum(t.nnz for t in terms), terms[0].shape[0], terms[0].shape[1])):
+        bits = terms[0].packed_bits().copy()
+        for t in terms[1:]:
+            np.bitwise_or(bits, t.packed_bits(), out=bits)
+        return _packed(bits, terms[0].shape)
     out = terms[0]
     for t in terms[1:]:
         if _numpy_path(out.indices.size, t.indices.size, out.shape[0]):
@@ -266,6 +331,17 @@ def apply_linear(r: sp.csr_array, d: Deps) -> Deps:
     ``d``'s rows and one sort: scipy's product and its checks cost half a millisecond.
     """
     rb = r if r.dtype == bool else (r != 0)
+    if isinstance(d, DepSet) and (d.bits is not None or d.nnz >= packed.PACKED_MIN // 64):
+        keep = np.asarray(rb.data, dtype=bool)
+        pairs = int(d.row_sizes()[rb.indices[keep]].sum())
+        if (d.bits is not None and d._indices is None) or _pack_result(
+                pairs, int(r.shape[0]), int(d.shape[1])):
+            if not keep.all():
+                rb = sp.csr_array(rb)
+                rb.eliminate_zeros()
+            bits = packed.or_rows(d.packed_bits(), rb.indptr.astype(np.int64),
+                                  rb.indices.astype(np.int64))
+            return _packed(bits, (int(r.shape[0]), int(d.shape[1])))
     if r.nnz * max(int(np.diff(d.indptr).max(initial=0)), 1) > SMALL_LINEAR:
         return DepSet.of(sp.csr_array(rb @ d.tocsr()))
     keep = np.asarray(rb.data, dtype=bool)
@@ -281,6 +357,11 @@ def apply_linear(r: sp.csr_array, d: Deps) -> Deps:
 def vstack(blocks: Sequence[Deps]) -> Deps:
     """The blocks' rows one after the other (same number of columns)."""
     n = blocks[0].shape[1]
+    if any(isinstance(b, DepSet) and b.bits is not None and b._indices is None
+           for b in blocks):
+        return _packed(np.concatenate([b.packed_bits() if isinstance(b, DepSet) else
+                                       packed.from_csr(b.indptr, b.indices, n) for b in blocks]),
+                       (int(sum(b.shape[0] for b in blocks)), n))
     sizes = np.array([b.nnz for b in blocks], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     indptr = np.concatenate([[0]] + [b.indptr[1:] + off for b, off in zip(blocks, offsets,
