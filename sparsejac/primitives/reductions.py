@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
-from sparsejac.numeric import mul0
+from sparsejac.numeric import einsum0, mul0
 from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
     Deps,
@@ -347,10 +347,8 @@ class CumProd(Primitive):
         axis = node.params["axis"]
         d = self._lane_jacobian(vals[0], axis)
         tl = _lanes(t, (axis,), lead=1)
-        if np.isfinite(d).all():
-            res = np.einsum("okj,poj->pok", d, tl)
-        else:  # an overflowed entry times a zero tangent contributes nothing (mul0)
-            res = mul0(tl[:, :, None, :], d[None]).sum(axis=3)
+        # an overflowed entry times a zero tangent contributes nothing (mul0)
+        res = einsum0("okj,poj->pok", d, tl)
         return _unlanes(res, node.out.shape, (axis,))
 
     def vjp(self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
@@ -359,10 +357,7 @@ class CumProd(Primitive):
         axis = node.params["axis"]
         d = self._lane_jacobian(vals[0], axis)
         cl = _lanes(ct, (axis,), lead=1)
-        if np.isfinite(d).all():
-            g = np.einsum("okj,pok->poj", d, cl)
-        else:
-            g = mul0(cl[:, :, :, None], d[None]).sum(axis=2)
+        g = einsum0("okj,pok->poj", d, cl)
         return [_unlanes(g, node.inputs[0].shape, (axis,))]
 
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
