@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.integrate as sint
 import scipy.interpolate as si
 import scipy.linalg as sla
 import scipy.optimize as so
@@ -602,6 +603,15 @@ CASES: list[Case] = [
          lambda x: spla.splu(_TRI6).solve(x**2, trans="T"), shape=(6, 2)),
     Case("scipy.sparse.linalg.factorized", "factorized",
          lambda x: spla.factorized(_BLK6)(np.exp(x)), shape=(6,)),
+    # -- scipy.integrate's quadratures, traced through (sparsejac/primitives/integrate.py) ----
+    Case("scipy.integrate.simpson", "even_x", lambda x: np.atleast_1d(
+        sint.simpson(x ** 2, x=np.linspace(0.0, 1.0, 6) ** 2)), shape=(6,)),
+    Case("scipy.integrate.trapezoid", "axis0", lambda x: sint.trapezoid(x * x, dx=0.5, axis=0),
+         shape=(3, 2)),
+    Case("scipy.integrate.cumulative_trapezoid", "initial",
+         lambda x: sint.cumulative_trapezoid(np.sin(x), dx=0.1, initial=0), shape=(6,)),
+    Case("scipy.integrate.cumulative_simpson", "dx",
+         lambda x: sint.cumulative_simpson(x ** 3, dx=0.2), shape=(6,)),
     # -- scipy.optimize's test functions (sparsejac/primitives/optimize.py) -------------------
     Case("scipy.optimize.rosen", "rosen", lambda x: so.rosen(x) * np.ones(1), shape=(6,)),
     Case("scipy.optimize.rosen_der", "rosen_der", lambda x: so.rosen_der(x), shape=(6,)),

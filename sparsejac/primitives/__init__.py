@@ -69,6 +69,8 @@ def _defer_heavy_libraries() -> None:
                   lambda: importlib.import_module("sparsejac.primitives.optimize"))
     library.defer("scipy.interpolate",
                   lambda: importlib.import_module("sparsejac.primitives.interpolate"))
+    library.defer("scipy.integrate",
+                  lambda: importlib.import_module("sparsejac.primitives.integrate"))
     library.defer("scipy.ndimage", filters("ndimage"))
     library.defer("scipy.signal", filters("signal"))
 

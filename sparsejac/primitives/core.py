@@ -286,6 +286,25 @@ def register_library(
     return deco
 
 
+def register_through(func: Any, *, name: str, family: str, note: str = "") -> None:
+    """Trace a pure-numpy library function through its own code (``scipy.integrate.simpson``).
+
+    Such a function converts its arguments with ``np.asarray`` (so numpy never hands it to
+    the tracer) and then computes with numpy only. While a trace runs it is intercepted
+    (:mod:`sparsejac.tracing.library`) and, given Tracers, runs its own code with its numpy
+    calls treated as the traced function's (:func:`~sparsejac.tracing.buffers.through_library`):
+    the Jacobian is that of scipy's own arithmetic, and the trace's check compares the values.
+    """
+    from sparsejac.tracing.buffers import through_library
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        with through_library():
+            return library.own_code(func)(*args, **kwargs)
+
+    FUNCTIONS[func] = Entry(name, family, handler, "its own numpy code, traced through", note)
+    library.intercept(func)
+
+
 def register_ufunc(
     ufunc: np.ufunc, method: str, handler: Callable[..., Any], *, family: str, via: str,
     note: str = "",
@@ -461,11 +480,26 @@ def dispatch_ufunc(
     inputs = tuple(_lift_array_like(lift_objects(a)) for a in inputs)
     if method == "at":
         return entry.handler(*inputs, **kwargs)
-    result = _refuse_complex(entry.handler(*inputs, **kwargs), entry.name)
+    where = kwargs.pop("where", True) if method == "__call__" else True
+    masked = not (where is True or (not isinstance(where, Tracer) and np.all(where)))
+    if masked and out is None:
+        raise UnsupportedPrimitiveError(
+            entry.name, "`where=` without `out=` leaves the elements it masks out "
+            "uninitialised; pass out= (an array made in f, np.zeros_like(...)) or write "
+            "np.where(mask, expression, fallback)")
+    if masked:  # computed everywhere, kept where selected (np.where's rule: nothing flows
+        # from the masked-out values, even where they are inf or nan, as numpy never
+        # computes them)
+        with np.errstate(all="ignore"):
+            result = _refuse_complex(entry.handler(*inputs, **kwargs), entry.name)
+    else:
+        result = _refuse_complex(entry.handler(*inputs, **kwargs), entry.name)
     if out is None:
         return result
     outs = out if isinstance(out, tuple) else (out,)
     results = result if isinstance(result, tuple) else (result,)
+    if masked:
+        results = tuple(np.where(where, r, o) for r, o in zip(results, outs, strict=True))
     for o, r in zip(outs, results, strict=True):
         if not isinstance(o, Tracer):
             raise TracedConversionError(
@@ -474,7 +508,8 @@ def dispatch_ufunc(
                 "with np.empty_like(x) / np.zeros_like(x)."
             )
         o._rebind(r)
-    return out
+    # numpy hands ``out=`` over as a tuple, and returns the array itself for one output
+    return outs[0] if len(outs) == 1 else outs
 
 
 # ---------------------------------------------------------------------------------------

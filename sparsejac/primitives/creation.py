@@ -182,6 +182,9 @@ def _array(obj: Any, dtype: Any = None, *args: Any, copy: Any = True, order: Any
         trace = find_trace([like])
         return wrap_const(trace, np.array(obj, dtype=dtype, order=order))
     res = as_traced_array(obj, dtype)
+    mode = getattr(np, "_CopyMode", None)  # (the array API's asarray passes numpy's enum)
+    if mode is not None and isinstance(copy, mode):
+        copy = {mode.ALWAYS: True, mode.NEVER: False}.get(copy)
     res = np.copy(res) if copy and res is obj else res
     ndmin = int(kwargs.get("ndmin", 0))
     if res.ndim < ndmin:

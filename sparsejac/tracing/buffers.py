@@ -97,6 +97,24 @@ def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     return convert
 
 
+_THROUGH = threading.local()  # .depth: library functions traced through their own code
+
+
+@contextmanager
+def through_library() -> Iterator[None]:
+    """Treat the numpy calls of a pure-numpy library function as the traced function's own.
+
+    While it runs (in this thread), its ``np.asarray`` of a traced argument keeps it traced
+    and its ``np.zeros`` buffers can receive traced values, as in ``f`` itself (see
+    :func:`sparsejac.primitives.core.register_through`).
+    """
+    _THROUGH.depth = getattr(_THROUGH, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _THROUGH.depth -= 1
+
+
 def _from_user_code(names: tuple[str, ...] = CREATORS) -> bool:
     """Whether the creation call comes from the traced function's code (not a library's).
 
@@ -107,7 +125,14 @@ def _from_user_code(names: tuple[str, ...] = CREATORS) -> bool:
     one would reach code that casts it to an ndarray unchecked).
     """
     frame = sys._getframe(2)
-    return user_frame(frame) and _calls_a_creator(frame, names)
+    return ((user_frame(frame) or (getattr(_THROUGH, "depth", 0) > 0 and _library_frame(frame)))
+            and _calls_a_creator(frame, names))
+
+
+def _library_frame(frame: Any) -> bool:
+    """A frame of a library traced through (neither numpy's nor sparsejac's own code)."""
+    top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+    return top not in ("numpy", "sparsejac")
 
 
 def _calls_a_creator(frame: Any, names: tuple[str, ...] = CREATORS) -> bool:

@@ -45,8 +45,8 @@ from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.operands import holds_tracer
 from sparsejac.tracing.program import current_trace
 
-__all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "pending_imported",
-           "run_deferred"]
+__all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "own_code",
+           "pending_imported", "run_deferred"]
 
 _LOCK = threading.Lock()
 _ACTIVE = [0]  # traces running in this process
@@ -164,6 +164,19 @@ def forget(func: Callable[..., Any]) -> None:
         hook = _HOOKS[key]
         hook.func.__code__ = hook.code
         hook.active = False
+
+
+def own_code(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of intercepted ``func`` that runs its own code even while a trace runs.
+
+    Examples
+    --------
+    >>> import scipy.linalg
+    >>> from sparsejac.tracing.library import own_code
+    >>> own_code(scipy.linalg.solve).__name__
+    'solve'
+    """
+    return _HOOKS[_BY_ID[id(func)]].original
 
 
 def intercepted() -> list[Callable[..., Any]]:

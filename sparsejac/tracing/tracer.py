@@ -190,6 +190,10 @@ class Tracer:
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return registry().ufunc(ufunc, method, inputs, kwargs)
 
+    def __array_namespace__(self, api_version: str | None = None) -> Any:
+        """numpy: array-API code (scipy's ``array_api_compat`` helpers) calls numpy on it."""
+        return np
+
     def __array_function__(
         self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
@@ -734,14 +738,11 @@ OBJECT_LOOP_UFUNCS = (
     "arccosh", "arctanh", "exp", "expm1", "exp2", "log", "log2", "log10", "log1p", "sqrt",
     "cbrt", "square", "reciprocal", "absolute", "fabs", "sign", "floor", "ceil", "rint",
     "trunc", "negative", "positive", "deg2rad", "rad2deg", "degrees", "radians",
-    # binary: ``np.arctan2(a, b)`` calls ``a_i.arctan2(b_i)``
-    "arctan2", "hypot", "fmod", "logical_xor",
-)
+    "arctan2", "hypot", "fmod", "logical_xor")  # binary: a_i.arctan2(b_i)
 
 
-#: ndarray methods that forward to the numpy function of the same name (``x.argsort()`` is
-#: ``np.argsort(x)``), so that a method is supported exactly when its function is, and
-#: otherwise fails with that function's UnsupportedPrimitiveError.
+#: ndarray methods that are the numpy function of the same name (``x.argsort()``): supported
+#: exactly when it is, else failing with its UnsupportedPrimitiveError.
 FORWARDED_METHODS = ("argsort", "argpartition", "nonzero", "searchsorted", "choose", "put")
 
 
