@@ -15,15 +15,26 @@ import time
 import numpy as np
 
 from sparsejac.coloring import partition_cost
+from sparsejac.coloring._kernels import ORDER_INTERPRET_BELOW
 from sparsejac.coloring.budget import EFFORT_UNIT
 from sparsejac.coloring.by_mode import colour_modes
 from sparsejac.pipeline import Plan, _choose
 
-__all__ = ["SEARCH_SHARE", "deferred_search", "search_due"]
+__all__ = ["KERNEL_START_NS", "SEARCH_SHARE", "deferred_search", "search_due"]
 
 #: The deferred colour search runs once the calls' nominal work times this share reaches its
 #: budget: it may cost at most this fraction of the evaluation work done so far.
 SEARCH_SHARE = 0.5
+
+#: What the search of a small pattern is charged beyond its budget, in nominal nanoseconds:
+#: the start of the compiled colouring kernels (numba's import and runtime, about a quarter of
+#: a second, as :data:`sparsejac.kernels.FALLBACK_BUDGET`). A pattern of at most
+#: ``ORDER_INTERPRET_BELOW`` entries is coloured at preparation without them, and its search
+#: would start them (interpreted, it would cost more); a larger one has started them to
+#: prepare. Decided by the pattern's size, not by what this process loaded before, so the
+#: call after which the search runs is the same in every process; a short solve of a small
+#: problem never pays for the start.
+KERNEL_START_NS = 2.5e8
 
 
 def search_due(plan: Plan) -> int:
@@ -42,8 +53,9 @@ def search_due(plan: Plan) -> int:
     """
     if not plan.pending:
         return 0
-    return max(1, math.ceil(plan.pending * EFFORT_UNIT / (SEARCH_SHARE * max(plan.call_work,
-                                                                              1.0))))
+    start = KERNEL_START_NS if plan.pattern.nnz <= ORDER_INTERPRET_BELOW else 0.0
+    price = plan.pending * EFFORT_UNIT + start
+    return max(1, math.ceil(price / (SEARCH_SHARE * max(plan.call_work, 1.0))))
 
 
 def deferred_search(plan: Plan, calls: int) -> Plan | None:

@@ -481,6 +481,38 @@ def test_a_small_prepared_jacobian_and_ode_solve_do_not_import_numba() -> None:
     assert out == ["False", "True"]
 
 
+def test_short_solves_of_a_few_hundred_unknowns_do_not_import_numba() -> None:
+    """Found from outside (fresh processes): a periodic Burgers with 200 unknowns under BDF
+    (59 Jacobians) imported numba mid-solve (the ODE adapter's calls took the general path,
+    whose verification ran an interpreted kernel; 3.7 times slower than finite differences),
+    and Broyden's banded function written with a constant 200 x 200 band matrix did at its
+    first Jacobian (a tape too large to interpret; 16 times slower): both now run the tape's
+    numpy twin, and a small pattern's colour search waits for calls that pay numba's start."""
+    code = (
+        "import sys, numpy as np, sparsejac\n"
+        "from scipy.integrate import solve_ivp\n"
+        "from scipy.optimize import least_squares\n"
+        "def burgers(t, u, nu=0.01):\n"
+        "    dx = 1.0 / u.size\n"
+        "    F = 0.5 * np.maximum(u, 0.0) ** 2 + 0.5 * np.roll(np.minimum(u, 0.0), -1) ** 2\n"
+        "    return -(F - np.roll(F, 1)) / dx + nu * (np.roll(u, -1) - 2 * u"
+        " + np.roll(u, 1)) / dx ** 2\n"
+        "x = np.linspace(0, 1, 200, endpoint=False)\n"
+        "y0 = np.sin(2 * np.pi * x) + 0.5\n"
+        "sol = solve_ivp(burgers, (0, 0.5), y0, method='BDF', rtol=1e-6, atol=1e-8,\n"
+        "                jac=sparsejac.ode_jacobian(burgers, 0.0, y0))\n"
+        "assert sol.success and sol.njev > 40, sol.njev\n"
+        "i, j = np.arange(200)[:, None], np.arange(200)[None, :]\n"
+        "B = ((j >= i - 5) & (j <= i + 1) & (j != i)).astype(float)\n"
+        "def banded(x):\n"
+        "    return x * (2 + 5 * x ** 2) + 1 - np.einsum('ij,j->i', B, x * (1 + x))\n"
+        "res = least_squares(banded, -np.ones(200),\n"
+        "                    jac=sparsejac.least_squares_jacobian(banded, -np.ones(200)))\n"
+        "assert res.success\n"
+        "print('numba' in sys.modules)\n")
+    assert _child_output(code) == ["False"]
+
+
 def test_interpreted_kernels_keep_compiled_float_semantics() -> None:
     """Where the interpreter would raise or warn (``math.exp`` overflow, int64 wrap-around in
     a hash), the interpreted call gives what the compiled kernel gives, silently."""

@@ -590,9 +590,11 @@ class Fused:
     def pick(self, work: int) -> Any:
         """The callable for one call of ``work`` element operations."""
         lazy = self.lazy
-        if lazy._compiled is None and work <= INTERPRET_BELOW:
+        if lazy._compiled is None:
             units = twin_units(self.n_code, work)
-            if units < INTERPRET_WEIGHT * work:
+            if work > INTERPRET_BELOW or units < INTERPRET_WEIGHT * work:
+                # the twin while the process's fallback budget lasts (a large tape too: a
+                # few numpy calls per instruction beat numba's start for a short solve)
                 if use_fallback(units):
                     return lambda *args: lazy.guarded(self.twin, *args)
                 return lazy.compiled
