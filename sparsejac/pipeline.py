@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -656,20 +655,26 @@ def prepare(
 
 def _tape_calls_units(program: Program | None, pattern: SparsityPattern, engine: str,
                       one_shot: bool) -> int:
-    """What a prepared tape's calls would cost the fallback budget.
+    """What a prepared tape's first call would cost the fallback budget.
 
-    Nothing when its fused kernel may run interpreted; everything (the compiled kernels at
-    once) when a tape that :func:`choose_engine` would likely choose is too large to run
-    interpreted (:data:`sparsejac.kernels.INTERPRET_BELOW`).
+    Nothing when its fused kernel may run interpreted; a call of its numpy twin
+    (:func:`~sparsejac.ad._tape_numpy.twin_units`) when a tape that :func:`choose_engine`
+    would likely choose is too large to run interpreted
+    (:data:`sparsejac.kernels.INTERPRET_BELOW`): the twin serves its calls while the budget
+    lasts (a short solve never starts numba), the compiled kernel after.
 
     The tape's work is estimated with the colouring's lower bound (the most nonzeros in a
-    row), which the colours cannot undercut.
+    row), which the colours cannot undercut, and its instructions by the program's nodes.
     """
     if one_shot or program is None or engine == "chain" or kernels.loaded():
         return 0
     width = int(np.diff(pattern.indptr).max()) if pattern.nnz else 0
     by_rule, work = _tape_by_rule(program, width)
-    return sys.maxsize if (engine == "tape" or by_rule) and work > kernels.INTERPRET_BELOW else 0
+    if (engine == "tape" or by_rule) and work > kernels.INTERPRET_BELOW:
+        from sparsejac.ad._tape_numpy import twin_units
+
+        return twin_units(len(program.nodes), work)
+    return 0
 
 
 #: Budget units (:mod:`sparsejac.kernels`, about 10 ns each) the fallback paths spend per
