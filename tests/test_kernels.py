@@ -673,6 +673,17 @@ def test_numpy_twins_equal_the_kernels(seed: int) -> None:
     total = int(np.sum(ptr[keys + 1] - ptr[keys]))
     _both(ak._expand_ranges_numpy, ak.expand_ranges, ptr, keys, z(total, np.int64),
           z(total, np.int64))
+    # a selection's keys: operand keys (row above bit 7, source and column below), rows
+    # re-numbered above bit 9; oracle: the expansion and the fields by hand
+    in_keys = (np.repeat(np.arange(30), np.diff(ptr)) << 7) | rng.integers(0, 128, ptr[-1])
+    _both(ak._gather_keys_numpy, ak.gather_keys, ptr, keys, in_keys, 7, 9,
+          z(total, np.int64), z(total, np.int64))
+    got_keys, got_pos = z(total, np.int64), z(total, np.int64)
+    ak.gather_keys(ptr, keys, in_keys, 7, 9, got_keys, got_pos)
+    owner, pos = z(total, np.int64), z(total, np.int64)
+    ak.expand_ranges(ptr, keys, owner, pos)
+    np.testing.assert_array_equal(got_pos, pos)
+    np.testing.assert_array_equal(got_keys, (owner << 9) | (in_keys[pos] & 127))
 
     n = int(rng.integers(1, 60))
     specials = np.array([0.0, np.inf, -np.inf, np.nan, 1e308, -0.0])

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.ad.entries import Entries, KeyCodec, is_arange, union_keys
-from sparsejac.ad.kernels import contribute, expand_ranges
+from sparsejac.ad.kernels import contribute, expand_ranges, gather_keys
 from sparsejac.numeric import shared_arange
 from sparsejac.tracing import Node
 
@@ -161,9 +161,15 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
         else:
             ptr = jk.ptr
             total = int(np.sum(ptr[lj.cols + 1] - ptr[lj.cols]))
-            owner, pos = np.empty(total, np.int64), np.empty(total, np.int64)
-            expand_ranges(ptr, lj.cols, owner, pos)
-            key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
+            pos = np.empty(total, np.int64)
+            low_in = _selection_keys(lj, jk, codec, size)
+            if low_in is not None:  # output row i takes operand row cols[i]: keys fused
+                owner, key = None, np.empty(total, np.int64)
+                gather_keys(ptr, lj.cols, jk._keys, low_in, codec.bs + codec.bc, key, pos)
+            else:
+                owner = np.empty(total, np.int64)
+                expand_ranges(ptr, lj.cols, owner, pos)
+                key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
         parts.append((lj, jk, owner, pos, key, r_slot))
     if not parts:
         z = np.zeros(0, np.int64)
@@ -181,8 +187,10 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
         if jk.const_any:  # (a J_k with only dynamic values has nothing to fold)
             jconst = jk.const if pos is None else jk.const[pos]
             if r_slot is None:  # constant local Jacobian: fold its product with const J
-                # base[out_pos] += r_c * jconst in one compiled pass (mul0's zero convention)
-                contribute(base, out_pos, _flat(r_c), _NO_INDEX, _flat(jconst), _NO_INDEX,
+                # base[out_pos] += r_c * jconst in one compiled pass (mul0's zero convention);
+                # positions in order (one operand's entries, kept) are the identity target
+                target = _NO_INDEX if out_pos is shared_arange(n_out) else out_pos
+                contribute(base, target, _flat(r_c), _NO_INDEX, _flat(jconst), _NO_INDEX,
                            out_pos.size, False, 1.0)
             else:  # dynamic local Jacobian times the constant part of J
                 nzj = np.flatnonzero(jconst != 0)
@@ -245,6 +253,25 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     else:
         step = ValueStep(node, local_slots, slot, int(dyn_pos.size), contributions)
     return Entries.from_keys(size, uniq, codec, base, slot, dyn_pos), step
+
+
+def _selection_keys(lj: Any, jk: Entries, codec: KeyCodec, n_out: int) -> int | None:
+    """Where the row field of ``J_k``'s keys begins, when ``lj`` selects one row per row.
+
+    A gather (``x[idx]``, ``np.roll``, a slice of a buffer) whose output row ``i`` is operand
+    row ``cols[i]`` times the constant 1: its entries are those rows' entries, keys rewritten
+    in one pass (:func:`~sparsejac.ad.kernels.gather_keys`). ``J_k``'s keys may come from an
+    earlier codec with fewer sources (a narrower source field): the fields below the row keep
+    their values. None for any other local Jacobian, for keys that are not bit fields, and for
+    an operand without keys.
+    """
+    if (lj.dyn is not None or np.ndim(lj.const) != 0 or float(lj.const) != 1.0
+            or not codec.bits or lj.nnz != n_out or not is_arange(lj.rows, n_out)):
+        return None
+    old = jk._codec
+    if jk._keys is None or old is None or not old.bits or old.bc != codec.bc or old.bs > codec.bs:
+        return None
+    return old.bs + old.bc
 
 
 def _dynamic_positions(targets: list[np.ndarray], n_out: int

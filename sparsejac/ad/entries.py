@@ -39,7 +39,7 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
                 np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in range(len(keys))]
         u = keys[0]
         if len(keys) == 1:
-            return u, [np.arange(u.size, dtype=np.int64)]
+            return u, [shared_arange(u.size)]  # (read-only, shared: positions in order)
         u, iu, ik = _merge(u, keys[1])
         invs = [iu, ik]  # the first operand's positions are iu itself: no identity to compose
         for k in keys[2:]:
@@ -159,9 +159,18 @@ class Entries:
 
     def keys(self, codec: KeyCodec) -> np.ndarray:
         """The entries' keys under ``codec`` (the stored ones where the layouts agree)."""
-        if self._keys is not None and self._codec is not None and (
-                self._codec.layout == codec.layout):
-            return self._keys
+        old = self._codec
+        if self._keys is not None and old is not None:
+            if old.layout == codec.layout:
+                return self._keys
+            if old.bits and codec.bits and old.bc == codec.bc and old.bs <= codec.bs:
+                # a codec of more sources (a wider source field): the fields below the row
+                # keep their values, the row moves up (one pass, nothing decoded)
+                low = old.bs + old.bc
+                moved: np.ndarray = np.left_shift(np.right_shift(self._keys, low),
+                                                  codec.bs + codec.bc)
+                moved |= self._keys & ((1 << low) - 1)
+                return moved
         return codec.encode(self.rows, self.srcs, self.cols)
 
     def is_x_pattern(self, rows: np.ndarray, cols: np.ndarray) -> bool:
@@ -205,6 +214,12 @@ class Entries:
     def ptr(self) -> np.ndarray:
         """Row pointer (CSR over rows)."""
         if self._ptr is None:
+            codec = self._codec
+            if self._rows is None and self._keys is not None and codec is not None and codec.bits:
+                # sorted keys with the row in the high bits: where each row's keys begin
+                rows = np.arange(self.size + 1, dtype=np.int64)
+                self._ptr = np.searchsorted(self._keys, rows << (codec.bs + codec.bc))
+                return self._ptr
             ptr = np.zeros(self.size + 1, dtype=np.int64)
             np.cumsum(np.bincount(self.rows, minlength=self.size), out=ptr[1:])
             self._ptr = ptr

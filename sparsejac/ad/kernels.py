@@ -14,8 +14,8 @@ import numpy as np
 from sparsejac.kernels import kernel
 from sparsejac.numeric import sorted_unique
 
-__all__ = ["contribute", "expand_ranges", "merge2", "positions_in", "spread_dense",
-           "spread_onehot", "union_size"]
+__all__ = ["contribute", "expand_ranges", "gather_keys", "merge2", "positions_in",
+           "spread_dense", "spread_onehot", "union_size"]
 
 
 @kernel(interpret=True)
@@ -93,6 +93,28 @@ def expand_ranges(ptr, keys, owner, pos):  # type: ignore[no-untyped-def]  # pra
     for i in range(keys.size):
         for q in range(ptr[keys[i]], ptr[keys[i] + 1]):
             owner[t] = i
+            pos[t] = q
+            t += 1
+
+
+@kernel(interpret=True)
+def gather_keys(ptr, cols, keys, low_in, low, out, pos):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The entries of a selection's rows: :func:`expand_ranges` and the keys' encoding fused.
+
+    Output row ``i`` takes the entries of operand row ``cols[i]`` (positions
+    ``ptr[cols[i]] .. ptr[cols[i]+1]-1`` of its sorted ``keys``): ``pos`` gets those
+    positions and ``out`` their keys with the row field (bits ``low_in`` and up) replaced by
+    ``i`` at bit ``low`` (the fields below keep their values: the same column field, a source
+    field as wide or wider), so the output keys are sorted too. The caller allocates ``out``
+    and ``pos``.
+    """
+    mask = (np.int64(1) << low_in) - 1
+    t = 0
+    for i in range(cols.size):
+        c = cols[i]
+        high = np.int64(i) << low
+        for q in range(ptr[c], ptr[c + 1]):
+            out[t] = high | (keys[q] & mask)
             pos[t] = q
             t += 1
 
@@ -210,6 +232,13 @@ def _expand_ranges_numpy(ptr: np.ndarray, keys: np.ndarray, owner: np.ndarray,
     pos[:] = np.arange(owner.size, dtype=np.int64) - first[owner] + starts[owner]
 
 
+def _gather_keys_numpy(ptr: np.ndarray, cols: np.ndarray, keys: np.ndarray, low_in: int,
+                       low: int, out: np.ndarray, pos: np.ndarray) -> None:
+    owner = np.empty(pos.size, dtype=np.int64)
+    _expand_ranges_numpy(ptr, cols, owner, pos)
+    out[:] = np.left_shift(owner, low) | (keys[pos] & ((1 << int(low_in)) - 1))
+
+
 def _merge2_numpy(a: np.ndarray, b: np.ndarray, u: np.ndarray, ia: np.ndarray,
                   ib: np.ndarray) -> None:
     u[:] = sorted_unique(np.concatenate((a, b)))
@@ -233,6 +262,7 @@ spread_onehot.numpy_twin(_spread_onehot_numpy)
 spread_dense.numpy_twin(_spread_dense_numpy)
 contribute.numpy_twin(_contribute_numpy)
 expand_ranges.numpy_twin(_expand_ranges_numpy)
+gather_keys.numpy_twin(_gather_keys_numpy)
 merge2.numpy_twin(_merge2_numpy)
 union_size.numpy_twin(_union_size_numpy)
 positions_in.numpy_twin(_positions_in_numpy)

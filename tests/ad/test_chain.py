@@ -72,3 +72,23 @@ def test_wrong_sizes_raise():
     step = ValueStep(_Node(), [], 0, 5, [c])  # type: ignore[arg-type]
     with pytest.raises(AssertionError, match="linearize rule of 'test'"):
         apply_contributions(step, values, np.empty(5))
+
+
+def test_keys_under_a_codec_of_more_sources_and_the_row_pointer(rng):
+    """Entries built from keys under a codec of one source, read under codecs of more
+    sources (a wider source field, as a preparation adds sources): the keys those codecs
+    encode, without decoding; the row pointer from the keys alone. Oracle: encode by hand."""
+    from sparsejac.ad.entries import Entries, KeyCodec
+
+    size, ncols = 50, 300
+    rows = np.sort(rng.integers(0, size, 400))
+    cols = rng.integers(0, ncols, 400)
+    one = KeyCodec(size, 1, ncols)
+    keys = np.unique(one.encode(rows, np.zeros_like(rows), cols))
+    e = Entries.from_keys(size, keys, one, np.zeros(keys.size))
+    r, s, c = one.decode(keys)
+    for n_sources in (1, 2, 5, 17):
+        wide = KeyCodec(size, n_sources, ncols)
+        np.testing.assert_array_equal(e.keys(wide), wide.encode(r, s, c))
+    want = np.searchsorted(r, np.arange(size + 1))
+    np.testing.assert_array_equal(e.ptr, want)
