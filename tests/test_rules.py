@@ -469,6 +469,13 @@ CASES: list[Case] = [
     Case("numpy.polyval", "traced_coefficients", lambda x: np.polyval(x[0], x[1:])),
     # -- indexing: scatter-add and in-place stores -------------------------------------------
     Case("numpy.add.at", "duplicates", _add_at),
+    Case("numpy.add.reduceat", "segments_and_repeats",
+         lambda x: np.add.reduceat(x ** 2, [0, 2, 2, 5, 1]), shape=(6,)),
+    Case("numpy.add.reduceat", "axis1",
+         lambda x: np.add.reduceat(np.sin(x), [1, 0, 2], axis=1), shape=(2, 3)),
+    Case("numpy.ediff1d", "to_begin", lambda x: np.ediff1d(x ** 2, to_begin=x[:1]), shape=(6,)),
+    Case("numpy.ediff1d", "2d_to_end", lambda x: np.ediff1d(x, to_end=[1.0, 2.0]),
+         shape=(2, 3)),
     Case("numpy.subtract.at", "into_traced", _subtract_at),
     Case("numpy.bincount", "weights", lambda x: np.bincount([0, 3, 3, 1, 0, 5], weights=x[:6]),
          shape=(7,)),

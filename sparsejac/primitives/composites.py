@@ -252,6 +252,17 @@ def _piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw:
 # -- polyval: Horner's rule ---------------------------------------------------------------------
 
 
+@register_function(np.ediff1d, family="movement", via="composite: indexing, concatenate")
+def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    flat = np.ravel(ary)
+    parts = [flat[1:] - flat[:-1]]
+    if to_begin is not None:
+        parts.insert(0, np.ravel(to_begin))
+    if to_end is not None:
+        parts.append(np.ravel(to_end))
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
 @register_function(np.polyval, family="elementwise", via="composite: multiply, add",
                    note="coefficients and points may both be traced")
 def _polyval(p: Any, x: Any) -> Any:

@@ -207,7 +207,43 @@ def _subtract_at(a: Any, indices: Any, b: Any = None) -> None:
     a._rebind(scatter_add(a, indices, b, sign=-1.0))
 
 
+def _add_reduceat(a: Any, indices: Any, axis: int = 0, dtype: Any = None) -> Any:
+    """``np.add.reduceat``: segment sums along ``axis``, a constant 0/1 map.
+
+    numpy's rule: segment ``i`` is ``a[idx[i]:idx[i+1]]``, or the element ``a[idx[i]]`` where
+    ``idx[i] >= idx[i+1]``; the last runs to the end.
+    """
+    idx = np.asarray(concretize(indices, "the `indices` of numpy.add.reduceat"))
+    if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+        raise TypeError("numpy.add.reduceat: `indices` must be a 1-D array of integers; got "
+                        f"{idx.dtype} of shape {idx.shape}")
+    a = a if isinstance(a, Tracer) else np.asarray(a)
+    axis = operator.index(axis)
+    if not -a.ndim <= axis < a.ndim:
+        raise np.exceptions.AxisError(axis, a.ndim)
+    axis %= a.ndim
+    length = a.shape[axis]
+    bad = (idx < 0) | (idx >= length)
+    if bad.any():
+        raise IndexError(f"index {int(idx[bad][0])} out-of-bounds in add.reduceat "
+                         f"[0, {length})")
+    idx = idx.astype(np.int64)
+    ends = np.append(idx[1:], length)
+    ends = np.where(ends > idx, ends, idx + 1)  # (idx[i] >= idx[i+1]: the element alone)
+    counts = ends - idx
+    rows = np.repeat(np.arange(idx.size, dtype=np.int64), counts)
+    starts = np.repeat(idx - np.cumsum(counts) + counts, counts)
+    cols = starts + np.arange(rows.size, dtype=np.int64)
+    mat = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=(idx.size, length))
+    moved = np.moveaxis(a, axis, 0)
+    flat = moved.reshape(length, -1)
+    out = (mat @ flat).reshape((idx.size, *moved.shape[1:]))
+    out = np.moveaxis(out, 0, axis)
+    return out.astype(dtype) if dtype is not None else out
+
+
 register_ufunc(np.add, "at", _add_at, family="indexing", via="linear_map")
+register_ufunc(np.add, "reduceat", _add_reduceat, family="reductions", via="linear_map")
 register_ufunc(np.subtract, "at", _subtract_at, family="indexing", via="linear_map")
 
 

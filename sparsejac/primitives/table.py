@@ -93,8 +93,9 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "Jacobian)",
      "return `.real` and `.imag` (or `np.abs`) as separate real outputs; write `sin(a + ib)` "
      "with `exp`, `cos`, `sin` of the real parts"),
-    ("`ufunc.reduceat`, `ufunc.outer`, `accumulate` of ufuncs other than `add`, `multiply`, "
-     "`maximum`, `minimum`, `ufunc.at` other than `np.add.at` / `np.subtract.at`",
+    ("`ufunc.reduceat` other than `np.add.reduceat`, `ufunc.outer`, `accumulate` of ufuncs "
+     "other than `add`, `multiply`, `maximum`, `minimum`, `ufunc.at` other than `np.add.at` / "
+     "`np.subtract.at`",
      "no rule yet", "use `np.add.reduce` over reshaped slices, `np.outer`, or a loop over "
      "a few slices"),
     ("`np.modf`, `np.frexp`, the ufunc `np.divmod`", "ufuncs with two outputs",
