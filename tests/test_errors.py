@@ -524,12 +524,13 @@ def test_reshape_by_an_integer_array():
 
 
 def test_a_library_converting_an_odes_time_says_so():
-    """interp1d(tp, fp)(t) in a right-hand side: the message spoke of losing the dependence
-    on x, though the converted value is the time t; it names the parameter, the numpy way
-    (np.interp of t works) and the splines that are traced."""
-    from scipy.interpolate import interp1d
+    """BarycentricInterpolator(tp, fp)(t) in a right-hand side (interp1d was the example
+    until it was traced): the message spoke of losing the dependence on x, though the
+    converted value is the time t; it names the parameter, the numpy way (np.interp of t
+    works) and the splines that are traced."""
+    from scipy.interpolate import BarycentricInterpolator
 
-    spline = interp1d(np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2)
+    spline = BarycentricInterpolator(np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2)
 
     def rhs(t, y):
         return -y + spline(t)

@@ -223,6 +223,7 @@ def test_catalogue_hessians(s: Scenario) -> None:
 #: ``expm``'s Fréchet derivative, ``interp``/``stdtr`` with a traced position or degree
 SECOND_ORDER_REFUSED = {
     "interp-traced_x", "interp-both_traced", "interp-both_traced_left_right",
+    "scipy.interpolate.interp1d-linear",
     "linalg.eigh-values", "linalg.eigh-vectors_upper", "linalg.eigvalsh-eigvalsh",
     "linalg.svd-values", "linalg.svd-u_tall", "linalg.svd-vh_wide", "linalg.svd-square_full",
     "linalg.svdvals-svdvals", "linalg.pinv-wide", "linalg.pinv-hermitian",

@@ -18,6 +18,12 @@ derivative is the one of the piece scipy evaluates (the right-hand one). Two use
 
 A spline of vector values (``y`` of shape ``(m, k)``) is evaluated channel by channel and
 stacked on the last axis, as scipy does; a ``BSpline`` with ``axis`` other than 0 is refused.
+
+``interp1d`` (``_Interpolator1D.__call__``) is intercepted too: its linear kind is
+``np.interp`` per channel (what scipy itself evaluates), its spline kinds its ``BSpline``,
+with its fill values or extrapolation outside the data; its piecewise-constant kinds are
+refused, and scipy's other ``_Interpolator1D`` subclasses run their own code (which refuses
+a traced point with a message).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from sparsejac.errors import UnsupportedPrimitiveError
 from sparsejac.primitives.core import bind, register_library
 from sparsejac.primitives.creation import as_traced_array
 from sparsejac.primitives.elementwise import Elementwise
+from sparsejac.tracing.tracer import Tracer
 
 __all__ = ["spline_at"]
 
@@ -106,3 +113,77 @@ def _ppoly_call(spline: Any, x: Any, nu: int = 0, extrapolate: Any = None) -> An
                   via="spline and its derivative", note="make_interp_spline's splines")
 def _bspline_call(spline: Any, x: Any, nu: int = 0, extrapolate: Any = None) -> Any:
     return spline_at(spline, x, nu, extrapolate)
+
+
+# -- interp1d: linear (np.interp per channel) and its spline kinds (its BSpline) ------------
+
+_INTERP1D_CALL = si.interp1d.__mro__[1].__call__  # _Interpolator1D.__call__
+
+
+@register_library(_INTERP1D_CALL, name="scipy.interpolate.interp1d", family="elementwise",
+                  via="interp | spline and its derivative",
+                  note="kinds linear, slinear, quadratic, cubic, zero and integer orders; "
+                       "fill values and fill_value='extrapolate'")
+def _interp1d_call(f: Any, x: Any) -> Any:
+    """``interp1d(xk, yk, kind=...)(x)`` at a traced ``x`` (constant data).
+
+    ``kind="linear"`` is ``np.interp`` per channel of ``yk`` (scipy's own evaluation for one
+    channel), extrapolated along the end segments with ``fill_value="extrapolate"``; the
+    spline kinds evaluate the interpolant's ``BSpline``; outside the data, the fill values
+    (NaN by default) with zero derivative, or scipy's ``ValueError`` at the trace point with
+    ``bounds_error``. The piecewise-constant kinds (``nearest``, ``previous``, ``next``) are
+    refused in a global pattern: their value jumps with ``x``.
+    """
+    if not isinstance(f, si.interp1d):  # other _Interpolator1D: scipy's own code (refuses)
+        from sparsejac.tracing.library import own_code
+
+        return own_code(_INTERP1D_CALL)(f, x)
+    kind = f._kind
+    if kind not in ("linear", "spline"):
+        raise UnsupportedPrimitiveError(
+            "scipy.interpolate.interp1d", f"kind={kind!r} is piecewise constant in x: its "
+            "value jumps where x crosses a midpoint or a data point, which a global pattern "
+            "cannot follow; use kind='linear' or a spline kind, or np.interp / CubicSpline",
+            problem=f"kind={kind!r} at a traced point")
+    xt = as_traced_array(x) if not isinstance(x, np.ndarray) else x
+    x_shape = np.shape(xt)
+    flat = np.ravel(xt)
+    xk = f.x
+    if not f._extrapolate:
+        _check_bounds(f, flat)
+    if kind == "spline":
+        y = f._spline(flat)
+        y = np.reshape(y, (flat.shape[0], -1))
+    else:
+        cols = [_linear(flat, xk, f._y[:, c], f._extrapolate) for c in range(f._y.shape[1])]
+        y = cols[0][:, None] if len(cols) == 1 else np.stack(cols, axis=1)
+    if not f._extrapolate:
+        below = (flat < xk[0])[:, None]
+        above = (flat > xk[-1])[:, None]
+        fill_below = np.broadcast_to(np.ravel(f._fill_value_below), (f._y.shape[1],))
+        fill_above = np.broadcast_to(np.ravel(f._fill_value_above), (f._y.shape[1],))
+        y = np.where(below, fill_below[None, :], np.where(above, fill_above[None, :], y))
+    return f._finish_y(y, x_shape)
+
+
+def _linear(x: Any, xk: np.ndarray, yk: np.ndarray, extrapolate: bool) -> Any:
+    """Piecewise-linear interpolation of ``(xk, yk)`` at ``x``, its end segments extended."""
+    inside = np.interp(x, xk, yk)
+    if not extrapolate or xk.size < 2:
+        return inside
+    low = yk[0] + (x - xk[0]) * ((yk[1] - yk[0]) / (xk[1] - xk[0]))
+    high = yk[-1] + (x - xk[-1]) * ((yk[-1] - yk[-2]) / (xk[-1] - xk[-2]))
+    return np.where(x < xk[0], low, np.where(x > xk[-1], high, inside))
+
+
+def _check_bounds(f: Any, x: Any) -> None:
+    """Raise scipy's ``ValueError`` for a point outside the data at the trace point."""
+    if not f.bounds_error:
+        return
+    value = np.asarray(x._var.value if isinstance(x, Tracer) else x)
+    for mask, side, bound in ((value < f.x[0], "below", "minimum"),
+                              (value > f.x[-1], "above", "maximum")):
+        if mask.any():
+            limit = f.x[0] if side == "below" else f.x[-1]
+            raise ValueError(f"A value ({value[np.argmax(mask)]}) in x_new is {side} the "
+                             f"interpolation range's {bound} value ({limit}).")

@@ -105,3 +105,71 @@ def test_derivative_orders_and_refusals() -> None:
     with pytest.raises(UnsupportedPrimitiveError, match="along axis 1"):
         sparsejac.jacobian(lambda v: vec(v), u)
     assert float(k(0.5)) == float(CubicSpline(U_DATA, 1.0 + 0.5 * np.sin(2 * U_DATA))(0.5))
+
+
+# -- interp1d ---------------------------------------------------------------------------------
+
+XK = np.linspace(0.0, 2.0, 9)
+YK = np.sin(3 * XK)
+
+
+def _slope(x: np.ndarray) -> np.ndarray:
+    """By hand: the slope of the data segment holding each x (interior points)."""
+    i = np.clip(np.searchsorted(XK, x, side="right") - 1, 0, XK.size - 2)
+    return (YK[i + 1] - YK[i]) / (XK[i + 1] - XK[i])
+
+
+def test_interp1d_linear_is_exact_and_recomputed_in_time() -> None:
+    """interp1d(xk, yk)(u): the segment slopes (by hand) in every mode and prepared at other
+    points; interp1d(tk, fk)(t) in a right-hand side, recomputed at each t (it was refused)."""
+    from scipy.interpolate import interp1d
+
+    lin = interp1d(XK, YK)
+
+    def f(u: np.ndarray) -> np.ndarray:
+        return lin(u) * u
+
+    x = np.array([0.13, 0.77, 1.51, 1.99])
+    want = np.diag(_slope(x) * x + lin(x))
+    for mode in ("forward", "reverse"):
+        np.testing.assert_allclose(sparsejac.jacobian(f, x, mode=mode).toarray(), want,
+                                   rtol=1e-13)
+    jac = sparsejac.SparseJacobian(f, x)
+    x2 = np.array([0.4, 1.1, 0.05, 1.7])
+    np.testing.assert_allclose(jac(x2).toarray(), np.diag(_slope(x2) * x2 + lin(x2)),
+                               rtol=1e-13)
+    ode = sparsejac.ode_jacobian(lambda t, y: -lin(t) * y ** 2, 0.1, np.ones(3), format="csr")
+    for t in (0.3, 1.9):
+        np.testing.assert_allclose(ode(t, np.full(3, 2.0)).toarray(), -4 * lin(t) * np.eye(3),
+                                   rtol=1e-14)
+
+
+@pytest.mark.parametrize("case", ["cubic", "quadratic_channels", "linear_channels",
+                                  "extrapolate", "fill"])
+def test_interp1d_kinds_against_central_differences(case: str) -> None:
+    from scipy.interpolate import interp1d
+
+    y2 = np.stack([YK, YK ** 2, np.cos(XK)], axis=1)
+    f = {
+        "cubic": lambda u: interp1d(XK, YK, kind="cubic")(u),
+        "quadratic_channels": lambda u: interp1d(XK, y2, kind="quadratic", axis=0)(u).ravel(),
+        "linear_channels": lambda u: interp1d(XK, y2.T, axis=1)(u).ravel(),
+        "extrapolate": lambda u: interp1d(XK, YK, fill_value="extrapolate")(3 * u - 1),
+        "fill": lambda u: interp1d(XK, YK, bounds_error=False, fill_value=(-1.0, 5.0))(
+            3 * u - 1) + u,
+    }[case]
+    x = np.array([0.13, 0.77, 0.21, 0.97])
+    want = np.array([(f(x + 1e-7 * e) - f(x - 1e-7 * e)) / 2e-7 for e in np.eye(4)]).T
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-6, atol=1e-7)
+
+
+def test_interp1d_refusals() -> None:
+    """Piecewise-constant kinds are refused by name; a point outside the data gives scipy's
+    own ValueError at the trace point."""
+    from scipy.interpolate import interp1d
+
+    x = np.array([0.5, 1.0])
+    with pytest.raises(UnsupportedPrimitiveError, match="kind='nearest'"):
+        sparsejac.jacobian(lambda u: interp1d(XK, YK, kind="nearest")(u), x)
+    with pytest.raises(ValueError, match="above the interpolation range"):
+        sparsejac.jacobian(lambda u: interp1d(XK, YK)(u + 2.0), x)
