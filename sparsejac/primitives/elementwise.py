@@ -484,11 +484,16 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
             if base is not None:  # |u|**2 is u**2, bit for bit, and smooth at u = 0
                 return bind(ELEMENTWISE["square"], (base,), {})
         if not params and prim.name == "power":
+            result = _power(prim, args)
+            fractional = _fractional_exponents(args)
+            if fractional is not None:  # |u| ** p, 0 < p < 2: its own second derivative
+                u = Tracer(args[0]._trace, args[0]._var.modulus_of)
+                result = bind(WHERE, (fractional, bind(ABS_POWER, (u, args[1])), result))
             even = _even_exponents(args)
             if even is not None:  # |u| ** e is u ** e, bit for bit, where e is even
                 u = Tracer(args[0]._trace, args[0]._var.modulus_of)
-                return bind(WHERE, (even, handler(u, args[1]), _power(prim, args)))
-            return _power(prim, args)
+                result = bind(WHERE, (even, handler(u, args[1]), result))
+            return result
         return bind(prim, args, params)
 
     return handler
@@ -520,6 +525,61 @@ def _even_exponents(args: tuple[Any, ...]) -> np.ndarray | None:
     with np.errstate(invalid="ignore"):
         even = np.isfinite(e) & (np.mod(e, 2) == 0) & (e != 0)
     return even if even.any() else None
+
+
+def _fractional_exponents(args: tuple[Any, ...]) -> np.ndarray | None:
+    """Where a constant exponent of ``np.abs(u)`` lies in ``(0, 2)`` (not 1); or None.
+
+    ``|u| ** p`` there has a second derivative ``p (p - 1) |u| ** (p - 2)`` that is infinite
+    at ``u = 0`` (a bridge penalty ``sum |w| ** 1.5`` at ``w = 0``); the power of the modulus
+    gave 0 there (its factor ``abs'(0) ** 2 = 0`` against the infinite ``pow''``).
+    :data:`ABS_POWER` computes the same bits with derivatives of its own.
+    """
+    base, e = args[0], args[1]
+    if not isinstance(base, Tracer) or base._var.modulus_of is None or isinstance(e, Tracer):
+        return None
+    e = np.asarray(e)
+    if e.dtype.kind not in "iuf" or not e.size:
+        return None
+    if np.result_type(base._var.dtype, e) != base._var.dtype:  # promotes: numpy's own power
+        return None
+    with np.errstate(invalid="ignore"):
+        inside = (e > 0) & (e < 2) & (e != 1)
+    return np.broadcast_to(inside, np.broadcast_shapes(base.shape, e.shape)).copy() \
+        if inside.any() else None
+
+
+def _abs_power(u: Any, p: Any) -> Any:
+    """``|u| ** p`` (numpy's own bits)."""
+    return np.power(np.absolute(u), p)
+
+
+def _signed_power(u: Any, q: Any) -> Any:
+    """``sign(u) |u| ** q``, 0 at ``u = 0`` whatever ``q``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.equal(u, 0), 0.0, np.sign(u) * np.power(np.absolute(u), q))
+
+
+def _abs_power_du(u: Any, p: Any, out: Any) -> Any:
+    """``p sign(u) |u| ** (p - 1)``: a signed power, whose own derivative follows."""
+    q = np.subtract(p, 1)
+    return np.multiply(p, bind(SIGNED_POWER, (u, q)) if isinstance(u, Tracer)
+                       else _signed_power(u, q))
+
+
+def _signed_power_du(u: Any, q: Any, out: Any) -> Any:
+    """``q |u| ** (q - 1)``: infinite at 0 for ``q < 1``, as ``|u| ** p``'s second derivative."""
+    r = np.subtract(q, 1)
+    with np.errstate(divide="ignore"):
+        return np.multiply(q, bind(ABS_POWER, (u, r)) if isinstance(u, Tracer)
+                           else _abs_power(u, r))
+
+
+#: ``|u| ** p`` and ``sign(u) |u| ** q`` for a constant exponent: each the other's derivative
+#: (times the exponent), so that a Hessian of ``|u| ** p`` is ``p (p - 1) |u| ** (p - 2)``
+#: also at ``u = 0`` (see :func:`_fractional_exponents`)
+ABS_POWER = Elementwise(_abs_power, (_abs_power_du, None), name="abs_power")
+SIGNED_POWER = Elementwise(_signed_power, (_signed_power_du, None), name="signed_power")
 
 
 def _zero_exponents(args: tuple[Any, ...]) -> np.ndarray | None:
