@@ -1242,6 +1242,13 @@ def test_fractional_powers_of_a_modulus_have_their_second_derivative_at_zero(p):
     from sparsejac.tracing import trace
 
     assert np.array_equal(trace(lambda v: np.abs(v) ** p, x).out.value, np.abs(x) ** p)
+    # the compiled tape encodes it (the power of the modulus): the same Jacobian
+    taped = sparsejac.SparseJacobian(lambda v: np.abs(v) ** p * v[::-1], np.ones(3),
+                                     engine="tape")
+    assert taped.stats()["engine"]["engine"] == "tape"
+    chained = sparsejac.SparseJacobian(lambda v: np.abs(v) ** p * v[::-1], np.ones(3),
+                                       engine="chain")
+    np.testing.assert_allclose(taped(x).toarray(), chained(x).toarray(), rtol=1e-15, atol=0)
 
 
 def test_a_bridge_penalty_mixes_exponents_per_element():

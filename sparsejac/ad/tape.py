@@ -61,7 +61,7 @@ from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.dense_linalg import Solve
 from sparsejac.primitives.depsets import broadcast_rows
-from sparsejac.primitives.elementwise import WHERE, Elementwise
+from sparsejac.primitives.elementwise import ABS_POWER, WHERE, Elementwise
 from sparsejac.primitives.movement import Gather, GatherPlan
 from sparsejac.tracing import Node, Program
 
@@ -303,9 +303,11 @@ class Tape:
                                  act])
                 continue
             if op is not None:
-                act = sum(1 << j for j, v in enumerate(node.inputs) if v.active and out.active)
+                # (abs_power: |u| and p, whose tangents carry u's; its third operand is u)
+                operands = node.inputs[:2] if node.prim is ABS_POWER else node.inputs
+                act = sum(1 << j for j, v in enumerate(operands) if v.active and out.active)
                 row = [op, o, out.size, 0, 0, act]
-                for j, v in enumerate(node.inputs):
+                for j, v in enumerate(operands):
                     bc = broadcast_rows(v.shape, out.shape)
                     pos = shared_arange(out.size) if bc is None else bc
                     row[3 + j] = indices(ins[j] + pos)
@@ -680,6 +682,8 @@ _BITWISE = (np.invert, np.bitwise_and, np.bitwise_or, np.bitwise_xor)
 
 def _elementwise_op(node: Node) -> int | None:
     prim = node.prim
+    if prim is ABS_POWER and not node.params:  # |u| ** p: the power of |u| (first order)
+        return k.POW
     if not isinstance(prim, Elementwise) or node.params:
         return None
     entry = OPS.get(prim.fn)

@@ -488,7 +488,8 @@ def _make_call_handler(prim: Elementwise, refuse: Any = None) -> Callable[..., A
             fractional = _fractional_exponents(args)
             if fractional is not None:  # |u| ** p, 0 < p < 2: its own second derivative
                 u = Tracer(args[0]._trace, args[0]._var.modulus_of)
-                result = bind(WHERE, (fractional, bind(ABS_POWER, (u, args[1])), result))
+                result = bind(WHERE, (fractional, bind(ABS_POWER, (args[0], args[1], u)),
+                                      result))
             even = _even_exponents(args)
             if even is not None:  # |u| ** e is u ** e, bit for bit, where e is even
                 u = Tracer(args[0]._trace, args[0]._var.modulus_of)
@@ -549,9 +550,9 @@ def _fractional_exponents(args: tuple[Any, ...]) -> np.ndarray | None:
         if inside.any() else None
 
 
-def _abs_power(u: Any, p: Any) -> Any:
-    """``|u| ** p`` (numpy's own bits)."""
-    return np.power(np.absolute(u), p)
+def _abs_power(a: Any, p: Any, u: Any = None) -> Any:
+    """``a ** p`` for ``a = |u|`` (numpy's own bits; ``u`` carries the derivative)."""
+    return np.power(a, p)
 
 
 def _signed_power(u: Any, q: Any) -> Any:
@@ -560,7 +561,7 @@ def _signed_power(u: Any, q: Any) -> Any:
         return np.where(np.equal(u, 0), 0.0, np.sign(u) * np.power(np.absolute(u), q))
 
 
-def _abs_power_du(u: Any, p: Any, out: Any) -> Any:
+def _abs_power_du(a: Any, p: Any, u: Any, out: Any) -> Any:
     """``p sign(u) |u| ** (p - 1)``: a signed power, whose own derivative follows."""
     q = np.subtract(p, 1)
     return np.multiply(p, bind(SIGNED_POWER, (u, q)) if isinstance(u, Tracer)
@@ -571,14 +572,18 @@ def _signed_power_du(u: Any, q: Any, out: Any) -> Any:
     """``q |u| ** (q - 1)``: infinite at 0 for ``q < 1``, as ``|u| ** p``'s second derivative."""
     r = np.subtract(q, 1)
     with np.errstate(divide="ignore"):
-        return np.multiply(q, bind(ABS_POWER, (u, r)) if isinstance(u, Tracer)
-                           else _abs_power(u, r))
+        a = np.absolute(u)
+        return np.multiply(q, bind(ABS_POWER, (a, r, u)) if isinstance(u, Tracer)
+                           else _abs_power(a, r))
 
 
-#: ``|u| ** p`` and ``sign(u) |u| ** q`` for a constant exponent: each the other's derivative
-#: (times the exponent), so that a Hessian of ``|u| ** p`` is ``p (p - 1) |u| ** (p - 2)``
-#: also at ``u = 0`` (see :func:`_fractional_exponents`)
-ABS_POWER = Elementwise(_abs_power, (_abs_power_du, None), name="abs_power")
+#: ``|u| ** p`` (operands ``|u|``, ``p``, ``u``: the value is the power of the modulus, the
+#: derivative flows through ``u``) and ``sign(u) |u| ** q`` for a constant exponent: each the
+#: other's derivative (times the exponent), so that a Hessian of ``|u| ** p`` is
+#: ``p (p - 1) |u| ** (p - 2)`` also at ``u = 0`` (see :func:`_fractional_exponents`). The
+#: compiled tape encodes ``abs_power`` as the power of its first operand (the same first
+#: derivatives).
+ABS_POWER = Elementwise(_abs_power, (None, None, _abs_power_du), name="abs_power")
 SIGNED_POWER = Elementwise(_signed_power, (_signed_power_du, None), name="signed_power")
 
 
