@@ -71,22 +71,18 @@ class DepSet:
     @property
     def indices(self) -> np.ndarray:
         """Column indices of the CSR form (sorted within each row)."""
-        if self._indices is None:
-            self._unpack()
-        assert self._indices is not None
-        return self._indices
+        return self._indices if self._indices is not None else self._unpack()[1]
 
     @property
     def indptr(self) -> np.ndarray:
         """Row pointers of the CSR form."""
-        if self._indptr is None:
-            self._unpack()
-        assert self._indptr is not None
-        return self._indptr
+        return self._indptr if self._indptr is not None else self._unpack()[0]
 
-    def _unpack(self) -> None:
+    def _unpack(self) -> tuple[np.ndarray, np.ndarray]:
+        """The CSR arrays of a packed structure, made once."""
         assert self.bits is not None
         self._indptr, self._indices = packed.to_csr(self.bits, self.shape[1])
+        return self._indptr, self._indices
 
     @property
     def nnz(self) -> int:
