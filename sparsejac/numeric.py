@@ -126,10 +126,12 @@ def is_arange(a: np.ndarray | None, n: int) -> bool:
     >>> from sparsejac.numeric import is_arange
     >>> is_arange(np.arange(5), 5), is_arange(np.array([0, 2, 1, 3]), 4), is_arange(None, 0)
     (True, False, False)
+    >>> is_arange(shared_arange(1000), 1000)     # the shared one: no pass over it
+    True
     """
     if a is None or a.size != n:
         return False
-    if n == 0:
+    if n == 0 or _is_shared_arange(a, n):
         return True
     flat = a.reshape(-1)
     if flat[0] != 0 or flat[n - 1] != n - 1:  # the usual "no", without a pass
@@ -150,6 +152,16 @@ def _read_only_arange(n: int) -> np.ndarray:
 
 
 _SMALL_ARANGES = [_read_only_arange(n) for n in range(17)]
+
+
+def _is_shared_arange(a: np.ndarray, n: int) -> bool:
+    """Whether ``a`` is :func:`shared_arange`'s array of ``n`` (no pass over it)."""
+    if a.flags.writeable:
+        return False
+    if n < len(_SMALL_ARANGES):
+        return a is _SMALL_ARANGES[n]
+    ref = _ARANGES.get(n)
+    return ref is not None and ref() is a
 
 
 def shared_arange(n: int) -> np.ndarray:
