@@ -41,6 +41,7 @@ import scipy.linalg as sla
 import scipy.optimize as so
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+import scipy.spatial.distance as ssd
 import scipy.special as sc
 import scipy.stats as st
 
@@ -610,6 +611,13 @@ CASES: list[Case] = [
          lambda x: spla.splu(_TRI6).solve(x**2, trans="T"), shape=(6, 2)),
     Case("scipy.sparse.linalg.factorized", "factorized",
          lambda x: spla.factorized(_BLK6)(np.exp(x)), shape=(6,)),
+    # -- scipy.spatial.distance (sparsejac/primitives/spatial.py) -----------------------------
+    Case("scipy.spatial.distance.pdist", "euclidean", lambda x: ssd.pdist(x.reshape(3, 2)),
+         shape=(6,)),
+    Case("scipy.spatial.distance.cdist", "cityblock_constant_b",
+         lambda x: ssd.cdist(x.reshape(3, 2), np.array([[0.1, 0.2]]), "cityblock"), shape=(6,)),
+    Case("scipy.spatial.distance.squareform", "vector_and_matrix",
+         lambda x: ssd.squareform(ssd.squareform(x[:3] ** 2)) * x[3], shape=(6,)),
     # -- scipy.integrate's quadratures, traced through (sparsejac/primitives/integrate.py) ----
     Case("scipy.integrate.simpson", "even_x", lambda x: np.atleast_1d(
         sint.simpson(x ** 2, x=np.linspace(0.0, 1.0, 6) ** 2)), shape=(6,)),

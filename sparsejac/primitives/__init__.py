@@ -71,6 +71,8 @@ def _defer_heavy_libraries() -> None:
                   lambda: importlib.import_module("sparsejac.primitives.interpolate"))
     library.defer("scipy.integrate",
                   lambda: importlib.import_module("sparsejac.primitives.integrate"))
+    library.defer("scipy.spatial",
+                  lambda: importlib.import_module("sparsejac.primitives.spatial"))
     library.defer("scipy.ndimage", filters("ndimage"))
     library.defer("scipy.signal", filters("signal"))
 
