@@ -696,6 +696,8 @@ CASES: list[Case] = [
          lambda x: si.make_interp_spline(_KNOTS, np.sin(_KNOTS))(x) * x[0, 0]),
     Case("scipy.interpolate.interp1d", "linear",
          lambda x: si.interp1d(_KNOTS, np.sin(_KNOTS))(x) * x[0, 0]),
+    Case("scipy.interpolate.interp1d", "previous_hold",
+         lambda x: si.interp1d(_KNOTS, np.sin(_KNOTS), kind="previous")(x) * x),
     Case("scipy.interpolate.interp1d", "cubic",
          lambda x: si.interp1d(_KNOTS, _KNOTS ** 2, kind="cubic")(x[::-1]) * x),
     Case("scipy.stats.rv_discrete.logcdf", "poisson", lambda x: st.poisson.logcdf(2, x[0])),

@@ -20,10 +20,12 @@ A spline of vector values (``y`` of shape ``(m, k)``) is evaluated channel by ch
 stacked on the last axis, as scipy does; a ``BSpline`` with ``axis`` other than 0 is refused.
 
 ``interp1d`` (``_Interpolator1D.__call__``) is intercepted too: its linear kind is
-``np.interp`` per channel (what scipy itself evaluates), its spline kinds its ``BSpline``,
-with its fill values or extrapolation outside the data; its piecewise-constant kinds are
-refused, and scipy's other ``_Interpolator1D`` subclasses run their own code (which refuses
-a traced point with a message).
+``np.interp`` per channel (what scipy itself evaluates), its spline kinds its ``BSpline``, its
+piecewise-constant kinds (``previous``, ``next``, ``nearest``: a zero-order hold of an input in
+time) the data value it picks, recomputed at each call with derivative 0, with its fill values
+(or extrapolation, for the linear and spline kinds) outside the data; scipy's other
+``_Interpolator1D`` subclasses run their own code (which refuses a traced point with a
+message).
 """
 
 from __future__ import annotations
@@ -122,8 +124,8 @@ _INTERP1D_CALL = si.interp1d.__mro__[1].__call__  # _Interpolator1D.__call__
 
 @register_library(_INTERP1D_CALL, name="scipy.interpolate.interp1d", family="elementwise",
                   via="interp | spline and its derivative",
-                  note="kinds linear, slinear, quadratic, cubic, zero and integer orders; "
-                       "fill values and fill_value='extrapolate'")
+                  note="every kind (previous, next, nearest: derivative 0); fill values, "
+                       "and fill_value='extrapolate' for the linear and spline kinds")
 def _interp1d_call(f: Any, x: Any) -> Any:
     """``interp1d(xk, yk, kind=...)(x)`` at a traced ``x`` (constant data).
 
@@ -131,20 +133,19 @@ def _interp1d_call(f: Any, x: Any) -> Any:
     channel), extrapolated along the end segments with ``fill_value="extrapolate"``; the
     spline kinds evaluate the interpolant's ``BSpline``; outside the data, the fill values
     (NaN by default) with zero derivative, or scipy's ``ValueError`` at the trace point with
-    ``bounds_error``. The piecewise-constant kinds (``nearest``, ``previous``, ``next``) are
-    refused in a global pattern: their value jumps with ``x``.
+    ``bounds_error``. The piecewise-constant kinds (``previous``, ``next``, ``nearest``,
+    ``nearest-up``) give the data value scipy picks, with derivative 0.
     """
     if not isinstance(f, si.interp1d):  # other _Interpolator1D: scipy's own code (refuses)
         from sparsejac.tracing.library import own_code
 
         return own_code(_INTERP1D_CALL)(f, x)
     kind = f._kind
-    if kind not in ("linear", "spline"):
+    if kind in _STEPS and f._extrapolate:
         raise UnsupportedPrimitiveError(
-            "scipy.interpolate.interp1d", f"kind={kind!r} is piecewise constant in x: its "
-            "value jumps where x crosses a midpoint or a data point, which a global pattern "
-            "cannot follow; use kind='linear' or a spline kind, or np.interp / CubicSpline",
-            problem=f"kind={kind!r} at a traced point")
+            "scipy.interpolate.interp1d", f"kind={kind!r} with fill_value='extrapolate' has no "
+            "rule; give fill values (or bounds_error) instead",
+            problem=f"kind={kind!r} extrapolated at a traced point")
     xt = as_traced_array(x) if not isinstance(x, np.ndarray) else x
     x_shape = np.shape(xt)
     flat = np.ravel(xt)
@@ -154,6 +155,8 @@ def _interp1d_call(f: Any, x: Any) -> Any:
     if kind == "spline":
         y = f._spline(flat)
         y = np.reshape(y, (flat.shape[0], -1))
+    elif kind in _STEPS:
+        y = _steps(kind, flat, xk) @ f._y
     else:
         cols = [_linear(flat, xk, f._y[:, c], f._extrapolate) for c in range(f._y.shape[1])]
         y = cols[0][:, None] if len(cols) == 1 else np.stack(cols, axis=1)
@@ -164,6 +167,31 @@ def _interp1d_call(f: Any, x: Any) -> Any:
         fill_above = np.broadcast_to(np.ravel(f._fill_value_above), (f._y.shape[1],))
         y = np.where(below, fill_below[None, :], np.where(above, fill_above[None, :], y))
     return f._finish_y(y, x_shape)
+
+
+#: the piecewise-constant kinds: which data point a point takes (scipy's tie rules)
+_STEPS = ("previous", "next", "nearest", "nearest-up")
+
+
+def _steps(kind: str, x: Any, xk: np.ndarray) -> Any:
+    """``(len(x), len(xk))`` one-hot rows: the data point each point takes, as scipy picks it.
+
+    Built from steps (``np.heaviside``, derivative 0) of the points against the data points or
+    their midpoints (``xk / 2`` summed, as scipy computes them), so the values are the data's
+    own, recomputed at each call, and the derivative is zero (a zero-order hold in time).
+    """
+    col = x[:, None]
+    if kind == "previous":  # the last data point at or before x
+        at_or_after = np.heaviside(col - xk[None, :], 1.0)
+        return at_or_after - np.concatenate([at_or_after[:, 1:], 0.0 * col], axis=1)
+    if kind == "next":  # the first data point at or after x
+        at_or_before = np.heaviside(xk[None, :] - col, 1.0)
+        return at_or_before - np.concatenate([0.0 * col, at_or_before[:, :-1]], axis=1)
+    half = xk / 2.0
+    mid = half[1:] + half[:-1]
+    past = np.heaviside(col - mid[None, :], 1.0 if kind == "nearest-up" else 0.0)
+    return (np.concatenate([1.0 + 0.0 * col, past], axis=1)
+            - np.concatenate([past, 0.0 * col], axis=1))
 
 
 def _linear(x: Any, xk: np.ndarray, yk: np.ndarray, extrapolate: bool) -> Any:

@@ -163,13 +163,34 @@ def test_interp1d_kinds_against_central_differences(case: str) -> None:
     np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("kind", ["previous", "next", "nearest", "nearest-up"])
+def test_interp1d_piecewise_constant_kinds_hold_the_data_values(kind: str) -> None:
+    """A zero-order hold, interp1d(tk, uk, kind="previous")(t) in a right-hand side: scipy's
+    own values (bit for bit, at data points and midpoints too, where scipy's tie rules pick)
+    recomputed at each t, derivative 0; fill values outside. Oracle: scipy's values, and
+    d(hold(u) * u) = hold(u) by hand."""
+    from scipy.interpolate import interp1d
+
+    from sparsejac.tracing import trace
+
+    hold = interp1d(XK, YK, kind=kind, bounds_error=False, fill_value=(-1.0, 3.0))
+    x = np.concatenate([XK, (XK[1:] + XK[:-1]) / 2, [-0.5, 2.5, 0.31]])
+    np.testing.assert_array_equal(trace(lambda u: hold(u), x).out.value, hold(x))
+    np.testing.assert_array_equal(sparsejac.jacobian(lambda u: hold(u) * u, x).toarray(),
+                                  np.diag(hold(x)))
+    ode = sparsejac.ode_jacobian(lambda t, y: -hold(t) * y, 0.0, np.ones(3), format="csr")
+    for t in (0.3, 1.1, 1.75):
+        np.testing.assert_array_equal(ode(t, np.ones(3)).toarray(), -hold(t) * np.eye(3))
+
+
 def test_interp1d_refusals() -> None:
-    """Piecewise-constant kinds are refused by name; a point outside the data gives scipy's
-    own ValueError at the trace point."""
+    """A piecewise-constant kind extrapolated is refused by name; a point outside the data
+    gives scipy's own ValueError at the trace point."""
     from scipy.interpolate import interp1d
 
     x = np.array([0.5, 1.0])
     with pytest.raises(UnsupportedPrimitiveError, match="kind='nearest'"):
-        sparsejac.jacobian(lambda u: interp1d(XK, YK, kind="nearest")(u), x)
+        sparsejac.jacobian(lambda u: interp1d(XK, YK, kind="nearest",
+                                              fill_value="extrapolate")(u), x)
     with pytest.raises(ValueError, match="above the interpolation range"):
         sparsejac.jacobian(lambda u: interp1d(XK, YK)(u + 2.0), x)
