@@ -605,3 +605,18 @@ def test_a_dot_method_of_a_plain_array_says_first_how_to_write_it():
     J = sparsejac.jacobian(lambda c: S @ np.stack([2.0 * c[0] * c[1], 0.5 * c[2] ** 2]),
                            np.array([1.0, 2.0, 3.0])).toarray()
     np.testing.assert_allclose(J, S @ np.array([[4.0, 2.0, 0.0], [0.0, 0.0, 3.0]]))
+
+
+@pytest.mark.parametrize("lookup", ["searchsorted", "digitize"])
+def test_a_table_lookup_in_time_names_the_traced_ways(lookup):
+    """u_data[np.searchsorted(t_data, t) - 1] in a right-hand side (a hold of an input): the
+    refusal names np.interp and interp1d(kind='previous'), which are traced."""
+    tk, uk = np.linspace(0.0, 5.0, 6), np.arange(6.0)
+
+    def rhs(t, y):
+        i = np.searchsorted(tk, t) - 1 if lookup == "searchsorted" else np.digitize(t, tk) - 1
+        return -uk[i] * y
+
+    with pytest.raises(sparsejac.UnsupportedPrimitiveError,
+                       match=rf"numpy\.{lookup}.*np\.interp.*interp1d\(kind='previous'\)"):
+        sparsejac.ode_jacobian(rhs, 0.5, np.ones(2))
