@@ -594,3 +594,22 @@ def test_a_view_of_a_buffer_from_a_function_without_a_rule_is_refused():
 
     with pytest.raises(sparsejac.UnsupportedPrimitiveError, match="returns a view"):
         sparsejac.jacobian(f, np.ones(6))
+
+
+def test_an_array_of_constants_made_in_f_is_a_buffer():
+    """d = np.array([0.0] * n) filled element by element (CellML's exported models, found by
+    the idioms hunt): refused before, as a plain array; now a buffer as np.zeros(n). An
+    array from a list of integers stays plain (an index array). Oracle: by hand."""
+    def f(y):
+        d = np.array([0.0] * 3)
+        d[0] = y[0] * y[1]
+        d[1] = -y[1]
+        d[2] = y[2] ** 2
+        idx = np.array([2, 0])
+        return d + y[idx].sum()
+
+    y = np.array([1.0, 2.0, 3.0])
+    want = np.array([[2.0, 1.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 6.0]]) + np.array(
+        [1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(sparsejac.jacobian(f, y).toarray(), want)
+    np.testing.assert_array_equal(sparsejac.SparseJacobian(f, y)(y).toarray(), want)

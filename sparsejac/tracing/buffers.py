@@ -88,7 +88,16 @@ def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             from sparsejac.tracing.hooks import registry
 
             return registry().function(original, args, kwargs)
-        return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        if (trace is not None and not trace.closed and isinstance(obj, (list, tuple))
+                and isinstance(result, np.ndarray) and result.dtype.kind == "f"
+                and result.ndim and _from_user_code(LIFTERS)):
+            # np.array([0.0] * n) made in f: a buffer as np.zeros(n) (a model exported from
+            # CellML fills one element by element)
+            from sparsejac.tracing.tracer import Tracer
+
+            return Tracer(trace, trace.const(result))
+        return result
 
     convert.__name__ = convert.__qualname__ = name
     convert.__doc__ = original.__doc__

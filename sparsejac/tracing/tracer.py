@@ -259,13 +259,13 @@ class Tracer:
                 raise TracedConversionError(library_message(site))
             raise TracedConversionError(
                 f"{what} of a traced array that depends on x{user_line()} would drop that "
-                "dependence (math.exp, math.sin ... call float(): use np.exp, np.sin); keep "
-                "the computation in numpy (e.g. y[0] instead of float(y[0])). numpy also calls "
-                "float() to store a traced element into a plain array made outside f (out[i] = "
-                "y with a global out) or into a copy of one (k.copy(), k * 1.0); create such "
-                "arrays inside f with numpy's creators (np.zeros(n), np.copy(k), "
-                "np.array(k, like=x) are traceable) or from x: out = np.zeros_like(x), "
-                "np.empty_like(x), or np.zeros(shape, like=x)."
+                "dependence (math.exp, math.sin ... call float(): use np.exp, np.sin). numpy "
+                "also calls float() to store a traced element into a plain array: one made "
+                "outside f (a global out), a copy of one (k.copy(), k * 1.0), or zeros(n) or "
+                "array([0.0] * n) after `from numpy import zeros, array`; create such arrays "
+                "inside f with np.zeros(n), np.copy(k), np.array(k, like=x) (traceable) or from "
+                "x: out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). Keep "
+                "the computation in numpy (e.g. y[0] instead of float(y[0]))."
             )
         return self._concrete_zero_derivative(what)
 
