@@ -890,7 +890,7 @@ ZERO_CASES: list[Case] = [
 SKIP = {
     # pure queries: they return shapes, dtypes or Python values, never arrays to differentiate
     "numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.iscomplexobj",
-    "numpy.isrealobj",
+    "numpy.isrealobj", "numpy.common_type",
     # returns a Python bool (local mode only); tested in tests/primitives/test_creation.py
     "numpy.allclose",
     # constant sparse matrices, nothing to differentiate; tested against the matrix itself

@@ -249,6 +249,12 @@ def _result_type(*arrays_and_dtypes: Any) -> np.dtype[Any]:
     return np.result_type(*[a.dtype if isinstance(a, Tracer) else a for a in arrays_and_dtypes])
 
 
+@register_function(np.common_type, family="creation", via="query")
+def _common_type(*arrays: Any) -> Any:
+    return np.common_type(*[np.empty(0, dtype=a.dtype) if isinstance(a, Tracer) else a
+                            for a in arrays])
+
+
 @register_function(np.iscomplexobj, family="creation", via="query")
 def _iscomplexobj(x: Any) -> bool:
     return bool(np.dtype(x.dtype).kind == "c")

@@ -18,7 +18,7 @@ import numpy as np
 
 from sparsejac.errors import TracedConversionError, TraceMismatchError, UnsupportedPrimitiveError
 from sparsejac.tracing import library
-from sparsejac.tracing.buffers import buffers_traced
+from sparsejac.tracing.buffers import bare_names_traced, buffers_traced
 from sparsejac.tracing.callers import explain_failure, object_loop_error
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.library import library_traced
@@ -340,8 +340,8 @@ def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any
     tr = Trace(local=local)
     xvar = tr.new_input(x_arr, INPUT)
     pvars = tuple(tr.new_input(np.asarray(p), PARAM) for p in params)
-    with recording(tr), buffers_traced(), library_traced(), _scipy_sparse_defers(), \
-            no_cyclic_gc():
+    with recording(tr), buffers_traced(), bare_names_traced(f), library_traced(), \
+            _scipy_sparse_defers(), no_cyclic_gc():
         try:
             result = f(Tracer(tr, xvar), *(Tracer(tr, v) for v in pvars))
         except TypeError as exc:

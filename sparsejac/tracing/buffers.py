@@ -40,7 +40,7 @@ from sparsejac.tracing.callers import user_frame
 from sparsejac.tracing.operands import holds_tracer
 from sparsejac.tracing.program import current_trace
 
-__all__ = ["CREATORS", "buffers_traced"]
+__all__ = ["CREATORS", "bare_names_traced", "buffers_traced"]
 
 #: numpy creation functions whose result, made by the traced function, becomes traceable.
 CREATORS: tuple[str, ...] = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -304,3 +304,88 @@ class _NumbaImportFinder(importlib.abc.MetaPathFinder):
 
 
 _NUMBA_IMPORTS = _NumbaImportFinder()
+
+
+def _global_spaces(f: Any, depth: int = 4) -> list[dict[str, Any]]:
+    """The module namespaces of ``f`` and of the functions it reaches by name.
+
+    Followed ``depth`` levels deep: the functions ``f`` names in its module or as an
+    attribute of a module it names (``model.rates``), closes over (sparsejac's adapters wrap
+    the user's function in closures) or is a method or partial of. Library modules (numpy,
+    scipy, sparsejac, numba) are left out: their own calls of numpy's creators stay plain.
+    """
+    from sparsejac.tracing.callers import LIBRARIES
+
+    spaces: dict[int, dict[str, Any]] = {}
+    seen: set[int] = set()
+
+    def visit(obj: Any, level: int) -> None:
+        if level < 0 or id(obj) in seen:
+            return
+        if isinstance(obj, types.MethodType):  # the function, and its object's attributes
+            visit(obj.__self__, level - 1)
+            obj = obj.__func__
+        while isinstance(obj, functools.partial):
+            obj = obj.func
+        if not isinstance(obj, types.FunctionType):
+            if callable(obj) and not isinstance(obj, type):  # an object (sparsejac's adapters)
+                seen.add(id(obj))
+                attrs = list(getattr(obj, "__dict__", {}).values())
+                attrs += [getattr(obj, n, None) for n in getattr(type(obj), "__slots__", ())]
+                for item in attrs:
+                    visit(item, level - 1)
+            return
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        space = obj.__globals__
+        if str(space.get("__name__", "")).partition(".")[0] not in LIBRARIES:
+            spaces.setdefault(id(space), space)
+        code = obj.__code__
+        named = [space.get(name) for name in code.co_names]
+        named += [c.cell_contents for c in (obj.__closure__ or ()) if _has_contents(c)]
+        modules = [m for m in named if isinstance(m, types.ModuleType)
+                   and m.__name__.partition(".")[0] not in LIBRARIES]
+        named += [getattr(m, name, None) for m in modules for name in code.co_names]
+        for item in named:
+            visit(item, level - 1)
+
+    visit(f, depth)
+    return list(spaces.values())
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+@contextmanager
+def bare_names_traced(f: Any) -> Iterator[None]:
+    """Rebind numpy's creators bound by name in ``f``'s modules for the trace.
+
+    ``from numpy import zeros, array`` (or ``from numpy import *``, as models exported from
+    CellML write) binds numpy's own functions, which the wrappers installed on the numpy
+    module do not reach: a buffer ``zeros(n)`` made in ``f`` would stay plain. While ``f`` is
+    traced, such a name in ``f``'s module (and in the modules of the functions ``f`` names or
+    closes over) is bound to the wrapper; afterwards it is bound back, where it still is the
+    wrapper. Outside the trace the wrappers call numpy's functions unchanged.
+    """
+    patched: list[tuple[dict[str, Any], str, Any, Any]] = []
+    with _LOCK:
+        for space in _global_spaces(f):
+            for name in (*CREATORS, *LIFTERS):
+                original, wrapper = _ORIGINALS.get(name), getattr(np, name)
+                if original is not None and wrapper is not original and \
+                        space.get(name) is original:
+                    space[name] = wrapper
+                    patched.append((space, name, original, wrapper))
+    try:
+        yield
+    finally:
+        with _LOCK:
+            for space, name, original, wrapper in patched:
+                if space.get(name) is wrapper:
+                    space[name] = original

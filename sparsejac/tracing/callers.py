@@ -109,7 +109,7 @@ def array_conversion_message(shape: tuple[int, ...], dtype: Any) -> str:
         f"{dot}it came through a call the tracer cannot follow, or assignment into a plain "
         "array: made outside f (a global buffer), a copy of one (k.copy(), k * 1.0: "
         "write np.copy(k)), a grid or index array (np.arange, np.linspace: plain), or "
-        "`zeros(n)` after `from numpy import zeros`, which the tracer cannot see; that "
+        "`zeros(n)` after `from numpy import zeros` in a module f does not reach; that "
         "would lose its dependence on x. Create output arrays inside f (np.zeros(n), "
         "np.empty(n) there are traceable) or from x: out = np.zeros_like(x), "
         "np.empty_like(x), np.zeros(shape, like=x), np.arange(n, like=x). A list of traced "
