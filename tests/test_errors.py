@@ -620,3 +620,19 @@ def test_a_table_lookup_in_time_names_the_traced_ways(lookup):
     with pytest.raises(sparsejac.UnsupportedPrimitiveError,
                        match=rf"numpy\.{lookup}.*np\.interp.*interp1d\(kind='previous'\)"):
         sparsejac.ode_jacobian(rhs, 0.5, np.ones(2))
+
+
+def test_a_refusal_swallowed_by_compiled_code_is_raised():
+    """scipy.optimize.fsolve inside f with x reaching it through the function it solves
+    (CellML models solve algebraic loops so, found by the idioms hunt): MINPACK converts the
+    traced result, sparsejac refuses, and MINPACK raised its own error ('Result from function
+    call is not a proper array of floats'); now sparsejac's refusal, naming fsolve."""
+    from scipy.optimize import fsolve
+
+    def f(x):
+        root = fsolve(lambda z: z ** 3 - x[0], np.ones(1))
+        return root * x[1]
+
+    with pytest.raises(sparsejac.TracedConversionError, match=r"scipy\.optimize\.fsolve") as e:
+        sparsejac.jacobian(f, np.array([8.0, 1.0]))
+    assert "it then surfaced as" in "".join(getattr(e.value, "__notes__", []))

@@ -19,7 +19,7 @@ import numpy as np
 from sparsejac.errors import TracedConversionError, TraceMismatchError, UnsupportedPrimitiveError
 from sparsejac.tracing import library
 from sparsejac.tracing.buffers import bare_names_traced, buffers_traced
-from sparsejac.tracing.callers import explain_failure, object_loop_error
+from sparsejac.tracing.callers import explain_failure, object_loop_error, take_refusal
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.library import library_traced
 from sparsejac.tracing.operands import lift_objects
@@ -334,9 +334,25 @@ def _term_scale(prog: Program) -> float:
     return scale
 
 
+def _raise_swallowed(exc: BaseException) -> None:
+    """Raise sparsejac's refusal that compiled code swallowed before raising ``exc``.
+
+    ``scipy.optimize.fsolve`` of a function whose closure holds x: MINPACK converts the
+    traced result, sparsejac refuses, and MINPACK raises its own ``error`` instead.
+    """
+    if type(exc).__module__.partition(".")[0] == "sparsejac":
+        return
+    message = take_refusal()
+    if message is not None:
+        refusal = TracedConversionError(message)
+        refusal.add_note(f"(it then surfaced as {type(exc).__name__}: {exc})")
+        raise refusal from exc
+
+
 def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any],
                 name: str) -> Program:
     x_arr = as_float_input(x)
+    take_refusal()  # (a refusal of an earlier trace in this thread, caught by its caller)
     tr = Trace(local=local)
     xvar = tr.new_input(x_arr, INPUT)
     pvars = tuple(tr.new_input(np.asarray(p), PARAM) for p in params)
@@ -360,12 +376,14 @@ def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any
                 raise loop from exc
             explained = explain_failure(exc)
             if explained is exc:
+                _raise_swallowed(exc)
                 raise
             raise explained from exc
         except Exception as exc:
             if type(exc).__module__.partition(".")[0] != "numba":
                 explained = explain_failure(exc)
                 if explained is exc:
+                    _raise_swallowed(exc)
                     raise
                 raise explained from exc
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from typing import Any
 
 from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
@@ -232,11 +233,34 @@ def called_by_a_rule() -> bool:
     return False
 
 
+#: the first library refusal of the trace running in this thread (see :func:`take_refusal`)
+_REFUSED = threading.local()
+
+
+def take_refusal() -> str | None:
+    """The first library refusal since the last call, in this thread (and forget it).
+
+    Compiled code that calls back into Python (MINPACK's ``fsolve``: x reaches it through
+    the function it solves) may swallow sparsejac's error and raise its own; the trace then
+    raises this message instead.
+    """
+    message = getattr(_REFUSED, "message", None)
+    _REFUSED.message = None
+    return message
+
+
 def library_message(site: str, param: bool = False) -> str:
     """The error message for a library function that converted a traced array.
 
     ``param``: the array depends on a traced parameter only (an ODE's time ``t``).
     """
+    message = _library_message(site, param)
+    if getattr(_REFUSED, "message", None) is None:
+        _REFUSED.message = message
+    return message
+
+
+def _library_message(site: str, param: bool) -> str:
     if param:
         return (
             f"{site} received a traced parameter (a value computed from an ODE's time t, or "
