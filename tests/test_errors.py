@@ -354,18 +354,19 @@ def test_python_builtins_on_traced_values_give_sparsejac_errors() -> None:
         sparsejac.jacobian_sparsity(lambda y: (setattr(y, "shape", (3, 1)), y)[1], x)
 
 
-def _clip_negative(y: np.ndarray) -> np.ndarray:
-    y = y.copy()
-    y[y < 0] = 0.0
-    return np.roll(y, 1) * y
+def _zero_negative_rows(y: np.ndarray) -> np.ndarray:
+    y = y.reshape(3, 2).copy()
+    y[y[:, 0] < 0] = 0.0
+    return (np.roll(y, 1) * y).ravel()
 
 
 def test_a_traced_mask_in_an_assignment_names_the_assignment_and_its_line() -> None:
-    """`y[y < 0] = 0` in a global trace: the error spoke of x[...] and named no line."""
+    """`y[m] = 0` with a row mask m moving with x, in a global trace: the error spoke of
+    x[...] and named no line. (A mask of y's own shape is np.where: traced.)"""
     with pytest.raises(sparsejac.ConcretizationError,
                        match=r"mask used in an assignment y\[\.\.\.\] = v depends on traced "
-                       r"values \(at test_errors\.py:\d+: `y\[y < 0\] = 0\.0`"):
-        sparsejac.SparseJacobian(_clip_negative, np.array([0.5, -0.3, 0.8]))
+                       r"values \(at test_errors\.py:\d+: `y\[y\[:, 0\] < 0\] = 0\.0`"):
+        sparsejac.SparseJacobian(_zero_negative_rows, np.array([0.5, -0.3, 0.8, 1.0, 2.0, 3.0]))
 
 
 def test_jacobian_sparsity_passes_kwargs() -> None:

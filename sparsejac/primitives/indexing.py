@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -129,6 +129,11 @@ def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
 
 def setitem(x: Tracer, key: Any, value: Any) -> Tracer:
     """The traced array equal to ``x`` after ``x[key] = value``."""
+    if (isinstance(key, Tracer) and not key._var.is_const and key._var.dtype == bool
+            and key.shape == x.shape and np.ndim(value) == 0 and x._var.dtype.kind == "f"):
+        # y[y < 0] = 0 (a mask moving with x, one value): np.where(mask, value, y), which
+        # holds for every x (the mask is recomputed at each call)
+        return cast(Tracer, np.where(key, value, x))
     key = _index_key(key, "an index array or mask used in an assignment y[...] = v")
     trace = find_trace([x, value])
     xvar = x._var
