@@ -1419,3 +1419,34 @@ def test_a_nan_of_constant_data_masked_by_nan_to_num_is_not_a_singular_point():
     np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, rtol=1e-15)
     np.testing.assert_allclose(sparsejac.SparseJacobian(f, x + 1.0)(x).toarray(), want,
                                rtol=1e-15)
+
+
+def test_a_guard_on_an_equality_is_followed_off_its_tie():
+    """`if r == 0: return 0` (a guard against a division by zero; the idioms hunt, an orbit
+    right-hand side) stopped every global pattern and prepared Jacobian. The equality holds at
+    no point near x, so the generic branch is traced; a call where it holds is refused, never
+    answered with the generic branch's derivatives. Oracle: by hand."""
+    def orbit(y):
+        r, v = y[:3], y[3:]
+        rn = np.linalg.norm(r)
+        if rn == 0:
+            return np.zeros(6)
+        return np.concatenate([v, -r / rn ** 3])
+
+    def by_hand(y):
+        r = y[:3]
+        rn = np.linalg.norm(r)
+        J = np.zeros((6, 6))
+        J[:3, 3:] = np.eye(3)
+        J[3:, :3] = -np.eye(3) / rn ** 3 + 3 * np.outer(r, r) / rn ** 5
+        return J
+
+    x = np.array([1.0, 0.2, 0.1, 0.0, 1.0, 0.0])
+    jac = sparsejac.SparseJacobian(orbit, x)
+    for p in (x, x + 0.3):
+        np.testing.assert_allclose(jac(p).toarray(), by_hand(p), rtol=1e-13, atol=1e-15)
+    at_tie = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    with pytest.raises(sparsejac.ConcretizationError, match="holds at this x only"):
+        jac(at_tie)
+    with pytest.raises(sparsejac.ConcretizationError):
+        sparsejac.SparseJacobian(orbit, at_tie)

@@ -70,8 +70,8 @@ class Var:
     ('input', True, 'node', (3,))
     """
 
-    __slots__ = ("active", "dtype", "id", "kind", "modulus_of", "nan_data", "piecewise",
-                 "shape", "singular", "size", "sources", "tied", "value")
+    __slots__ = ("active", "dtype", "generic", "id", "kind", "modulus_of", "nan_data",
+                 "piecewise", "shape", "singular", "size", "sources", "tied", "value")
 
     def __init__(self, value: Any, kind: str, active: bool, sources: int = 0) -> None:
         arr = _asarray(value)
@@ -90,6 +90,10 @@ class Var:
         #: a boolean that some equality ``x-dependent == constant`` holding at the trace point
         #: decided (local traces: a branch on it holds at no nearby point)
         self.tied = False
+        #: a scalar ``x-dependent == constant`` (or ``!=``) that does not hold at the trace
+        #: point: a global trace may branch on it (the equality holds at no nearby point, and
+        #: a replay where it holds is refused, :class:`TieChecked`)
+        self.generic = False
         #: for ``np.abs(u)`` of a real ``u``: ``u`` (its square is ``u ** 2``, see
         #: :func:`sparsejac.primitives.elementwise`'s handlers)
         self.modulus_of: Var | None = None
@@ -348,16 +352,19 @@ class Trace:
                 prim = guard  # refused at replays where it finds a NaN or infinity
                 if guard.finds(value):
                     self.ties.append(guard.message())
-        tie = False
+        tie = generic = False
         if name in _EQUALITIES and _compares_to_constant(name, inputs, value):
             checked = prim if isinstance(prim, TieChecked) else TieChecked(prim)
             prim = checked  # noted here (derivative engines refuse it), refused at replays
             tie = holds_everywhere(checked.name, value)
             if tie:
                 self.ties.append(tie_message(checked.name, checked.where))
+            elif name in ("equal", "not_equal") and value.size == 1 and sources & FROM_X:
+                generic = True
         if self.local and value.dtype == bool and sources & FROM_X:
             # a branch on it, or on a boolean computed from it, holds at no nearby point
             out.tied = tie or any(v.tied for v in inputs)
+        out.generic = generic
         self.nodes.append(Node(prim, inputs, params, out))
         return out
 

@@ -8,9 +8,9 @@ whenever a Tracer is among the arguments. Both look the call up in the primitive
 
 Conversions to plain Python values are where tracing meets Python control flow:
 
-* ``bool()``, ``int()``, ``operator.index()`` have zero derivative, so local mode answers
-  them from the value at the trace point (and marks the program value-dependent); global
-  mode refuses with :class:`~sparsejac.errors.ConcretizationError`;
+* ``bool()``, ``int()``, ``operator.index()`` have zero derivative: local mode answers from
+  the value at the trace point (the program is value-dependent), global mode refuses
+  (:class:`~sparsejac.errors.ConcretizationError`) but for a guard ``if r == 0:`` off its tie;
 * ``float()``, ``complex()``, ``.item()``, ``.tolist()``, ``np.asarray()`` would drop the
   derivative, so they are refused for any value that depends on ``x``.
 """
@@ -56,11 +56,9 @@ _PARAM_HINT = (
 class Tracer:
     """Array-like stand-in for an intermediate value of the traced function.
 
-    Users never build one: :func:`sparsejac.jacobian_sparsity` and the AD entry points pass
-    a Tracer to ``f`` in place of ``x``. It supports numpy's operators, methods and the
-    functions listed in ``docs/supported.md``. Then ``f`` is called once more with ``x``
-    itself, to check that it computes the same values
-    (:func:`~sparsejac.tracing.check_traced_value`).
+    Users never build one: the entry points pass a Tracer to ``f`` in place of ``x``. It
+    supports numpy's operators, methods and the functions of ``docs/supported.md``; ``f`` is
+    then called with ``x`` itself (:func:`~sparsejac.tracing.check_traced_value`).
 
     Examples
     --------
@@ -236,6 +234,8 @@ class Tracer:
         if var.is_const:
             return var.value
         if not self._trace.local:
+            if var.generic and what == "bool()":  # if r == 0: false here, and near x
+                return var.value
             if var.sources == FROM_PARAMS:
                 raise ConcretizationError(f"{what} of a traced value{user_line()}: "
                                           f"{_PARAM_HINT}")
