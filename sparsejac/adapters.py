@@ -224,7 +224,8 @@ def ode_jacobian(fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, .
     Notes
     -----
     ``t`` is traced: the right-hand side may use it in numpy expressions (``np.where(t > 1,
-    ...)``) but not in Python ``if`` statements (that would make the pattern depend on t).
+    ...)``), one preparation for every t. A Python ``if`` on ``t`` alone is followed: each
+    branch is prepared when first reached, and kept (:func:`sparsejac.verifying.for_params`).
 
     Examples
     --------

@@ -49,7 +49,7 @@ from sparsejac.validation import (
     check_subset,
     check_x,
 )
-from sparsejac.verifying import Verifier, _same_args, watch
+from sparsejac.verifying import Verifier, _same_args, check_structure, for_params, watch
 
 __all__ = ["SparseHessian", "hessian", "hessian_sparsity"]
 
@@ -337,6 +337,10 @@ class SparseHessian(PlanView):
         self._user_sparsity = sparsity
         self._lock = threading.RLock()
         self._n_prepared = 0
+        #: preparations for other branches of f on its parameters (``if t < t1:``)
+        self._branches: list[_State] = []
+        self._branch_preparations = 0
+        self._shown: SparsityPattern | None = None  # the pattern structure() returned
         self._cache: tuple[bytes, tuple[Any, ...], sp.csr_array, Any] | None = None
         self._prepare(check_args(args), check_kwargs(kwargs))
 
@@ -350,12 +354,17 @@ class SparseHessian(PlanView):
 
     # -- preparation -----------------------------------------------------------------------
 
-    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 params: Sequence[Any] | None = None, *, branch: bool = False) -> None:
+        """Prepare at ``params`` (default: the preparation's); ``branch``: keep the others."""
+        ps = self._params0 if params is None else tuple(params)
+        if not branch:
+            self._branches = []  # (prepared with other arguments or before a change of f)
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         call = bind_arguments(self._f, args, kwargs)
         try:
-            prog = _scalar_program(call, self._x0, self._params0, self._name)
+            prog = _scalar_program(call, self._x0, ps, self._name)
             check_ties(prog)
         except ConcretizationError as e:  # (local=True is no option of a prepared Hessian)
             raise ConcretizationError(str(e).replace(
@@ -363,7 +372,7 @@ class SparseHessian(PlanView):
                 "sparsejac.hessian(f, x) (the branch taken there).")) from None
         grad = gradient_call(prog)
         with np.errstate(all="ignore"):  # (derivatives: inf * 0 at a singular point)
-            gprog = trace_gradient(prog, self._x0, params=self._params0,
+            gprog = trace_gradient(prog, self._x0, params=ps,
                                    name=f"gradient of {self._name}")
         gpattern = program_sparsity(gprog)
         detected = _symmetric(gpattern)
@@ -386,7 +395,7 @@ class SparseHessian(PlanView):
         saved = SavedPlan(pattern, {"forward": column}, "forward", "",
                           {"forward": float(column.n_colors)}, 0.0)
         with np.errstate(all="ignore"):
-            plan = prepare(grad, self._x0, params=self._params0,
+            plan = prepare(grad, self._x0, params=ps,
                            name=f"gradient of {self._name}", sparsity=saved,
                            mode="auto" if self._path == "auto" else "forward",
                            order="natural", effort=0.0, traced=(gprog, gpattern))
@@ -477,12 +486,14 @@ class SparseHessian(PlanView):
                 f"`params` must be {len(self._params0)} values of sizes "
                 f"{[int(np.size(p)) for p in self._params0]}, as at the preparation; got "
                 f"{len(ps)} of sizes {[int(np.size(p)) for p in ps]}")
+        if state.program.guards is not None:  # f branches on its parameters: which branch
+            state = for_params(self, state, ps)
         if self._verify and not self._agrees(state, xa, ps):
             with self._lock:  # (another thread may have prepared for other arguments)
                 if self._state is state or not _same_args(self._state, state.args,
                                                           state.kwargs):
-                    self._prepare(state.args, state.kwargs)
-                state = self._state
+                    self._prepare(state.args, state.kwargs, ps)
+                state = for_params(self, self._state, ps)
             if not self._agrees(state, xa, ps, tolerate=True):
                 raise RuntimeError(
                     f"`{self._name}` does not compute the same value from the same x: the "
@@ -606,13 +617,14 @@ class SparseHessian(PlanView):
         array([1., 1.])
         """
         state = self._state
-        pat = state.plan.pattern
+        pat = self._shown = state.plan.pattern
         return (np.asarray(pat.rows[state.lower], dtype=np.int64),
                 np.asarray(pat.indices[state.lower], dtype=np.int64))
 
     def values(self, x: Any, *, params: Sequence[Any] | None = None) -> np.ndarray:
         """The lower triangle's values at ``x`` in the order of :meth:`structure`."""
         data, _, state = self._data(x, params, self._state)
+        check_structure(self, state.plan.pattern, state.program.guards)
         return np.ascontiguousarray(data[state.lower])
 
     # -- reporting -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from sparsejac.ad import InterpretedLinearization, Linearization, PreparedProgram
 from sparsejac.engines import PreparedEngine, ReplayEngine
-from sparsejac.verifying import Verifier
+from sparsejac.verifying import Verifier, for_params
 
 __all__ = ["DENSE_PRODUCTS", "DENSE_PRODUCTS_MIN", "JacobianOperator", "KrylovMethod", "linearized"]
 
@@ -145,6 +145,8 @@ def linearized(jac: Any, x: np.ndarray, params: Any, given: bool = True) -> Jaco
     array([2.33333333, 0.66666667, 1.        ])
     """
     state = jac._state
+    if state.plan.guards is not None:  # f branches on its parameters: which branch
+        state = for_params(jac, state, params)
     plan = state.plan
     engine = plan.engine
     lin: Any

@@ -70,6 +70,7 @@ from sparsejac.errors import (
 from sparsejac.memory import TRIM_NNZ, preparation_heap, return_freed_memory
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.tracing import Program, no_cyclic_gc
+from sparsejac.tracing.guards import ParamGuards
 from sparsejac.tracing.program import check_ties
 from sparsejac.validation import check_compressed_size, check_subset
 
@@ -169,6 +170,9 @@ class Plan:
     call_work: float = 0.0
     #: what the deferred search needs: (candidate modes, order, reverse_cost)
     search_args: tuple[Any, ...] = ()
+    #: the branches ``f`` took on values of its parameters alone (``if t < t1:``): the plan
+    #: holds for parameter values where they are taken again (``None``: no such branch)
+    guards: ParamGuards | None = None
     #: attributes of the first matrix built, per class (see :meth:`matrix`)
     _matrices: dict[Any, tuple[dict[str, Any], np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False, compare=False)
@@ -639,9 +643,10 @@ def prepare(
     seconds["preparation"] = time.perf_counter() - t0
 
     costs = {m: partition_cost(c, reverse_cost) for m, c in colorings.items()}
+    guards = None if program is None else program.guards
     if saved is not None:
         return Plan(pattern, colorings, saved.mode, saved.reason, dict(saved.costs), runner,
-                    float(saved.effort), seconds)
+                    float(saved.effort), seconds, guards=guards)
     chosen, reason, timed = _choose(modes, colorings, costs, reverse_cost,
                                     calibrate and not one_shot, runner, pattern, x0, params)
     if timed:
@@ -650,7 +655,8 @@ def prepare(
         pattern.release_csc()  # assembled directly: the CSC arrays are rebuilt if ever used
     return Plan(pattern, colorings, chosen, reason, costs, runner, float(effort), seconds,
                 pending=float(pending), call_work=float(call_work),
-                search_args=(tuple(modes), order, reverse_cost) if pending else ())
+                search_args=(tuple(modes), order, reverse_cost) if pending else (),
+                guards=guards)
 
 
 def _tape_calls_units(program: Program | None, pattern: SparsityPattern, engine: str,

@@ -21,6 +21,7 @@ from sparsejac.ad.tape import Fused, Tape
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.deferred import deferred_search, search_due
 from sparsejac.engines import PreparedEngine
+from sparsejac.pattern import SparsityPattern
 from sparsejac.pipeline import Plan, PlanView, fd_evaluations, prepare
 from sparsejac.validation import (
     Mode,
@@ -38,7 +39,15 @@ from sparsejac.validation import (
     check_x,
     fits_pattern,
 )
-from sparsejac.verifying import VERIFY_RTOL, Verifier, _same_args, bind_arguments, watch
+from sparsejac.verifying import (
+    VERIFY_RTOL,
+    Verifier,
+    _same_args,
+    bind_arguments,
+    check_structure,
+    for_params,
+    watch,
+)
 
 if TYPE_CHECKING:
     from sparsejac.operators import JacobianOperator
@@ -258,6 +267,9 @@ class SparseJacobian(PlanView):
         self._lock = threading.RLock()
         self._n_prepared = 0
         self._calls = 0  # calls of the current preparation (the deferred search's clock)
+        self._branches: list[_State] = []  # for other branches on the params (for_params)
+        self._branch_preparations = 0
+        self._shown: SparsityPattern | None = None  # the pattern structure() returned
         self._prepare(check_args(args), check_kwargs(kwargs))
 
     # -- copy and pickle: a prepared Jacobian is rebuilt from its inputs (prepare is
@@ -271,10 +283,14 @@ class SparseJacobian(PlanView):
         return (_rebuild, (self._f, self._x0, options, self._params0, state.args, state.kwargs,
                            self._name, self._verify))
 
-    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 params: Sequence[Any] | None = None, *, branch: bool = False) -> None:
+        """Prepare at ``params`` (default: the preparation's); ``branch``: keep the others."""
         call = bind_arguments(self._f, args, kwargs)
-        plan = prepare(call, self._x0, params=self._params0, name=self._name, defer=True,
-                       **self._options)
+        plan = prepare(call, self._x0, params=self._params0 if params is None else params,
+                       name=self._name, defer=True, **self._options)
+        if not branch:
+            self._branches = []  # (prepared with other arguments or before a change of f)
         # one assignment: a concurrent call sees the old state or the new one, never a mix
         self._state = _State(args, kwargs, call, plan)
         self._calls = 0
@@ -363,11 +379,16 @@ class SparseJacobian(PlanView):
         if (fast is None or type(x) is not np.ndarray or x.dtype != np.float64
                 or x.shape != self._x0.shape):
             return None
-        tape, (kernel, kernel0, ints, floats, nnz, m, _, work) = fast
         ps = self._params0 if params is None else params
         if params is not None and not (self._scalar_param and len(params) == 1
                                        and type(params[0]) is float):
             ps = check_params(params, like=self._params0)
+        if state.plan.guards is not None:  # f branches on its parameters: which branch
+            state = for_params(self, state, ps)
+            fast = state.fast
+            if fast is None:
+                return None
+        tape, (kernel, kernel0, ints, floats, nnz, m, _, work) = fast
         pv = tape.param_vector(ps)
         if pv is None:
             return None
@@ -471,7 +492,7 @@ class SparseJacobian(PlanView):
         >>> jac.values(np.array([1.0, 2.0, 3.0]))
         array([2., 1., 3., 2.])
         """
-        pat = self._plan.pattern
+        pat = self._shown = self._plan.pattern
         if order == "csc":
             return np.array(pat.col_indices), np.repeat(
                 np.arange(pat.shape[1], dtype=np.int64), np.diff(pat.col_indptr))
@@ -521,13 +542,16 @@ class SparseJacobian(PlanView):
         if order == "csr":
             got = self._fast_data(x, None if params is None else check_params(params))
             if got is not None:
+                check_structure(self, got[1].pattern, got[1].guards, out)
                 if out is None:
                     return got[0]
                 out[:] = got[0]
                 return out
-            data, _ = self._data(x, params, None, None, out)
+            data, plan = self._data(x, params, None, None, out)
+            check_structure(self, plan.pattern, plan.guards, out)
             return data
         data, plan = self._data(x, params, None, None, None)
+        check_structure(self, plan.pattern, plan.guards, out)
         gathered: np.ndarray = data[plan.pattern.csc_to_csr]
         if out is None:
             return gathered
@@ -545,15 +569,19 @@ class SparseJacobian(PlanView):
             state = self._state
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else check_params(params, like=self._params0)
+        if state.plan.guards is not None:  # f branches on its parameters: which branch
+            state = for_params(self, state, ps)
         plan = state.plan
+        if out is not None and out.shape != (plan.pattern.nnz,):
+            out = None  # another branch's pattern
         data, fx = plan.evaluate_with_value(xa, ps, out)
         if plan.replays and self._verify and not self._check.agrees(state, fx, xa, ps):
             # f changed since the preparation (a global, closure, container): prepare again
             with self._lock:  # (another thread may have prepared for other arguments)
                 if self._state is state or not _same_args(self._state, state.args,
                                                           state.kwargs):
-                    self._prepare(state.args, state.kwargs)
-                state = self._state
+                    self._prepare(state.args, state.kwargs, ps)
+                state = for_params(self, self._state, ps)
             plan = state.plan
             if out is not None and out.shape != (plan.pattern.nnz,):
                 out = None  # the new preparation found another pattern
@@ -721,7 +749,8 @@ class SparseJacobian(PlanView):
             search's ``effort``, the call it is due after and the calls so far),
             ``coloring_work`` (the work it spent), ``seconds`` (detection,
             coloring, preparation, and with ``calibrate=True`` calibration per timed mode),
-            ``engine`` and ``preparations``.
+            ``engine``, ``preparations`` and ``branches`` (preparations for other branches
+            of ``f`` on its parameters, :func:`~sparsejac.verifying.for_params`: kept, made).
         """
         plan = self._plan
         m, n = plan.shape
@@ -748,20 +777,15 @@ class SparseJacobian(PlanView):
             "seconds": dict(plan.seconds),
             "engine": plan.engine.stats(),
             "preparations": self._n_prepared,
+            "branches": [len(self._branches), self._branch_preparations],
         }
 
     def __repr__(self) -> str:
         m, n = self._plan.shape
         c = self.coloring
-        match self.mode:
-            case "forward":
-                work = _count(c.n_forward, "JVP")
-            case "reverse":
-                work = _count(c.n_reverse, "VJP")
-            case "mixed":
-                work = f"{_count(c.n_forward, 'JVP')} + {_count(c.n_reverse, 'VJP')}"
-            case _:
-                work = _count(self.n_products, "f evaluation")
+        work = {"forward": _count(c.n_forward, "JVP"), "reverse": _count(c.n_reverse, "VJP"),
+                "mixed": f"{_count(c.n_forward, 'JVP')} + {_count(c.n_reverse, 'VJP')}"}.get(
+            self.mode) or _count(self.n_products, "f evaluation")
         full = m if self.mode == "reverse" else (min(m, n) if self.mode == "mixed" else n)
         if self.mode == "fd":  # the dense scheme: one (two for 3-point) evaluation per column
             full = fd_evaluations(self._fd_method, n)

@@ -11,10 +11,13 @@ from __future__ import annotations
 import dis
 import functools
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from sparsejac.tracing.guards import PARAM_HINT
 
 __all__ = ["VERIFY_RTOL", "WATCH_COPY_MAX", "Verifier", "bind_arguments", "changed", "param_key",
            "settle", "watch"]
@@ -585,3 +588,73 @@ def _same_args(state: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> boo
         a is b for a, b in zip(args, state.args, strict=True)
     ) and kwargs.keys() == state.kwargs.keys() and all(
         kwargs[k] is state.kwargs[k] for k in kwargs)
+
+
+#: Preparations kept for other branches on the parameters, besides the current one
+BRANCHES_KEPT = 8
+
+#: After this many new preparations for values of a parameter read whole (``float(t)``,
+#: ``math.exp(-t)``: every value is a branch of its own), or for branches in general, a
+#: warning says how to avoid them
+VALUE_READ_WARN_AFTER, BRANCHES_WARN_AFTER = 3, 16
+
+
+def for_params(owner: Any, state: Any, params: Sequence[Any]) -> Any:
+    """The preparation of ``owner`` for ``params``: ``state``, or one for their branches.
+
+    ``f`` may branch in Python on values computed from its parameters alone (``if t < t1:``,
+    :class:`~sparsejac.tracing.guards.ParamGuards`); a preparation holds for the parameter
+    values that take its branches. For others, this one of the :data:`BRANCHES_KEPT` kept
+    ones that holds becomes the current preparation, or a new one is made at ``params``.
+    ``owner`` is a :class:`~sparsejac.SparseJacobian` or :class:`~sparsejac.SparseHessian`
+    (``_state``, ``_branches``, ``_lock``, ``_prepare(args, kwargs, params)``).
+    """
+    guards = _guards(state)
+    if guards is None or guards.holds(params):
+        return state
+    with owner._lock:
+        kept = owner._branches
+        found = next((s for s in kept if _guards(s).holds(params)
+                      and _same_args(s, state.args, state.kwargs)), None)
+        current = owner._state
+        if found is not None:
+            kept.remove(found)
+            owner._state = found
+        else:
+            owner._prepare(state.args, state.kwargs, params, branch=True)
+            owner._branch_preparations += 1
+            count = owner._branch_preparations
+            if count == (VALUE_READ_WARN_AFTER if guards.value_reads else BRANCHES_WARN_AFTER):
+                from sparsejac.engines import user_stacklevel
+
+                warnings.warn(
+                    f"`{owner._name}` has needed {count} new preparations for new values of "
+                    f"its parameters: it reads {guards.describe()} in Python, and each value "
+                    "read anew is a branch of its own (exact, but slow). "
+                    f"{PARAM_HINT}", RuntimeWarning, stacklevel=user_stacklevel())
+        kept.insert(0, current)
+        del kept[BRANCHES_KEPT:]
+        return owner._state
+
+
+def check_structure(owner: Any, pattern: Any, guards: Any, out: Any = None) -> None:
+    """Refuse values in another order than ``owner.structure()``'s, or not of ``out``'s size.
+
+    After ``f`` took another branch on its parameters (:func:`for_params`), the pattern may
+    differ from the one a solver took from ``structure()`` once.
+    """
+    shown = owner._shown
+    if (shown is not None and pattern is not shown and pattern != shown) or (
+            out is not None and out.shape != (pattern.nnz,)):
+        raise RuntimeError(
+            f"`{owner._name}` has another sparsity pattern for these `params` ({pattern.nnz} "
+            "nonzeros): it branches on them in Python"
+            f"{'' if guards is None else ' (' + guards.describe() + ')'}, and values() "
+            "follows the order of structure(). Pass a pattern valid for all of them as "
+            "`sparsity=` (the union of the branches'), or call structure() again.")
+
+
+def _guards(state: Any) -> Any:
+    """The parameter branches a preparation holds on (a Hessian's are its program's)."""
+    program = getattr(state, "program", None)
+    return state.plan.guards if program is None else program.guards

@@ -149,15 +149,6 @@ def test_time_dependent_rhs_solves_like_jac_sparsity():
     np.testing.assert_allclose(ours.y, theirs.y, rtol=1e-5, atol=1e-8)
 
 
-def test_python_if_on_t_is_refused_with_the_fix():
-    """A Python ``if`` on t makes the pattern depend on t: refused, pointing to np.where."""
-    def rhs(t, y):
-        return -y if t > 1 else y**2
-
-    with pytest.raises(sparsejac.ConcretizationError, match="sparsity="):
-        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3))
-
-
 # ---------------------------------------------------------------------------------------------
 # least squares and root
 # ---------------------------------------------------------------------------------------------

@@ -199,7 +199,7 @@ def test_stats_keys_and_values(mode):
     assert set(st) == {"shape", "nnz", "mode", "reason", "n_products", "exact",
                        "retraced_each_call", "colors", "products", "costs", "lower_bound",
                        "coloring_budget", "deferred_search", "coloring_work", "seconds", "engine",
-                       "preparations"}
+                       "preparations", "branches"}
     assert st["shape"] == [s.m, s.n]
     assert st["nnz"] == s.pattern.sum() == jac.sparsity.nnz
     assert st["mode"] == jac.mode

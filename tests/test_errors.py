@@ -524,24 +524,23 @@ def test_reshape_by_an_integer_array():
         sparsejac.jacobian(lambda x: x.reshape([2.0, 3.0]), x)
 
 
-def test_a_library_converting_an_odes_time_says_so():
-    """BarycentricInterpolator(tp, fp)(t) in a right-hand side (interp1d was the example
-    until it was traced): the message spoke of losing the dependence on x, though the
-    converted value is the time t; it names the parameter, the numpy way (np.interp of t
-    works) and the splines that are traced."""
+def test_a_library_converting_an_odes_time_is_exact_and_warns_after_a_few_times():
+    """BarycentricInterpolator(tp, fp)(t) in a right-hand side converts the time t: it is a
+    branch per value of t (exact, prepared again for each), and the warning names the
+    numpy way (np.interp of t) and the splines that are traced."""
     from scipy.interpolate import BarycentricInterpolator
 
     spline = BarycentricInterpolator(np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2)
 
     def rhs(t, y):
-        return -y + spline(t)
+        return -y * spline(t)
 
-    with pytest.raises(sparsejac.TracedConversionError,
-                       match=r"traced parameter.*np\.interp.*CubicSpline"):
-        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3))
-    tp, fp = np.linspace(0.0, 5.0, 6), np.arange(6.0) ** 2
-    jac = sparsejac.ode_jacobian(lambda t, y: -y + np.interp(t, tp, fp), 0.0, np.ones(3))
-    np.testing.assert_array_equal(np.asarray(jac(1.5, np.ones(3))), -np.eye(3))
+    jac = sparsejac.ode_jacobian(rhs, 0.0, np.ones(3))
+    np.testing.assert_allclose(jac(1.5, np.ones(3)), -2.25 * np.eye(3), rtol=1e-14)
+    np.testing.assert_allclose(jac(2.5, np.ones(3)), -6.25 * np.eye(3), rtol=1e-14)
+    with pytest.warns(RuntimeWarning, match=r"np\.asarray\(\) of a parameter.*np\.interp.*"
+                                            r"CubicSpline"):
+        jac(3.5, np.ones(3))
 
 
 def test_a_multivariate_distributions_refusal_names_it():

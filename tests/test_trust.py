@@ -464,18 +464,6 @@ def test_library_functions_that_convert_their_input_are_named(call, name):
         sparsejac.jacobian(call, np.array([3.0, 4.0, 5.0, 6.0]))
 
 
-@pytest.mark.parametrize("rhs", [
-    pytest.param(lambda t, y: y * __import__("math").exp(-t), id="math.exp"),
-    pytest.param(lambda t, y: y * int(t), id="int"),
-    pytest.param(lambda t, y: y * min(t, 1.0), id="min"),
-])
-def test_python_scalars_of_t_say_that_t_is_traced(rhs):
-    """math.exp(-t), int(t), min(t, 1.0): the message is about t and suggests numpy."""
-    with pytest.raises(sparsejac.ConcretizationError,
-                       match=r"traced parameter \(such as the time t.*np\.exp\(-t\)"):
-        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3))
-
-
 def test_fd_without_sparsity_on_an_untraceable_f_says_what_fd_needs():
     """mode='fd' without sparsity= on a black box: the error says to pass sparsity=."""
     import scipy.special

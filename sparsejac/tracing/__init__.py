@@ -20,6 +20,7 @@ from sparsejac.errors import TracedConversionError, TraceMismatchError, Unsuppor
 from sparsejac.tracing import library
 from sparsejac.tracing.buffers import bare_names_traced, buffers_traced
 from sparsejac.tracing.callers import explain_failure, object_loop_error, take_refusal
+from sparsejac.tracing.guards import ParamGuards
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.library import library_traced
 from sparsejac.tracing.operands import lift_objects
@@ -396,8 +397,9 @@ def _trace_once(f: Callable[..., Any], x: Any, local: bool, params: Sequence[Any
                 "on x with numpy, or pass `sparsity=` and use mode='fd' for this f."
             ) from exc
         out = _output_var(tr, result, name)
+    guards = ParamGuards(tr.param_reads, tr.nodes, pvars) if tr.param_reads else None
     return Program(
         x=xvar, params=pvars, nodes=tr.nodes, out=out,
-        value_dependent=tr.value_dependent, local=local, ties=tr.ties,
+        value_dependent=tr.value_dependent, local=local, ties=tr.ties, guards=guards,
     )
 

@@ -249,28 +249,15 @@ def take_refusal() -> str | None:
     return message
 
 
-def library_message(site: str, param: bool = False) -> str:
-    """The error message for a library function that converted a traced array.
-
-    ``param``: the array depends on a traced parameter only (an ODE's time ``t``).
-    """
-    message = _library_message(site, param)
+def library_message(site: str) -> str:
+    """The error message for a library function that converted a traced array."""
+    message = _library_message(site)
     if getattr(_REFUSED, "message", None) is None:
         _REFUSED.message = message
     return message
 
 
-def _library_message(site: str, param: bool) -> str:
-    if param:
-        return (
-            f"{site} received a traced parameter (a value computed from an ODE's time t, or "
-            "from `params`) and converted it to a plain numpy array (np.asarray): parameters "
-            "are traced so that one preparation serves all their values, and sparsejac has no "
-            f"rule for {site}. Write that term with numpy (np.interp(t, tp, fp) for a table "
-            "of values in time, np.where for a switch) or with a spline sparsejac traces "
-            "(scipy.interpolate.CubicSpline, PchipInterpolator, make_interp_spline), or pass "
-            "`sparsity=` and use mode='fd' (finite differences) for this f."
-        )
+def _library_message(site: str) -> str:
     if site.startswith("numpy."):
         return (
             f"{site} converted a value computed from x to a plain numpy array in numpy's own "

@@ -27,11 +27,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from sparsejac.errors import ConcretizationError
+
+if TYPE_CHECKING:
+    from sparsejac.tracing.guards import ParamGuards
 
 #: numpy's own asarray, bound at import: a trace wraps np.asarray (user code's
 #: conversions of buffers), and this package's hot paths need none of that
@@ -212,6 +215,9 @@ class Program:
     #: equalities that held at this x only (:func:`check_tie`'s messages): refused by the
     #: derivative engines (:func:`check_ties`), not by detection or finite differences
     ties: list[str] = field(default_factory=list)
+    #: the branches taken on values computed from the parameters only, which a replay with
+    #: new parameter values checks first (``None``: no such branch)
+    guards: ParamGuards | None = None
 
     @property
     def n_in(self) -> int:
@@ -288,6 +294,9 @@ class Trace:
         self.value_dependent = False
         self.closed = False
         self.ties: list[str] = []
+        #: Python's reads of values computed from the parameters only (a branch on an ODE's
+        #: time): (value, its value here, what read it, where), see :class:`ParamGuards`
+        self.param_reads: list[tuple[Var, np.ndarray, str, str]] = []
 
     def new_input(self, value: np.ndarray, kind: str) -> Var:
         """A fresh input (active) or param (inactive) variable."""
@@ -367,6 +376,12 @@ class Trace:
         out.generic = generic
         self.nodes.append(Node(prim, inputs, params, out))
         return out
+
+    def read_param(self, var: Var, what: str) -> None:
+        """Note that Python read ``var``, computed from the parameters only, by ``what``."""
+        from sparsejac.tracing.callers import user_line
+
+        self.param_reads.append((var, np.array(var.value, copy=True), what, user_line()))
 
     def mark_value_dependent(self, what: str) -> None:
         """Note that the trace consulted a value (allowed in local mode only)."""

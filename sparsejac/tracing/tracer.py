@@ -46,13 +46,8 @@ _GLOBAL_HINT = (
     "the values. Use np.where / np.maximum / np.clip for value-dependent choices, or ask for "
     "a pattern valid at this x only with local=True."
 )
-_PARAM_HINT = (
-    "it is computed from a traced parameter (such as the time t of an ODE right-hand side: "
-    "parameters are traced so that one preparation serves all their values), so Python "
-    "cannot read it. Write the expression with numpy: np.exp(-t) instead of math.exp(-t), "
-    "np.minimum(t, 1.0) instead of min(t, 1.0), np.where(t > 1.0, a, b) instead of "
-    "`if t > 1.0:`, t * y instead of int(t) * y."
-)
+
+
 class Tracer:
     """Array-like stand-in for an intermediate value of the traced function.
 
@@ -200,9 +195,11 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self._var.is_const:
             return np.asarray(self._var.value, dtype=dtype)
+        if self._var.sources == FROM_PARAMS:  # a library function of t: exact at this t
+            return np.asarray(self._concrete_zero_derivative("np.asarray()"), dtype=dtype)
         site = library_caller()
         if site is not None:
-            raise TracedConversionError(library_message(site, self._var.sources == FROM_PARAMS))
+            raise TracedConversionError(library_message(site))
         if self._var.shape == () and self._var.dtype.kind in "biu" and dtype is None:
             # an integer scalar (an index computed from x: table[i] of a plain table asks
             # numpy to convert i) has zero derivative: its value, as int() and __index__ give
@@ -233,12 +230,12 @@ class Tracer:
         var = self._var
         if var.is_const:
             return var.value
+        if var.sources == FROM_PARAMS:  # `if t < 1:`, the same for every x (ParamGuards)
+            self._trace.read_param(var, what)
+            return var.value
         if not self._trace.local:
             if var.generic and what == "bool()":  # if r == 0: false here, and near x
                 return var.value
-            if var.sources == FROM_PARAMS:
-                raise ConcretizationError(f"{what} of a traced value{user_line()}: "
-                                          f"{_PARAM_HINT}")
             raise ConcretizationError(f"{what} of a traced array{user_line()}: {_GLOBAL_HINT}")
         if var.tied:
             raise ConcretizationError(
