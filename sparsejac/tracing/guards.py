@@ -30,7 +30,8 @@ PARAM_HINT = (
 )
 
 #: Reads that give the value itself (a new one for every parameter value), not a decision
-VALUE_READS = ("float()", "complex()", ".item()", ".tolist()", "format()", "np.asarray()")
+VALUE_READS = ("float()", "complex()", ".item()", ".tolist()", "format()", "np.asarray()",
+               "hash()")
 
 #: What a read keeps of the value: the branch ``if t < 1:`` takes is its truth, ``int(t)``'s
 #: its integer part (other reads: the value itself)
@@ -69,7 +70,7 @@ class ParamGuards:
     @property
     def value_reads(self) -> bool:
         """Whether some read takes a parameter's value itself (``float(t)``, ``math.exp(t)``)."""
-        return any(what in VALUE_READS for _, _, what, _ in self.reads)
+        return any(what.startswith(VALUE_READS) for _, _, what, _ in self.reads)
 
     def holds(self, params: Sequence[Any]) -> bool:
         """Whether every read gives, at ``params``, the value it gave at the trace."""
