@@ -14,6 +14,7 @@ is always the one in use.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -62,10 +63,13 @@ class _StateFirst:
 
 def _time(t: Any, name: str) -> float:
     try:
-        return float(t)
-    except (TypeError, ValueError):
-        raise TypeError(f"`{name}` must be a real number (the time); got {type(t).__name__}"
-                        ) from None
+        value = float(t)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"`{name}` must be a real number (the time); got {type(t).__name__} "
+                        f"{t!r:.40}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"`{name}` must be finite (the time); got {value}")
+    return value
 
 
 #: Largest system for which :func:`ode_jacobian` returns dense Jacobians by default: scipy's
@@ -84,8 +88,8 @@ def _densify(prepared: SparseJacobian, data: np.ndarray,
     """
     plan = prepared.plan  # the plan of these values (a new preparation replaced it first)
     if cached is None or cached[0] is not plan:
-        rows, cols = prepared.structure()
-        cached = (plan, rows.astype(np.int64) * plan.shape[1] + cols)
+        pattern = plan.pattern
+        cached = (plan, pattern.rows.astype(np.int64) * plan.shape[1] + pattern.indices)
     dense = np.zeros(plan.shape)
     dense.flat[cached[1]] = data
     return dense, cached
@@ -182,10 +186,8 @@ class OdeJacobian:
 
     def _dense(self, t: float, y: Any, args: tuple[Any, ...]) -> np.ndarray:
         prepared = self.prepared
-        if args:
-            prepared.use_args(tuple(args), {})
         data = prepared.values(check_x(y, prepared._x0.shape, "y", x0_name="y0"),
-                               params=(_time(t, "t"),))
+                               params=(_time(t, "t"),), args=tuple(args) or None)
         out, self._dense_positions = _densify(prepared, data, self._dense_positions)
         return out
 
@@ -308,9 +310,8 @@ class LeastSquaresJacobian(SparseJacobian):
         """
         if self.format != "dense" or out is not None:
             return super().__call__(x, *args, out=out, **kwargs)
-        if args or kwargs:
-            self.use_args(tuple(args), dict(kwargs))
-        dense, self._dense_positions = _densify(self, self.values(x), self._dense_positions)
+        values = self.values(x, args=tuple(args) or None, kwargs=dict(kwargs) or None)
+        dense, self._dense_positions = _densify(self, values, self._dense_positions)
         return dense
 
 
@@ -520,7 +521,7 @@ class BvpJacobian:
 
     def __init__(self, fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any,
                  p: Any = None, **options: Any) -> None:
-        y = np.asarray(y, dtype=np.float64)
+        y, x = check_x(y, name="y"), check_x(x, name="x")
         if y.ndim != 2:
             raise ValueError(f"`y` must have shape (n, m); got shape {y.shape}")
         self._fun, self._n = check_callable(fun, y, name="fun"), y.shape[0]

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from sparsejac.hessians import SparseHessian
 from sparsejac.sparse_jacobian import bind_arguments
-from sparsejac.validation import check_args, check_callable, check_kwargs, check_x
+from sparsejac.validation import check_args, check_callable, check_kwargs, check_real, check_x
 
 __all__ = ["ConstraintHessian", "LagrangianHessian", "constraint_hessian",
            "lagrangian_hessian"]
@@ -150,16 +150,9 @@ def _positions(rows: np.ndarray, cols: np.ndarray, r: np.ndarray, c: np.ndarray)
 
 
 def _multipliers(v: Any, m: int, name: str) -> np.ndarray:
-    """``v`` as m float64 values, or a ValueError naming the argument."""
-    try:
-        a = np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{name}` must be {m} real number{'s' if m != 1 else ''}; got "
-                         f"{type(v).__name__} {v!r:.60}") from None
-    if a.size != m:
-        raise ValueError(f"`{name}` has {a.size} values (shape {a.shape}); expected {m}"
-                         + (" (one per constraint)" if name != "obj_factor" else ""))
-    return a.reshape(m)
+    """``v`` as m float64 values, or an error naming the argument."""
+    of = " (one per constraint)" if name != "obj_factor" else ""
+    return check_real(v, name, m, of).reshape(m)
 
 
 class LagrangianHessian(_OneHessian):

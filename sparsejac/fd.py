@@ -73,7 +73,7 @@ def check_method(method: Any) -> str:
         ...
     ValueError: Unknown `fd_method` '5-point'; expected one of ['2-point', '3-point', 'cs'].
     """
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"Unknown `fd_method` {method!r}; expected one of {list(METHODS)}.")
     return str(method)
 

@@ -44,8 +44,10 @@ from sparsejac.tracing.program import check_ties
 from sparsejac.validation import (
     check_args,
     check_callable,
+    check_flag,
     check_kwargs,
     check_params,
+    check_real,
     check_subset,
     check_x,
 )
@@ -332,7 +334,7 @@ class SparseHessian(PlanView):
         self._x0 = check_x(x0, name="x0")
         self._name = "f" if name is None else str(name)
         self._params0 = tuple(params)
-        self._verify = bool(verify)
+        self._verify = check_flag(verify, "verify")
         self._check = Verifier(self._x0)
         self._user_sparsity = sparsity
         self._lock = threading.RLock()
@@ -342,7 +344,8 @@ class SparseHessian(PlanView):
         self._branch_preparations = 0
         self._shown: SparsityPattern | None = None  # the pattern structure() returned
         self._cache: tuple[bytes, tuple[Any, ...], sp.csr_array, Any] | None = None
-        self._prepare(check_args(args), check_kwargs(kwargs))
+        self._args0 = check_args(args)  # what a call without arguments uses
+        self._prepare(self._args0, check_kwargs(kwargs))
 
     def __reduce__(self) -> tuple[Any, ...]:
         state = self._state
@@ -461,11 +464,12 @@ class SparseHessian(PlanView):
             self._prepare(self._state.args, self._state.kwargs)
 
     def _use_args(self, args: tuple[Any, ...] | None) -> _State:
-        """The preparation for ``args`` (None: the current one), for the asking call only."""
+        """The preparation for ``args`` (None: the preparation's), for the asking call only."""
+        args = self._args0 if args is None else tuple(args)
         with self._lock:
             state = self._state
-            if args is not None and not _same_args(state, tuple(args), state.kwargs):
-                self._prepare(tuple(args), state.kwargs)
+            if not _same_args(state, args, state.kwargs):
+                self._prepare(args, state.kwargs)
             return self._state
 
     def _data(self, x: Any, params: Sequence[Any] | None, state: _State
@@ -595,9 +599,7 @@ class SparseHessian(PlanView):
             h = sp.csr_array(state.plan.matrix(data[state.mirror], "csr"))
             kept = _kept(ps)  # copies: multipliers updated in place must not hit the cache
             self._cache = None if kept is None else (key, kept, h, state)
-        pa = np.asarray(p, dtype=np.float64)
-        if pa.size != xa.size:
-            raise ValueError(f"`p` has {pa.size} elements; expected {xa.size} (x's size)")
+        pa = check_real(p, "p", xa.size, " (x's size)")
         return mul0_matmul(h, pa.reshape(-1, 1)).reshape(pa.shape)  # 0 * inf is 0 there
 
     def structure(self) -> tuple[np.ndarray, np.ndarray]:
@@ -623,7 +625,7 @@ class SparseHessian(PlanView):
 
     def values(self, x: Any, *, params: Sequence[Any] | None = None) -> np.ndarray:
         """The lower triangle's values at ``x`` in the order of :meth:`structure`."""
-        data, _, state = self._data(x, params, self._state)
+        data, _, state = self._data(x, params, self._use_args(None))
         check_structure(self, state.plan.pattern, state.program.guards)
         return np.ascontiguousarray(data[state.lower])
 

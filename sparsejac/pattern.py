@@ -347,6 +347,34 @@ def _from_compressed(a: Any) -> SparsityPattern | None:
     return pattern
 
 
+def _check_indices(a: Any, name: str) -> None:
+    """Refuse a CSR, CSC or COO input whose index arrays do not describe a matrix of its shape.
+
+    scipy checks them when it builds one, not after the arrays are changed in place or read
+    from a file; a conversion would then read or write out of bounds.
+    """
+    fmt, (m, n) = a.format, a.shape
+    if fmt == "coo":
+        for what, idx, size in (("row", a.coords[0], m), ("column", a.coords[-1], n)):
+            if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+                raise ValueError(f"`{name}` has a {what} index outside 0 .. {size - 1} (min "
+                                 f"{int(idx.min())}, max {int(idx.max())}): not a valid matrix")
+        return
+    if fmt not in ("csr", "csc"):
+        return
+    major, minor = (m, n) if fmt == "csr" else (n, m)
+    indptr, indices = np.asarray(a.indptr), np.asarray(a.indices)
+    what = "column" if fmt == "csr" else "row"
+    if (indptr.shape != (major + 1,) or int(indptr[0]) != 0 or int(indptr[-1]) > indices.size
+            or bool(np.any(np.diff(indptr) < 0))):
+        raise ValueError(f"`{name}` ({fmt}) has an invalid indptr: it must hold {major + 1} "
+                         f"non-decreasing offsets from 0 to at most {indices.size}")
+    used = indices[:int(indptr[-1])]
+    if used.size and (int(used.min()) < 0 or int(used.max()) >= minor):
+        raise ValueError(f"`{name}` ({fmt}) has a {what} index outside 0 .. {minor - 1} (min "
+                         f"{int(used.min())}, max {int(used.max())}): not a valid matrix")
+
+
 def _from_scipy(a: Any) -> SparsityPattern:
     fast = _from_compressed(a)
     if fast is not None:
@@ -422,9 +450,12 @@ def read_pattern_file(path: str | os.PathLike[str]) -> SparsityPattern:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise PatternFileError(f"{p}: not a readable matrix ({msg})") from exc
     try:
-        return as_pattern(obj, name=str(p))
+        return as_pattern(obj, name="the matrix")
     except (TypeError, ValueError) as exc:
         raise PatternFileError(f"{p}: {exc}") from exc
+    except MemoryError as exc:  # a header declaring a vast shape
+        raise PatternFileError(f"{p}: the matrix of shape {getattr(obj, 'shape', '?')} does "
+                               "not fit in memory") from exc
 
 
 def as_pattern(obj: Any, *, name: str = "sparsity") -> SparsityPattern:
@@ -467,6 +498,7 @@ def as_pattern(obj: Any, *, name: str = "sparsity") -> SparsityPattern:
     elif sp.issparse(obj):
         if len(obj.shape) != 2:
             raise ValueError(f"`{name}` must be 2-D; got a sparse array of shape {obj.shape}")
+        _check_indices(obj, name)
         pattern = _from_scipy(obj)
     else:
         if obj is None or isinstance(obj, (dict, set)):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +21,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.coloring import ColoringResult
+from sparsejac.deferred import search_due
 from sparsejac.pattern import as_pattern
-from sparsejac.pipeline import SavedPlan
+from sparsejac.pipeline import Plan, SavedPlan
+from sparsejac.validation import check_args, check_callable, check_kwargs
 
 if TYPE_CHECKING:
     from sparsejac.sparse_jacobian import SparseJacobian
@@ -48,6 +51,9 @@ def save(jac: SparseJacobian, path: str | os.PathLike[str]) -> None:
     >>> json.loads(str(np.load(path)["header"]))["format"]
     'sparsejac-plan-1'
     """
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path) or isinstance(
+            os.fspath(path), bytes) or os.fspath(path).endswith(("/", os.sep)):
+        raise TypeError(f"`path` must name a file (a str or path-like); got {path!r:.80}")
     plan = jac.plan
     pat = plan.pattern
     x0 = jac.x0
@@ -124,6 +130,8 @@ def load(path: str | os.PathLike[str], f: Callable[..., Any], *, args: tuple[Any
     """
     from sparsejac.sparse_jacobian import SparseJacobian, bind_arguments
 
+    f = check_callable(f)
+    args = check_args(args)
     path = os.fspath(path)
     if not os.path.exists(path) and os.path.exists(path + ".npz"):
         path += ".npz"  # save("plan") wrote plan.npz (numpy's rule): the same name loads it
@@ -131,37 +139,24 @@ def load(path: str | os.PathLike[str], f: Callable[..., Any], *, args: tuple[Any
         with np.load(path, allow_pickle=False) as z:
             header = json.loads(str(z["header"]))
             arrays = {k: z[k] for k in z.files if k != "header"}
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"`path` {os.fspath(path)!r} is not a saved sparsejac plan ({exc})"
-                         ) from exc
-    if header.get("format") != FORMAT:
-        raise ValueError(f"`path` {os.fspath(path)!r} holds format {header.get('format')!r}; "
-                         f"this version reads {FORMAT!r}")
-    m, n = header["shape"]
-    pattern = as_pattern(sp.csr_array((np.ones(arrays["indices"].size, dtype=bool),
-                                       arrays["indices"], arrays["indptr"]), shape=(m, n)))
-    colorings = {
-        mode: ColoringResult(
-            pattern=pattern, partition=c["partition"], order=c["order"],
-            n_colors=c["n_colors"], column_groups=arrays.get(f"cols_{mode}"),
-            row_groups=arrays.get(f"rows_{mode}"), lower_bound=c["lower_bound"],
-            seconds=0.0, candidates=(), work=0.0)
-        for mode, c in header["colorings"].items()}
-    saved = SavedPlan(pattern, colorings, header["mode"], header["reason"],
-                      {k: float(v) for k, v in header["costs"].items()},
-                      float(header["effort"]))
-    x0 = arrays["x0"]
-    params = tuple(arrays[f"param{i}"] for i in range(header["n_params"]))
-    kw = kwargs or {}
+        if header.get("format") != FORMAT:
+            raise _WrongFormat(f"`path` {path!r} holds format {header.get('format')!r}; this "
+                               f"version reads {FORMAT!r}")
+        saved, x0, params, want, options = _decode(header, arrays)
+    except _WrongFormat as exc:
+        raise ValueError(str(exc)) from None
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError,
+            zipfile.BadZipFile) as exc:  # damaged, truncated or not a plan
+        raise ValueError(f"`path` {path!r} is not a saved sparsejac plan ({type(exc).__name__}: "
+                         f"{exc})") from exc
+    kw = check_kwargs(kwargs)
     real = np.asarray(bind_arguments(f, tuple(args), kw)(np.array(x0, copy=True), *params),
                       dtype=np.float64).ravel()
-    want = arrays["fx0"]
     if real.shape != want.shape or not np.allclose(real, want, rtol=1e-12, atol=0.0,
                                                    equal_nan=True):
         raise ValueError(
             "`f` does not give the saved plan's value at its x0: the plan was made for "
             "another function (or other arguments); prepare anew with SparseJacobian")
-    options = dict(header["options"])
     try:
         return SparseJacobian(f, x0, sparsity=saved, params=params, args=tuple(args),
                               kwargs=kwargs, verify=verify, workers=workers, **options)
@@ -173,3 +168,61 @@ def load(path: str | os.PathLike[str], f: Callable[..., Any], *, args: tuple[Any
         raise ValueError(
             f"the saved plan's pattern misses {what[0]} (with these arguments){example}; the "
             "plan was made for other arguments: prepare anew with SparseJacobian") from exc
+
+
+class _WrongFormat(Exception):
+    """A plan file of another format version."""
+
+
+def _decode(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[
+        SavedPlan, np.ndarray, tuple[np.ndarray, ...], np.ndarray, dict[str, Any]]:
+    """The saved plan, ``x0``, the parameters, ``f(x0)`` and the options, from a plan file."""
+    m, n = header["shape"]
+    pattern = as_pattern(sp.csr_array((np.ones(arrays["indices"].size, dtype=bool),
+                                       arrays["indices"], arrays["indptr"]), shape=(m, n)),
+                         name="the saved pattern")
+    colorings = {
+        mode: ColoringResult(
+            pattern=pattern, partition=c["partition"], order=c["order"],
+            n_colors=c["n_colors"], column_groups=arrays.get(f"cols_{mode}"),
+            row_groups=arrays.get(f"rows_{mode}"), lower_bound=c["lower_bound"],
+            seconds=0.0, candidates=(), work=0.0)
+        for mode, c in header["colorings"].items()}
+    saved = SavedPlan(pattern, colorings, header["mode"], header["reason"],
+                      {k: float(v) for k, v in header["costs"].items()},
+                      float(header["effort"]))
+    x0 = np.asarray(arrays["x0"], dtype=np.float64)
+    params = tuple(arrays[f"param{i}"] for i in range(header["n_params"]))
+    return saved, x0, params, np.asarray(arrays["fx0"], dtype=np.float64), dict(
+        header["options"])
+
+
+def plan_stats(plan: Plan, calls: int, preparations: int, branches: list[int]
+               ) -> dict[str, Any]:
+    """:meth:`sparsejac.SparseJacobian.stats` of ``plan``, after ``calls`` calls."""
+    m, n = plan.shape
+    rows, cols = plan.pattern.row_counts, plan.pattern.col_counts
+    return {
+        "shape": [m, n],
+        "nnz": int(plan.pattern.nnz),
+        "mode": plan.mode,
+        "reason": plan.reason,
+        "n_products": plan.n_products,
+        "exact": plan.mode != "fd",
+        "retraced_each_call": plan.engine.kind == "retrace",
+        "colors": {md: int(c.n_colors) for md, c in plan.colorings.items()},
+        "products": {md: [int(c.n_forward), int(c.n_reverse)]
+                     for md, c in plan.colorings.items()},
+        "costs": dict(plan.costs),
+        "lower_bound": {"column": int(rows.max()) if rows.size else 0,
+                        "row": int(cols.max()) if cols.size else 0},
+        "coloring_budget": plan.effort + plan.pending,
+        "deferred_search": (None if not plan.pending else
+                            {"effort": plan.pending, "due_after_calls": search_due(plan),
+                             "calls": calls}),
+        "coloring_work": float(sum(c.work for c in plan.colorings.values())),
+        "seconds": dict(plan.seconds),
+        "engine": plan.engine.stats(),
+        "preparations": preparations,
+        "branches": branches,
+    }

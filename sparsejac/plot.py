@@ -63,6 +63,9 @@ def plot_coloring(result: ColoringResult, path: str | os.PathLike[str], *,
     ------
     ImportError
         matplotlib is not installed (the message says how to install it).
+    TypeError, ValueError
+        ``result`` is not a :class:`~sparsejac.ColoringResult`, or ``path`` does not name a
+        file of an image format matplotlib writes.
 
     Examples
     --------
@@ -80,6 +83,11 @@ def plot_coloring(result: ColoringResult, path: str | os.PathLike[str], *,
     >>> drawn
     True
     """
+    if not isinstance(result, ColoringResult):
+        raise TypeError("`result` must be a ColoringResult (from sparsejac.color); got "
+                        f"{type(result).__name__}")
+    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        raise TypeError(f"`path` must be a file name (str or path-like); got {path!r:.80}")
     try:
         import matplotlib
 
@@ -87,6 +95,12 @@ def plot_coloring(result: ColoringResult, path: str | os.PathLike[str], *,
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError(f"drawing a pattern needs matplotlib: {INSTALL_HINT}") from exc
+    suffix = os.path.splitext(os.fspath(path))[1].lower().lstrip(".")
+    formats = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if suffix not in formats:
+        raise ValueError(f"`path` {os.fspath(path)!r} must end in an image format's extension: "
+                         f"{', '.join('.' + k for k in sorted(formats))}")
     pat = result.pattern
     m, n = pat.shape
     colors = nonzero_colors(result)

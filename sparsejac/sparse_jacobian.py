@@ -23,6 +23,7 @@ from sparsejac.deferred import deferred_search, search_due
 from sparsejac.engines import PreparedEngine
 from sparsejac.pattern import SparsityPattern
 from sparsejac.pipeline import Plan, PlanView, fd_evaluations, prepare
+from sparsejac.plans import plan_stats
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -32,6 +33,7 @@ from sparsejac.validation import (
     check_fd_bounds,
     check_fd_method,
     check_fd_workers,
+    check_flag,
     check_kwargs,
     check_mode,
     check_params,
@@ -255,14 +257,14 @@ class SparseJacobian(PlanView):
         self._options: dict[str, Any] = {
             "sparsity": sparsity, "mode": self._mode, "order": order, "effort": effort,
             "time_budget": time_budget, "fd_method": self._fd_method,
-            "calibrate": bool(calibrate), "reverse_cost": self._reverse_cost,
-            "check": bool(check), "engine": check_engine(engine),
+            "calibrate": check_flag(calibrate, "calibrate"), "reverse_cost": self._reverse_cost,
+            "check": check_flag(check, "check"), "engine": check_engine(engine),
             "workers": check_fd_workers(workers, self._mode),
             "bounds": check_fd_bounds(bounds, self._x0, self._mode)}
         self._params0 = check_params(params)
         #: the parameter shapes (a float for a scalar parameter passes the fast path unchecked)
         self._scalar_param = len(self._params0) == 1 and np.ndim(self._params0[0]) == 0
-        self._verify = bool(verify)
+        self._verify = check_flag(verify, "verify")
         self._check = Verifier(self._x0)
         self._lock = threading.RLock()
         self._n_prepared = 0
@@ -270,7 +272,9 @@ class SparseJacobian(PlanView):
         self._branches: list[_State] = []  # for other branches on the params (for_params)
         self._branch_preparations = 0
         self._shown: SparsityPattern | None = None  # the pattern structure() returned
-        self._prepare(check_args(args), check_kwargs(kwargs))
+        #: the arguments of ``f`` that a call without any uses (not the last call's)
+        self._args0, self._kwargs0 = check_args(args), check_kwargs(kwargs)
+        self._prepare(self._args0, self._kwargs0)
 
     # -- copy and pickle: a prepared Jacobian is rebuilt from its inputs (prepare is
     #    deterministic, so the copy has the same pattern, colouring and mode) ---------------
@@ -377,7 +381,8 @@ class SparseJacobian(PlanView):
         state = self._state
         fast = state.fast
         if (fast is None or type(x) is not np.ndarray or x.dtype != np.float64
-                or x.shape != self._x0.shape):
+                or x.shape != self._x0.shape or not _same_args(state, self._args0,
+                                                               self._kwargs0)):
             return None
         ps = self._params0 if params is None else params
         if params is not None and not (self._scalar_param and len(params) == 1
@@ -447,9 +452,10 @@ class SparseJacobian(PlanView):
             raise ValueError(f"`format` must be 'csr' or 'csc'; got {format!r}")
         plan = self._plan
         if out is not None and not (format == "csr" and isinstance(out, sp.csr_array)
-                                    and out.shape == plan.shape and out.dtype == np.float64):
+                                    and out.shape == plan.shape and out.dtype == np.float64
+                                    and out.data.flags.writeable):
             raise ValueError("`out` must be a csr_array returned by this SparseJacobian "
-                             f"(shape {plan.shape}, float64)")
+                             f"(shape {plan.shape}, float64, writeable data)")
         if args is None and kwargs is None and out is None and format == "csr":
             # (an ODE adapter's call with the time as parameter: one fused call, as __call__)
             got = self._fast_data(x, params)
@@ -501,7 +507,9 @@ class SparseJacobian(PlanView):
         return np.array(pat.rows), np.array(pat.indices)
 
     def values(self, x: Any, *, params: Sequence[Any] | None = None,
-               out: np.ndarray | None = None, order: str = "csr") -> np.ndarray:
+               out: np.ndarray | None = None, order: str = "csr",
+               args: Sequence[Any] | None = None, kwargs: dict[str, Any] | None = None
+               ) -> np.ndarray:
         """J's nonzero values at ``x`` in the fixed order of :meth:`structure`.
 
         Parameters
@@ -515,6 +523,8 @@ class SparseJacobian(PlanView):
             ``"csr"`` order) and returned.
         order : {"csr", "csc"}
             As for :meth:`structure`.
+        args, kwargs : optional
+            Arguments of ``f`` (default: the preparation's), as for :meth:`evaluate`.
 
         Returns
         -------
@@ -539,18 +549,20 @@ class SparseJacobian(PlanView):
             raise ValueError(f"`out` must be a writeable float64 array of shape ({nnz},); got "
                              f"{type(out).__name__} {getattr(out, 'shape', '')} "
                              f"{getattr(out, 'dtype', '')}")
+        plain = args is None and kwargs is None
         if order == "csr":
-            got = self._fast_data(x, None if params is None else check_params(params))
+            got = self._fast_data(x, None if params is None else check_params(params)) \
+                if plain else None
             if got is not None:
                 check_structure(self, got[1].pattern, got[1].guards, out)
                 if out is None:
                     return got[0]
                 out[:] = got[0]
                 return out
-            data, plan = self._data(x, params, None, None, out)
+            data, plan = self._data(x, params, args, kwargs, out)
             check_structure(self, plan.pattern, plan.guards, out)
             return data
-        data, plan = self._data(x, params, None, None, None)
+        data, plan = self._data(x, params, args, kwargs, None)
         check_structure(self, plan.pattern, plan.guards, out)
         gathered: np.ndarray = data[plan.pattern.csc_to_csr]
         if out is None:
@@ -562,11 +574,12 @@ class SparseJacobian(PlanView):
               kwargs: dict[str, Any] | None, out: np.ndarray | None
               ) -> tuple[np.ndarray, Plan]:
         """J's values in CSR order (written into ``out`` if given), and the plan used."""
-        if args is not None or kwargs is not None:
+        if args is None and kwargs is None:
+            args, kwargs = self._args0, self._kwargs0  # a call without: the preparation's
+        state = self._state
+        if not _same_args(state, () if args is None else tuple(args), kwargs or {}):
             state = self.use_args(() if args is None else tuple(args), kwargs or {})
             out = out if out is None or out.shape == (state.plan.pattern.nnz,) else None
-        else:
-            state = self._state
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else check_params(params, like=self._params0)
         if state.plan.guards is not None:  # f branches on its parameters: which branch
@@ -752,33 +765,8 @@ class SparseJacobian(PlanView):
             ``engine``, ``preparations`` and ``branches`` (preparations for other branches
             of ``f`` on its parameters, :func:`~sparsejac.verifying.for_params`: kept, made).
         """
-        plan = self._plan
-        m, n = plan.shape
-        rows, cols = plan.pattern.row_counts, plan.pattern.col_counts
-        return {
-            "shape": [m, n],
-            "nnz": int(plan.pattern.nnz),
-            "mode": plan.mode,
-            "reason": plan.reason,
-            "n_products": plan.n_products,
-            "exact": plan.mode != "fd",
-            "retraced_each_call": plan.engine.kind == "retrace",
-            "colors": {md: int(c.n_colors) for md, c in plan.colorings.items()},
-            "products": {md: [int(c.n_forward), int(c.n_reverse)]
-                         for md, c in plan.colorings.items()},
-            "costs": dict(plan.costs),
-            "lower_bound": {"column": int(rows.max()) if rows.size else 0,
-                            "row": int(cols.max()) if cols.size else 0},
-            "coloring_budget": plan.effort + plan.pending,
-            "deferred_search": (None if not plan.pending else
-                                {"effort": plan.pending, "due_after_calls": search_due(plan),
-                                 "calls": self._calls}),
-            "coloring_work": float(sum(c.work for c in plan.colorings.values())),
-            "seconds": dict(plan.seconds),
-            "engine": plan.engine.stats(),
-            "preparations": self._n_prepared,
-            "branches": [len(self._branches), self._branch_preparations],
-        }
+        return plan_stats(self._plan, self._calls, self._n_prepared,
+                          [len(self._branches), self._branch_preparations])
 
     def __repr__(self) -> str:
         m, n = self._plan.shape

@@ -30,9 +30,11 @@ __all__ = [
     "check_fd_bounds",
     "check_fd_method",
     "check_fd_workers",
+    "check_flag",
     "check_kwargs",
     "check_mode",
     "check_params",
+    "check_real",
     "check_reverse_cost",
     "check_subset",
     "check_within",
@@ -300,6 +302,55 @@ def check_params(params: Any, like: Sequence[Any] | None = None) -> tuple[Any, .
                     f"{np.shape(q)}, and its recorded program holds for that shape only: "
                     "prepare again for parameters of another shape")
     return tuple(params)
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` as a bool, refusing what is not one (``verify="no"`` would be true).
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_flag
+    >>> check_flag(False, "verify")
+    False
+    >>> check_flag("no", "verify")
+    Traceback (most recent call last):
+        ...
+    TypeError: `verify` must be True or False; got str 'no'
+    """
+    if not isinstance(value, (bool, np.bool_, int)) or isinstance(value, np.ndarray):
+        raise TypeError(f"`{name}` must be True or False; got {type(value).__name__} "
+                        f"{value!r:.60}")
+    return bool(value)
+
+
+def check_real(v: Any, name: str, size: int, of: str = "") -> np.ndarray:
+    """``v`` as ``size`` finite float64 values (any shape), or a clear error naming it.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_real
+    >>> check_real([1, 2], "v", 2)
+    array([1., 2.])
+    >>> check_real(None, "obj_factor", 1)
+    Traceback (most recent call last):
+        ...
+    TypeError: `obj_factor` must be 1 finite real number; got NoneType None
+    """
+    try:
+        a = np.asarray(v)
+        kind = a.dtype.kind
+    except (TypeError, ValueError):
+        kind = "O"
+    want = f"{size} finite real number{'s' if size != 1 else ''}"
+    if kind not in "biuf":
+        raise TypeError(f"`{name}` must be {want}; got {type(v).__name__} {v!r:.60}")
+    if a.size != size:
+        raise ValueError(f"`{name}` has {a.size} values (shape {a.shape}); expected {size}{of}")
+    a = a.astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"`{name}` must be {want}; got NaN or infinity at "
+                         f"{np.flatnonzero(~np.isfinite(a.reshape(-1)))[:5].tolist()}")
+    return a
 
 
 def fits_pattern(out: Any, pattern: Any) -> bool:

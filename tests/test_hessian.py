@@ -543,9 +543,15 @@ def test_multipliers_of_the_wrong_length_are_refused():
     """``v``, ``lagrange`` and ``obj_factor`` are checked against the constraints' count
     (a length-1 vector was broadcast silently; others failed inside numpy)."""
     hl = sparsejac.lagrangian_hessian(lambda x: np.sum(x ** 3), lambda x: x ** 2, np.ones(3))
-    for lam in ([1.0], [1.0, 2.0], np.ones(4), "abc"):
+    for lam in ([1.0], [1.0, 2.0], np.ones(4), [1.0, np.nan, 2.0]):
         with pytest.raises(ValueError, match="`lagrange`"):
             hl.values(np.ones(3), lagrange=lam, obj_factor=1.0)
+    for lam in ("abc", None, np.ones(3) * 1j):  # None was read as NaN, complex as its real part
+        with pytest.raises(TypeError, match="`lagrange` must be 3 finite real numbers"):
+            hl.values(np.ones(3), lagrange=lam, obj_factor=1.0)
+    with pytest.raises(TypeError, match="`obj_factor` must be 1 finite real number; got "
+                                        "NoneType"):
+        hl.values(np.ones(3), lagrange=np.ones(3), obj_factor=None)
     with pytest.raises(ValueError, match="`obj_factor`"):
         hl.values(np.ones(3), lagrange=np.ones(3), obj_factor=np.ones(3))
     np.testing.assert_array_equal(hl(np.ones(3), np.ones((3, 1))).diagonal(), np.full(3, 8.0))

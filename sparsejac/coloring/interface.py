@@ -439,6 +439,9 @@ def color(
     ValueError: Unknown `partition` 'diagonal'; expected one of ['column', 'row', \
 'bidirectional', 'auto', 'symmetric'].
     """
+    if not isinstance(partition, str):
+        raise ValueError(f"`partition` must be a string such as 'column'; got "
+                         f"{type(partition).__name__} {partition!r:.60}")
     if partition == "symmetric":
         return _symmetric_color(sparsity, order, check, seed, effort, time_budget,
                                 reverse_cost, "star" if method is None else method)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.primitives import depsets
@@ -152,6 +153,9 @@ def jacobian_sparsity(
     if not callable(f):
         raise TypeError(f"`f` must be callable; got {type(f).__name__}")
     kw = dict(kwargs or {})
-    prog = trace(lambda xt: f(xt, *args, **kw), x, local=local, check=True)
+    if not isinstance(local, (bool, np.bool_)):
+        raise TypeError(f"`local` must be True or False; got {type(local).__name__} "
+                        f"{local!r:.60}")
+    prog = trace(lambda xt: f(xt, *args, **kw), x, local=bool(local), check=True)
     return program_sparsity(prog, local=local)
 

@@ -76,8 +76,11 @@ def as_float_input(x: Any, name: str = "x") -> np.ndarray:
             f"`{name}` must be an array of real numbers; got {type(x).__name__}"
         ) from exc
     if arr.dtype == object or arr.dtype.kind not in "biuf":
-        kind = "complex numbers" if arr.dtype.kind == "c" else f"dtype {arr.dtype}"
-        raise TypeError(f"`{name}` must be an array of real numbers; got an array of {kind}")
+        kind = ("an array of complex numbers" if arr.dtype.kind == "c" else
+                f"an array of dtype {arr.dtype}" if isinstance(x, np.ndarray) else
+                f"{type(x).__name__} {x!r:.60}")
+        hint = " (a scipy sparse matrix: pass x.toarray())" if hasattr(x, "toarray") else ""
+        raise TypeError(f"`{name}` must be an array of real numbers; got {kind}{hint}")
     if arr.size == 0:
         raise ValueError(f"`{name}` must have at least one element; got shape {arr.shape}")
     arr = arr.astype(np.float64, copy=False)
