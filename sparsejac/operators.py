@@ -347,6 +347,9 @@ class KrylovMethod:
                 raise ValueError("`solver` must be 'gmres', 'lgmres', 'bicgstab', 'cgs', "
                                  f"'tfqmr', 'gcrotmk' or a callable; got {solver!r}")
             solver = getattr(sla, solver)
+        elif not callable(solver):
+            raise TypeError("`solver` must be 'gmres', 'lgmres', 'bicgstab', 'cgs', 'tfqmr', "
+                            f"'gcrotmk' or a callable; got {type(solver).__name__}")
         self.solver = solver
         self._outer_v: list[Any] = []
         self.options = dict(options)

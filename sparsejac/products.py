@@ -81,7 +81,11 @@ class ProductsEngine:
 
 
 def _block(value: Any, shape: tuple[int, int], name: str, what: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64) if not sp.issparse(value) else value.toarray()
+    try:
+        arr = np.asarray(value, dtype=np.float64) if not sp.issparse(value) else value.toarray()
+    except (TypeError, ValueError):
+        raise ValueError(f"`{name}` must return {what}: an array of real numbers of shape "
+                         f"{shape}; got {type(value).__name__} {value!r:.60}") from None
     if arr.shape != shape:
         raise ValueError(f"`{name}` must return {what} of shape {shape}; got an array of shape "
                          f"{arr.shape}")

@@ -189,3 +189,21 @@ def test_plot_coloring_checks_its_arguments(tmp_path):
         plot_coloring(result, None)
     with pytest.raises(ValueError, match="must end in an image format's extension"):
         plot_coloring(result, str(tmp_path / "a.txt"))
+
+
+def test_helpers_name_what_they_were_given():
+    from sparsejac.coloring import check_result, partition_cost
+
+    result = sparsejac.color(np.eye(4) + np.eye(4, k=1), "column")
+    with pytest.raises(TypeError, match="`result` must be a ColoringResult"):
+        check_result(None)
+    with pytest.raises(TypeError, match="`result` must be a ColoringResult"):
+        partition_cost(None)
+    with pytest.raises(ValueError, match=r"`J` has shape \(3, 3\); the colouring's pattern"):
+        check_result(result, J=np.ones((3, 3)))
+    jac = sparsejac.SparseJacobian(_f, np.ones(4))
+    with pytest.raises(TypeError, match="`solver` must be"):
+        sparsejac.KrylovMethod(jac, solver=None)
+    products = sparsejac.from_products(sparsity=np.eye(3), jvp=lambda x, s: "abc")
+    with pytest.raises(ValueError, match="`jvp` must return J @ S: an array of real numbers"):
+        products(np.ones(3))

@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.coloring.graph import check_partition
+from sparsejac.coloring.result import ColoringResult
 from sparsejac.pattern import SparsityPattern, as_pattern
 
 __all__ = [
@@ -376,6 +377,9 @@ def check_result(result: Any, *, J: Any = None) -> None:
     >>> from sparsejac.coloring.check import check_result
     >>> check_result(sparsejac.color(np.eye(3) + np.eye(3, k=1)))
     """
+    if not isinstance(result, ColoringResult):
+        raise TypeError("`result` must be a ColoringResult (from sparsejac.color); got "
+                        f"{type(result).__name__}")
     pat = result.pattern
     m, n = pat.shape
     if result.partition == "bidirectional":
@@ -390,6 +394,9 @@ def check_result(result: Any, *, J: Any = None) -> None:
     elif J is None:
         values = np.arange(1, pat.nnz + 1, dtype=np.float64)
     else:
+        if np.shape(J) != pat.shape:
+            raise ValueError(f"`J` has shape {np.shape(J)}; the colouring's pattern is "
+                             f"{pat.shape}")
         values = np.asarray(
             sp.csr_array(J if sp.issparse(J) else np.asarray(J, dtype=float))[
                 pat.rows, pat.indices

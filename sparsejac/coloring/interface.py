@@ -154,6 +154,9 @@ def partition_cost(result: ColoringResult, reverse_cost: float = DEFAULT_REVERSE
     >>> partition_cost(sparsejac.color(np.eye(3), "row"), reverse_cost=2.0)
     2.0
     """
+    if not isinstance(result, ColoringResult):
+        raise TypeError("`result` must be a ColoringResult (from sparsejac.color); got "
+                        f"{type(result).__name__}")
     return result.n_forward + reverse_cost * result.n_reverse
 
 
