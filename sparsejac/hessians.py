@@ -34,7 +34,7 @@ from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.orders import resolve_order
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import PreparedEngine, warn_constant_branch
-from sparsejac.errors import ConcretizationError
+from sparsejac.errors import ConcretizationError, TraceMismatchError
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
 from sparsejac.primitives.derive import mul0_matmul
@@ -499,7 +499,7 @@ class SparseHessian(PlanView):
                     self._prepare(state.args, state.kwargs, ps)
                 state = for_params(self, self._state, ps)
             if not self._agrees(state, xa, ps, tolerate=True):
-                raise RuntimeError(
+                raise TraceMismatchError(
                     f"`{self._name}` does not compute the same value from the same x: the "
                     "recorded program disagrees with a real call even right after preparing "
                     "again; f must be a deterministic function of x and its arguments")

@@ -21,6 +21,7 @@ from sparsejac.ad.tape import Fused, Tape
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.deferred import deferred_search, search_due
 from sparsejac.engines import PreparedEngine
+from sparsejac.errors import TraceMismatchError
 from sparsejac.pattern import SparsityPattern
 from sparsejac.pipeline import Plan, PlanView, fd_evaluations, prepare
 from sparsejac.plans import plan_stats
@@ -601,7 +602,7 @@ class SparseJacobian(PlanView):
             data, fx = plan.evaluate_with_value(xa, ps, out)
             if plan.replays and not self._check.agrees(state, fx, xa, ps) and (
                     not self._check.tolerate_rounding(state, fx, xa, ps)):
-                raise RuntimeError(
+                raise TraceMismatchError(
                     f"`{self._name}` does not compute the same values from the same x: the "
                     "recorded program disagrees with a real call even right after preparing "
                     "again. f must be a deterministic function of x (and of its arguments); "

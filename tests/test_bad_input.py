@@ -207,3 +207,20 @@ def test_helpers_name_what_they_were_given():
     products = sparsejac.from_products(sparsity=np.eye(3), jvp=lambda x, s: "abc")
     with pytest.raises(ValueError, match="`jvp` must return J @ S: an array of real numbers"):
         products(np.ones(3))
+
+
+def test_an_f_that_changes_between_calls_raises_the_same_error_on_replay():
+    """Random weights times x (scipy's XinSheYang01 benchmark), prepared at 0 where they do
+    not show: the replay's refusal was a bare RuntimeError, the preparation's a
+    TraceMismatchError (the benchmark hunt)."""
+    rng = np.random.default_rng(0)
+
+    def f(x):
+        return rng.random(x.size) * x ** 2
+
+    jac = sparsejac.SparseJacobian(f, np.zeros(3))
+    with pytest.raises(sparsejac.TraceMismatchError, match="does not compute the same values"):
+        jac(np.ones(3))
+    hess = sparsejac.SparseHessian(lambda x: np.sum(f(x)), np.zeros(3))
+    with pytest.raises(sparsejac.TraceMismatchError, match="does not compute the same value"):
+        hess(np.ones(3))

@@ -317,33 +317,43 @@ def _global_spaces(f: Any, depth: int = 4) -> list[dict[str, Any]]:
     from sparsejac.tracing.callers import LIBRARIES
 
     spaces: dict[int, dict[str, Any]] = {}
-    seen: set[int] = set()
+    seen: dict[int, int] = {}  # the most levels left an object was visited with
+
+    def first(obj: Any, level: int) -> bool:
+        if seen.get(id(obj), -1) >= level:
+            return False
+        seen[id(obj)] = level
+        return True
 
     def visit(obj: Any, level: int) -> None:
-        if level < 0 or id(obj) in seen:
+        if level < 0 or seen.get(id(obj), -1) >= level:
             return
         if isinstance(obj, types.MethodType):  # the function, and its object's attributes
-            visit(obj.__self__, level - 1)
-            obj = obj.__func__
+            visit(obj.__func__, level)
+            obj = obj.__self__
+            level -= 1
         while isinstance(obj, functools.partial):
             obj = obj.func
         if not isinstance(obj, types.FunctionType):
-            if callable(obj) and not isinstance(obj, type):  # an object (sparsejac's adapters)
-                seen.add(id(obj))
-                attrs = list(getattr(obj, "__dict__", {}).values())
-                attrs += [getattr(obj, n, None) for n in getattr(type(obj), "__slots__", ())]
-                for item in attrs:
-                    visit(item, level - 1)
+            if isinstance(obj, type) or _library_object(obj) or not first(obj, level):
+                return
+            # an object: sparsejac's adapters, a model whose methods f calls
+            attrs = list(getattr(obj, "__dict__", {}).values())
+            attrs += [getattr(obj, n, None) for n in getattr(type(obj), "__slots__", ())]
+            attrs += [v for k in type(obj).__mro__[:-1] for v in vars(k).values()
+                      if isinstance(v, types.FunctionType)]
+            for item in attrs:
+                visit(item, level - 1)
             return
-        if id(obj) in seen:
+        if not first(obj, level):
             return
-        seen.add(id(obj))
         space = obj.__globals__
         if str(space.get("__name__", "")).partition(".")[0] not in LIBRARIES:
             spaces.setdefault(id(space), space)
         code = obj.__code__
         named = [space.get(name) for name in code.co_names]
         named += [c.cell_contents for c in (obj.__closure__ or ()) if _has_contents(c)]
+        named += [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
         modules = [m for m in named if isinstance(m, types.ModuleType)
                    and m.__name__.partition(".")[0] not in LIBRARIES]
         named += [getattr(m, name, None) for m in modules for name in code.co_names]
@@ -352,6 +362,15 @@ def _global_spaces(f: Any, depth: int = 4) -> list[dict[str, Any]]:
 
     visit(f, depth)
     return list(spaces.values())
+
+
+def _library_object(obj: Any) -> bool:
+    """A value of numpy's, scipy's or a builtin type (an array, a list): nothing to visit.
+
+    sparsejac's own objects are visited: its adapters hold the user's function.
+    """
+    module = str(getattr(type(obj), "__module__", "builtins")).partition(".")[0]
+    return module in ("numpy", "scipy", "numba", "builtins")
 
 
 def _has_contents(cell: Any) -> bool:
