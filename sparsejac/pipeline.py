@@ -43,9 +43,9 @@ from sparsejac.coloring.by_mode import (
     ONE_SHOT_MANY,
     ONE_SHOT_SLACK,
     colour_modes,
-    column_as_bidirectional,
     identity_colouring,
     one_shot_colour,
+    one_sided_as_mixed,
 )
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import (
@@ -574,7 +574,7 @@ def prepare(
         # engine, and suffice if J then needs no seeds
         natural = one_shot_colour(pattern, reverse_cost)
         if natural is not None:
-            natural["mixed"] = column_as_bidirectional(natural["forward"])
+            natural["mixed"] = one_sided_as_mixed(natural, reverse_cost)
             colorings = natural
     mandatory = False  # whether `colorings` are the mandatory passes (effort 0) already
     if colorings is None:
@@ -628,9 +628,14 @@ def prepare(
         if defer_search:
             if direct is None and defer and not calibrate:  # the search waits for calls
                 pending, effort = effort, 0.0
-                if not mandatory:  # the mandatory passes, one per candidate mode
+                if not mandatory:  # the mandatory passes of the one-sided partitions
+                    # (the natural ones were good: a star bicolouring, which loads numba
+                    # and costs more than a few Jacobians, waits for the search)
                     t1 = time.perf_counter()
-                    colorings = colour_modes(pattern, modes, order, 0.0, time_budget, reverse_cost)
+                    colorings = colour_modes(pattern, [m for m in modes if m != "mixed"],
+                                             order, 0.0, time_budget, reverse_cost)
+                    if "mixed" in modes:
+                        colorings["mixed"] = one_sided_as_mixed(colorings, reverse_cost)
                     seconds["coloring"] += time.perf_counter() - t1
                 elements = sum(nd.out.size for nd in program.nodes) + program.n_in
                 call_work = NS_PER_ELEMENT * elements * (width + 1)

@@ -142,3 +142,27 @@ def test_mandatory_passes_run_once_at_preparation(monkeypatch: Any) -> None:
     exact[:, 0] -= np.sin(x[0])
     exact[0] = np.cos(x)
     assert np.allclose(jac(x).toarray(), exact, rtol=1e-14, atol=1e-14)
+
+
+def test_rows_that_cannot_beat_the_columns_are_not_coloured():
+    """A column of many nonzeros (a bundle adjustment's camera parameters, a rate shared by
+    every residual) bounds every row colouring below by its count: where the column colouring
+    is no dearer, the rows are left uncoloured (seconds, on such columns, in the benchmark
+    hunt's bundle adjustment) and reverse mode is never chosen. Oracle: by hand."""
+    from sparsejac.coloring.by_mode import colour_modes
+
+    def f(p):
+        return p[0] * p[1:] ** 2  # every row reads p[0]
+
+    x = np.linspace(1.0, 2.0, 200)
+    jac = sparsejac.SparseJacobian(f, x)
+    found = colour_modes(jac.plan.pattern, ["forward", "reverse"], "best", 0.0, None, 1.0)
+    assert found["reverse"].order == "uncoloured"
+    assert found["reverse"].n_colors == 199
+    assert jac.mode == "forward"
+    want = np.zeros((199, 200))
+    want[:, 0] = x[1:] ** 2
+    want[np.arange(199), np.arange(1, 200)] = 2 * x[0] * x[1:]
+    np.testing.assert_allclose(jac(x).toarray(), want, rtol=1e-15)
+    found = colour_modes(jac.plan.pattern, ["forward", "reverse"], "best", 0.0, None, 0.001)
+    assert found["reverse"].order != "uncoloured"  # cheap reverse products: rows coloured

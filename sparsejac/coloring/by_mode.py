@@ -19,7 +19,7 @@ from sparsejac.pattern import SparsityPattern
 
 __all__ = ["ONE_SHOT_FEW", "ONE_SHOT_IDENTITY", "ONE_SHOT_IDENTITY_ROWS", "ONE_SHOT_MANY",
            "ONE_SHOT_SLACK", "colour_modes", "column_as_bidirectional", "identity_colouring",
-           "one_shot_colour"]
+           "one_shot_colour", "one_sided_as_mixed", "uncoloured_rows"]
 
 
 def colour_modes(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: float,
@@ -36,8 +36,16 @@ def colour_modes(pattern: SparsityPattern, modes: Sequence[str], order: Any, eff
         one_sided_only = is_networkx_strategy(order)
     if one_sided_only:
         wanted = sorted(set(wanted) - {"bidirectional"} | {"column"})
-    found = color_partitions(pattern, wanted, order=order, effort=effort,
-                             time_budget=time_budget, reverse_cost=reverse_cost)
+    found: dict[str, ColoringResult] = {}
+    if wanted == ["column", "row"]:  # the column side first: the row side may not be needed
+        found = color_partitions(pattern, ["column"], order=order, effort=effort,
+                                 time_budget=time_budget, reverse_cost=reverse_cost)
+        if found["column"].n_colors <= reverse_cost * _row_lower_bound(pattern):
+            found["row"] = uncoloured_rows(pattern)
+        wanted = [p for p in wanted if p not in found]
+    if wanted:
+        found.update(color_partitions(pattern, wanted, order=order, effort=effort,
+                                      time_budget=time_budget, reverse_cost=reverse_cost))
     if one_sided_only:
         found["bidirectional"] = column_as_bidirectional(found["column"])
     return {m: found[p] for m, p in partitions.items()}
@@ -54,19 +62,29 @@ ONE_SHOT_MANY = 64
 
 
 def column_as_bidirectional(c: ColoringResult) -> ColoringResult:
-    """A column colouring as the bidirectional colouring that seeds no row (one-sided).
+    """A column (or row) colouring as the bidirectional colouring that seeds no row (column).
 
     Where natural-order one-sided colourings are good, a bidirectional pass (a star
     bicolouring, seconds on millions of nonzeros) cannot beat them by much; the mode choice
-    then sees mixed mode as the forward mode it is.
+    then sees mixed mode as the forward (reverse) mode it is.
     """
-    m = c.pattern.shape[0]
+    m, n = c.pattern.shape
+    column = c.partition == "column"
     return ColoringResult(
-        pattern=c.pattern, partition="bidirectional", order=f"column:{c.order}",
-        n_colors=c.n_colors, column_groups=c.column_groups,
-        row_groups=np.full(m, -1, dtype=np.int64),
+        pattern=c.pattern, partition="bidirectional", order=f"{c.partition}:{c.order}",
+        n_colors=c.n_colors,
+        column_groups=c.column_groups if column else np.full(n, -1, dtype=np.int64),
+        row_groups=np.full(m, -1, dtype=np.int64) if column else c.row_groups,
         lower_bound=bidirectional_lower_bound(c.pattern), seconds=0.0, candidates=(),
         work=0.0)
+
+
+def one_sided_as_mixed(found: dict[str, ColoringResult], reverse_cost: float
+                       ) -> ColoringResult:
+    """The cheaper of the forward and reverse colourings, as mixed mode's (one-sided)."""
+    cheaper = min((found["forward"], found["reverse"]),
+                  key=lambda c: (c.n_forward + reverse_cost * c.n_reverse, c.partition != "column"))
+    return column_as_bidirectional(cheaper)
 
 
 #: A one-off Jacobian with at most this many columns and :data:`ONE_SHOT_IDENTITY_ROWS` rows
@@ -75,6 +93,26 @@ def column_as_bidirectional(c: ColoringResult) -> ColoringResult:
 #: and a colouring would cost more than the whole evaluation.
 ONE_SHOT_IDENTITY = 16
 ONE_SHOT_IDENTITY_ROWS = 64
+
+
+def _row_lower_bound(pattern: SparsityPattern) -> int:
+    """The fewest colours of any row colouring: the most nonzeros in a column."""
+    return max(int(pattern.col_counts.max(initial=0)), 1)
+
+
+def uncoloured_rows(pattern: SparsityPattern) -> ColoringResult:
+    """Every row its own group: reverse mode not coloured, as it cannot be the cheapest.
+
+    Where a column colouring has at most ``reverse_cost`` times as many colours as the row
+    colourings' lower bound (a column of many nonzeros: a bundle adjustment's camera
+    parameters), no row colouring can cost less, and colouring rows (seconds, on such
+    columns) would be wasted: :func:`colour_modes` gives this stand-in, valid and never chosen.
+    """
+    m = pattern.shape[0]
+    return ColoringResult(pattern=pattern, partition="row", order="uncoloured",
+                          n_colors=m, column_groups=None,
+                          row_groups=np.arange(m, dtype=np.int64),
+                          lower_bound=_row_lower_bound(pattern))
 
 
 def identity_colouring(pattern: SparsityPattern) -> ColoringResult:
