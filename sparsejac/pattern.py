@@ -494,6 +494,8 @@ def as_pattern(obj: Any, *, name: str = "sparsity") -> SparsityPattern:
     if isinstance(obj, SparsityPattern):
         pattern = obj
     elif isinstance(obj, (str, os.PathLike)):
+        if not os.fspath(obj):
+            raise ValueError(f"`{name}` is an empty file name; give a .mtx or .npz file")
         pattern = read_pattern_file(obj)
     elif sp.issparse(obj):
         if len(obj.shape) != 2:

@@ -41,6 +41,10 @@ def _check_report_options(partitions: Any, orders: Any) -> tuple[list[str], list
     Unknown names, and an order that none of the partitions takes, raise a ValueError naming
     them (instead of an empty report).
     """
+    for name, value in (("partitions", partitions), ("orders", orders)):
+        if not isinstance(value, (str, list, tuple)):
+            raise TypeError(f"`{name}` must be a name or a list of names; got "
+                            f"{type(value).__name__}")
     parts = [partitions] if isinstance(partitions, str) else list(partitions)
     ords = [orders] if isinstance(orders, str) else list(orders)
     known = (*PARTITIONS, "auto", "symmetric")

@@ -65,7 +65,7 @@ def warm_up(*, sizes: tuple[int, ...] = (40, 3000)) -> float:
     Parameters
     ----------
     sizes : tuple of int
-        Problem sizes to run, each at least 4 (small ones take the scalar paths, larger ones
+        Problem sizes to run, each 4 to 10**6 (small ones take the scalar paths, larger ones
         the vector ones).
 
     Returns
@@ -77,7 +77,7 @@ def warm_up(*, sizes: tuple[int, ...] = (40, 3000)) -> float:
     Raises
     ------
     TypeError, ValueError
-        ``sizes`` is not a sequence of integers of at least 4.
+        ``sizes`` is not a sequence of integers from 4 to 10**6.
 
     Examples
     --------
@@ -90,8 +90,9 @@ def warm_up(*, sizes: tuple[int, ...] = (40, 3000)) -> float:
             or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool)
                        for n in sizes)):
         raise TypeError(f"`sizes` must be a non-empty tuple of integers; got {sizes!r}")
-    if min(sizes) < 4:
-        raise ValueError(f"`sizes` must be at least 4 each; got {tuple(sizes)!r}")
+    if min(sizes) < 4 or max(sizes) > 10 ** 6:
+        raise ValueError(f"`sizes` must be 4 to 10**6 each (problem sizes to compile for); "
+                         f"got {tuple(sizes)!r}")
     import numba  # noqa: F401  (loaded: every path below takes its kernels, none the numpy paths)
     import scipy.sparse as sp
 

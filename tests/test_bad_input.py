@@ -224,3 +224,12 @@ def test_an_f_that_changes_between_calls_raises_the_same_error_on_replay():
     hess = sparsejac.SparseHessian(lambda x: np.sum(f(x)), np.zeros(3))
     with pytest.raises(sparsejac.TraceMismatchError, match="does not compute the same value"):
         hess(np.ones(3))
+
+
+def test_empty_names_none_options_and_vast_warm_ups_are_refused():
+    with pytest.raises(ValueError, match="`sparsity` is an empty file name"):
+        sparsejac.SparseJacobian(_f, np.ones(4), sparsity="")
+    with pytest.raises(TypeError, match="`partitions` must be a name or a list of names"):
+        sparsejac.matrix_report(np.eye(3), None, None)
+    with pytest.raises(ValueError, match=r"`sizes` must be 4 to 10\*\*6 each"):
+        sparsejac.warm_up(sizes=(10 ** 12,))
