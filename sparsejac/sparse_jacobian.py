@@ -578,16 +578,16 @@ class SparseJacobian(PlanView):
         if args is None and kwargs is None:
             args, kwargs = self._args0, self._kwargs0  # a call without: the preparation's
         state = self._state
+        sized = state.plan.pattern  # the pattern `out` was checked against
         if not _same_args(state, () if args is None else tuple(args), kwargs or {}):
             state = self.use_args(() if args is None else tuple(args), kwargs or {})
-            out = out if out is None or out.shape == (state.plan.pattern.nnz,) else None
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else check_params(params, like=self._params0)
         if state.plan.guards is not None:  # f branches on its parameters: which branch
             state = for_params(self, state, ps)
         plan = state.plan
-        if out is not None and out.shape != (plan.pattern.nnz,):
-            out = None  # another branch's pattern
+        if out is not None and plan.pattern is not sized and plan.pattern != sized:
+            out = None  # other arguments or another branch: another pattern, `out` left alone
         data, fx = plan.evaluate_with_value(xa, ps, out)
         if plan.replays and self._verify and not self._check.agrees(state, fx, xa, ps):
             # f changed since the preparation (a global, closure, container): prepare again
@@ -597,7 +597,7 @@ class SparseJacobian(PlanView):
                     self._prepare(state.args, state.kwargs, ps)
                 state = for_params(self, self._state, ps)
             plan = state.plan
-            if out is not None and out.shape != (plan.pattern.nnz,):
+            if out is not None and plan.pattern != sized:
                 out = None  # the new preparation found another pattern
             data, fx = plan.evaluate_with_value(xa, ps, out)
             if plan.replays and not self._check.agrees(state, fx, xa, ps) and (

@@ -241,3 +241,16 @@ def test_a_changed_global_replaces_every_branch():
         np.testing.assert_array_equal(jac(0.0, y).toarray(), -3.0 * np.eye(3))
     finally:
         K[0] = 1.0
+
+
+def test_an_out_matrix_of_another_branch_is_left_alone():
+    y = np.arange(1.0, 6.0)
+    jac = sparsejac.SparseJacobian(lambda x, t: switched(t, x), y, params=(0.0,))
+    out = jac.evaluate(y, params=(0.5,))
+    kept = out.toarray()
+    new = jac.evaluate(y, params=(2.0,), out=out)
+    assert new is not out
+    np.testing.assert_array_equal(out.toarray(), kept)
+    np.testing.assert_array_equal(new.toarray(), switched_jacobian(2.0, y))
+    assert jac.evaluate(y, params=(0.7,), out=out) is out
+    np.testing.assert_array_equal(out.toarray(), switched_jacobian(0.7, y))
