@@ -92,7 +92,7 @@ class ParamGuards:
         return True
 
     def describe(self) -> str:
-        """The first read that decides, as ``bool() ... (at FILE:LINE: `source`)``."""
+        """The first read that decides: what read which value, and the user's line."""
         var, _, what, where = self.reads[0]
         of = "a parameter" if var.kind == PARAM else "a value computed from the parameters"
         return f"{what} of {of}{where}"
