@@ -61,8 +61,10 @@ def search_due(plan: Plan) -> int:
 def deferred_search(plan: Plan, calls: int) -> Plan | None:
     """The plan after its deferred colour search, once ``calls`` calls have paid for it.
 
-    A prepared Jacobian that needs seeds starts with the mandatory one-pass colourings (one
-    per candidate mode). Its search (``order="best"`` at the default effort) runs between
+    A prepared Jacobian that needs seeds starts with one-pass colourings: the natural-order
+    ones of the one-sided partitions where they are good (mixed mode is then the cheaper of
+    them, :func:`~sparsejac.coloring.by_mode.one_sided_as_mixed`), else the mandatory
+    passes of every candidate mode. Its search (``order="best"`` at the default effort) runs between
     two calls once :data:`SEARCH_SHARE` of the calls' nominal work (``calls`` times
     ``plan.call_work``, in the colouring budget's nominal nanoseconds) reaches the search's
     budget; then the colourings and the mode are chosen again. Everything is counted in

@@ -480,7 +480,7 @@ def prepare(
     defer : bool
         Leave the colour search of a prepared Jacobian (default ``effort`` and ``order``,
         ``mode="auto"``) for later, when calls have paid for it (:func:`deferred_search`):
-        the plan starts with the mandatory one-pass colourings.
+        the plan starts with one-pass colourings (natural-order ones where they are good).
     traced : (Program, csr_array), optional
         ``call`` already traced (globally) at ``x0``, with its detected pattern: neither is
         computed again (:class:`sparsejac.SparseHessian` traces its gradient program first).
@@ -576,11 +576,9 @@ def prepare(
         if natural is not None:
             natural["mixed"] = one_sided_as_mixed(natural, reverse_cost)
             colorings = natural
-    mandatory = False  # whether `colorings` are the mandatory passes (effort 0) already
-    if colorings is None:
+    if colorings is None:  # (deferred: the mandatory passes, effort 0)
         colorings = colour_modes(pattern, modes, order, 0.0 if defer_search else effort,
                             time_budget, reverse_cost)
-        mandatory = defer_search
     seconds["coloring"] = time.perf_counter() - t0
 
     if check and mode == "fd" and sparsity is not None:
@@ -628,15 +626,9 @@ def prepare(
         if defer_search:
             if direct is None and defer and not calibrate:  # the search waits for calls
                 pending, effort = effort, 0.0
-                if not mandatory:  # the mandatory passes of the one-sided partitions
-                    # (the natural ones were good: a star bicolouring, which loads numba
-                    # and costs more than a few Jacobians, waits for the search)
-                    t1 = time.perf_counter()
-                    colorings = colour_modes(pattern, [m for m in modes if m != "mixed"],
-                                             order, 0.0, time_budget, reverse_cost)
-                    if "mixed" in modes:
-                        colorings["mixed"] = one_sided_as_mixed(colorings, reverse_cost)
-                    seconds["coloring"] += time.perf_counter() - t1
+                # (where the natural colourings were good, one pass per one-sided
+                # partition, the mandatory passes and the bicolouring, which may load numba
+                # and cost more than a few Jacobians, wait for the search too)
                 elements = sum(nd.out.size for nd in program.nodes) + program.n_in
                 call_work = NS_PER_ELEMENT * elements * (width + 1)
             elif direct is None:  # the colours matter: the mandatory passes and the search
