@@ -263,7 +263,8 @@ class Tracer:
                 "after `from numpy import zeros` where f does not reach; create such arrays "
                 "inside f with np.zeros(n), np.copy(k), np.array(k, like=x) (traceable) or from "
                 "x: out = np.zeros_like(x), np.empty_like(x), or np.zeros(shape, like=x). Keep "
-                "the computation in numpy (e.g. y[0] instead of float(y[0]))."
+                "the computation in numpy (e.g. y[0] instead of float(y[0])), or, for code "
+                "that cannot be, pass `sparsity=` and use mode='fd' (finite differences)."
             )
         return self._concrete_zero_derivative(what)
 
