@@ -233,3 +233,12 @@ def test_empty_names_none_options_and_vast_warm_ups_are_refused():
         sparsejac.matrix_report(np.eye(3), None, None)
     with pytest.raises(ValueError, match=r"`sizes` must be 4 to 10\*\*6 each"):
         sparsejac.warm_up(sizes=(10 ** 12,))
+
+
+def test_seed_matrices_without_a_seed_are_refused():
+    from sparsejac.ad import hvp, jvp
+
+    with pytest.raises(ValueError, match=r"`S` has shape \(6, 0\).*at least one seed"):
+        jvp(lambda x: x ** 2, np.ones(6), np.ones((6, 0)))
+    with pytest.raises(ValueError, match=r"`V` has shape \(6, 0\).*at least one seed"):
+        hvp(lambda x: np.sum(x ** 3), np.ones(6), np.ones((6, 0)))

@@ -34,10 +34,11 @@ def _seed(s: Any, name: str, length: int, axis: int, what: str) -> tuple[np.ndar
         raise TypeError(f"`{name}` must be a real array; got dtype {arr.dtype}")
     vec = arr.ndim == 1
     arr2 = np.expand_dims(arr, 1 - axis) if vec else arr
-    if arr2.ndim != 2 or arr2.shape[axis] != length:
+    if arr2.ndim != 2 or arr2.shape[axis] != length or arr2.shape[1 - axis] == 0:
         expected = f"({length}, p)" if axis == 0 else f"(q, {length})"
         raise ValueError(
-            f"`{name}` has shape {arr.shape}; expected ({length},) or {expected} ({what})"
+            f"`{name}` has shape {arr.shape}; expected ({length},) or {expected} with at least "
+            f"one seed ({what})"
         )
     return arr2.astype(np.float64), vec
 
