@@ -614,7 +614,7 @@ def for_params(owner: Any, state: Any, params: Sequence[Any]) -> Any:
         return state
     with owner._lock:
         kept = owner._branches
-        found = next((s for s in kept if _guards(s).holds(params)
+        found = next((s for s in kept if (_guards(s) is None or _guards(s).holds(params))
                       and _same_args(s, state.args, state.kwargs)), None)
         current = owner._state
         if found is not None:

@@ -85,7 +85,10 @@ class ParamGuards:
                 return False
             reader = _READERS.get(what)
             if reader is not None and got.size == 1:
-                if reader(got) != reader(value):
+                try:
+                    if reader(got) != reader(value):
+                        return False
+                except (ValueError, OverflowError):  # int() of NaN or infinity: not this branch
                     return False
             elif not np.array_equal(got, value, equal_nan=value.dtype.kind in "fc"):
                 return False
