@@ -79,14 +79,15 @@ def _time(t: Any, name: str) -> float:
 DENSE_ODE_MAX = 64
 
 
-def _densify(prepared: SparseJacobian, data: np.ndarray,
+def _densify(prepared: SparseJacobian, x: Any, params: Any, args: Any, kwargs: Any,
              cached: tuple[Any, np.ndarray] | None
              ) -> tuple[np.ndarray, tuple[Any, np.ndarray]]:
-    """J as a dense array from its values (in the order of ``structure()``).
+    """J at ``x`` as a dense array, from its values and the plan that computed them.
 
-    Also returns the values' flat positions, kept per plan (a new preparation makes new ones).
+    Also returns the values' flat positions, kept per plan (a new preparation makes new ones;
+    another thread may switch the current one to another branch meanwhile).
     """
-    plan = prepared.plan  # the plan of these values (a new preparation replaced it first)
+    data, plan = prepared._values_and_plan(x, params, args, kwargs)
     if cached is None or cached[0] is not plan:
         pattern = plan.pattern
         cached = (plan, pattern.rows.astype(np.int64) * plan.shape[1] + pattern.indices)
@@ -186,9 +187,9 @@ class OdeJacobian:
 
     def _dense(self, t: float, y: Any, args: tuple[Any, ...]) -> np.ndarray:
         prepared = self.prepared
-        data = prepared.values(check_x(y, prepared._x0.shape, "y", x0_name="y0"),
-                               params=(_time(t, "t"),), args=tuple(args) or None)
-        out, self._dense_positions = _densify(prepared, data, self._dense_positions)
+        out, self._dense_positions = _densify(
+            prepared, check_x(y, prepared._x0.shape, "y", x0_name="y0"), (_time(t, "t"),),
+            tuple(args) or None, None, self._dense_positions)
         return out
 
     def __repr__(self) -> str:
@@ -310,8 +311,8 @@ class LeastSquaresJacobian(SparseJacobian):
         """
         if self.format != "dense" or out is not None:
             return super().__call__(x, *args, out=out, **kwargs)
-        values = self.values(x, args=tuple(args) or None, kwargs=dict(kwargs) or None)
-        dense, self._dense_positions = _densify(self, values, self._dense_positions)
+        dense, self._dense_positions = _densify(self, x, None, tuple(args) or None,
+                                                dict(kwargs) or None, self._dense_positions)
         return dense
 
 

@@ -571,6 +571,12 @@ class SparseJacobian(PlanView):
         out[:] = gathered
         return out
 
+    def _values_and_plan(self, x: Any, params: Sequence[Any] | None, args: Any, kwargs: Any
+                         ) -> tuple[np.ndarray, Plan]:
+        """J's values in CSR order and the plan that computed them (its pattern, its order)."""
+        got = self._fast_data(x, params) if args is None and kwargs is None else None
+        return got if got is not None else self._data(x, params, args, kwargs, None)
+
     def _data(self, x: Any, params: Sequence[Any] | None, args: Sequence[Any] | None,
               kwargs: dict[str, Any] | None, out: np.ndarray | None
               ) -> tuple[np.ndarray, Plan]:

@@ -254,3 +254,40 @@ def test_an_out_matrix_of_another_branch_is_left_alone():
     np.testing.assert_array_equal(new.toarray(), switched_jacobian(2.0, y))
     assert jac.evaluate(y, params=(0.7,), out=out) is out
     np.testing.assert_array_equal(out.toarray(), switched_jacobian(0.7, y))
+
+
+def test_dense_jacobians_from_two_threads_on_two_branches():
+    """Two threads on the two sides of `if t > 2` (the branch hunt): a dense Jacobian placed
+    its values by the current plan, which the other thread had switched to its branch."""
+    import threading
+
+    y = np.arange(1.0, 6.0)
+    jac = sparsejac.ode_jacobian(switched, 0.0, y, format="dense")
+    wrong = []
+
+    def work(t):
+        for _ in range(300):
+            if not np.array_equal(jac(t, y), switched_jacobian(t, y)):
+                wrong.append(t)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in (0.5, 2.0)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert wrong == []
+
+
+def test_round_of_t_rounds_as_python_does():
+    """round(0.15, 1) is 0.1 in Python, 0.2 in numpy: the branch it decides was refused (with
+    verify) or silently wrong (verify=False) under numpy's rounding (the branch hunt)."""
+    def rhs(t, y):
+        return -(5.0 if round(t, 1) == 0.1 else 1.0) * y ** 2
+
+    y = np.array([0.8, 1.3, 0.6])
+    for verify in (True, False):
+        jac = sparsejac.ode_jacobian(rhs, 0.0, y, verify=verify)
+        for t in (0.0, 0.15, 0.12, 0.16, 0.05):
+            rate = 5.0 if round(t, 1) == 0.1 else 1.0
+            np.testing.assert_array_equal(jac(t, y), np.diag(-2 * rate * y))
+        assert jac.prepared.stats()["branches"][1] <= 4

@@ -84,6 +84,9 @@ class ParamGuards:
             if got.shape != value.shape:
                 return False
             reader = _READERS.get(what)
+            if what.startswith("round(, "):  # round(t, n): the same n digits
+                digits = int(what[8:-1])
+                reader = lambda v, n=digits: round(float(v), n)  # noqa: E731
             if reader is not None and got.size == 1:
                 try:
                     if reader(got) != reader(value):

@@ -299,6 +299,8 @@ class Tracer:
     def __round__(self, ndigits: int | None = None) -> Any:
         if ndigits is None:  # round(y): a Python int, as int()
             return int(np.rint(self))
+        if self._var.sources == FROM_PARAMS and self.ndim == 0:  # round(t, 1): Python's digits
+            return round(float(self._concrete_zero_derivative(f"round(, {int(ndigits)})")), ndigits)
         return np.round(self, ndigits)  # a traced array (zero derivative almost everywhere)
 
     def item(self, *args: Any) -> Any:
