@@ -259,23 +259,16 @@ def test_an_out_matrix_of_another_branch_is_left_alone():
 def test_dense_jacobians_from_two_threads_on_two_branches():
     """Two threads on the two sides of `if t > 2` (the branch hunt): a dense Jacobian placed
     its values by the current plan, which the other thread had switched to its branch."""
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     y = np.arange(1.0, 6.0)
     jac = sparsejac.ode_jacobian(switched, 0.0, y, format="dense")
-    wrong = []
 
-    def work(t):
-        for _ in range(300):
-            if not np.array_equal(jac(t, y), switched_jacobian(t, y)):
-                wrong.append(t)
+    def wrong(t):
+        return sum(not np.array_equal(jac(t, y), switched_jacobian(t, y)) for _ in range(300))
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in (0.5, 2.0)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert wrong == []
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(wrong, (0.5, 2.0))) == [0, 0]
 
 
 def test_round_of_t_rounds_as_python_does():
