@@ -263,6 +263,14 @@ exact and uses no step. Drop `fd_method`, or pass mode='fd'.
     return method
 
 
+def _kind(v: Any) -> str:
+    """The dtype kind of ``v`` as a numpy array ("O" where it is none)."""
+    try:
+        return str(np.asarray(v).dtype.kind)
+    except (TypeError, ValueError):
+        return "O"
+
+
 def check_params(params: Any, like: Sequence[Any] | None = None) -> tuple[Any, ...]:
     """``params`` as a tuple of real numbers or arrays, or a clear error naming it.
 
@@ -284,11 +292,7 @@ def check_params(params: Any, like: Sequence[Any] | None = None) -> tuple[Any, .
         raise TypeError("`params` must be a sequence (a tuple of the traced parameters, e.g. "
                         f"(t,)); got {type(params).__name__}")
     for i, p in enumerate(params):
-        try:
-            kind = np.asarray(p).dtype.kind
-        except (TypeError, ValueError):
-            kind = "O"
-        if kind not in "biuf":
+        if _kind(p) not in "biuf":
             raise TypeError(f"`params[{i}]` must be a real number or array; got "
                             f"{type(p).__name__} {p!r}"[:200])
     if like is not None:
@@ -336,14 +340,10 @@ def check_real(v: Any, name: str, size: int, of: str = "") -> np.ndarray:
         ...
     TypeError: `obj_factor` must be 1 finite real number; got NoneType None
     """
-    try:
-        a = np.asarray(v)
-        kind = a.dtype.kind
-    except (TypeError, ValueError):
-        kind = "O"
     want = f"{size} finite real number{'s' if size != 1 else ''}"
-    if kind not in "biuf":
+    if _kind(v) not in "biuf":
         raise TypeError(f"`{name}` must be {want}; got {type(v).__name__} {v!r:.60}")
+    a = np.asarray(v)
     if a.size != size:
         raise ValueError(f"`{name}` has {a.size} values (shape {a.shape}); expected {size}{of}")
     a = a.astype(np.float64)

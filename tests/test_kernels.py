@@ -764,7 +764,7 @@ def test_a_preparation_the_budget_cannot_cover_loads_the_kernels_at_once() -> No
                               capture_output=True, text=True, check=True).stdout.split()
 
     # the Python first fit, of the columns only: a column's 3 nonzeros bound every row
-    # colouring below by the columns' 3 colours (sparsejac.coloring.by_mode.uncoloured_rows)
+    # colouring below by the columns' 3 colours (sparsejac.coloring.by_mode.identity_colouring)
     assert run(10 ** 9) == ["1", "False"]
     assert run(10 ** 6) == ["0", "True"]   # 30,000 nonzeros need more: compiled at once
     # a tape of 10^4 elements per node is not charged the whole budget (the first fits run

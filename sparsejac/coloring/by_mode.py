@@ -19,7 +19,7 @@ from sparsejac.pattern import SparsityPattern
 
 __all__ = ["ONE_SHOT_FEW", "ONE_SHOT_IDENTITY", "ONE_SHOT_IDENTITY_ROWS", "ONE_SHOT_MANY",
            "ONE_SHOT_SLACK", "colour_modes", "column_as_bidirectional", "identity_colouring",
-           "one_shot_colour", "one_sided_as_mixed", "uncoloured_rows"]
+           "one_shot_colour", "one_sided_as_mixed"]
 
 
 def colour_modes(pattern: SparsityPattern, modes: Sequence[str], order: Any, effort: float,
@@ -40,8 +40,9 @@ def colour_modes(pattern: SparsityPattern, modes: Sequence[str], order: Any, eff
     if wanted == ["column", "row"]:  # the column side first: the row side may not be needed
         found = color_partitions(pattern, ["column"], order=order, effort=effort,
                                  time_budget=time_budget, reverse_cost=reverse_cost)
-        if found["column"].n_colors <= reverse_cost * _row_lower_bound(pattern):
-            found["row"] = uncoloured_rows(pattern)
+        rows = identity_colouring(pattern, "row", "uncoloured")
+        if found["column"].n_colors <= reverse_cost * rows.lower_bound:
+            found["row"] = rows
         wanted = [p for p in wanted if p not in found]
     if wanted:
         found.update(color_partitions(pattern, wanted, order=order, effort=effort,
@@ -95,33 +96,24 @@ ONE_SHOT_IDENTITY = 16
 ONE_SHOT_IDENTITY_ROWS = 64
 
 
-def _row_lower_bound(pattern: SparsityPattern) -> int:
-    """The fewest colours of any row colouring: the most nonzeros in a column."""
-    return max(int(pattern.col_counts.max(initial=0)), 1)
+def identity_colouring(pattern: SparsityPattern, partition: str = "column",
+                       order: str = "identity") -> ColoringResult:
+    """Every column (or row) its own group: one product per column (row), uncoloured.
 
-
-def uncoloured_rows(pattern: SparsityPattern) -> ColoringResult:
-    """Every row its own group: reverse mode not coloured, as it cannot be the cheapest.
-
-    Where a column colouring has at most ``reverse_cost`` times as many colours as the row
-    colourings' lower bound (a column of many nonzeros: a bundle adjustment's camera
-    parameters), no row colouring can cost less, and colouring rows (seconds, on such
-    columns) would be wasted: :func:`colour_modes` gives this stand-in, valid and never chosen.
+    The row form is the stand-in :func:`colour_modes` gives for reverse mode where it cannot
+    be the cheapest (``order="uncoloured"``): a column colouring with at most
+    ``reverse_cost`` times as many colours as the most nonzeros in a column (a bundle
+    adjustment's camera parameters), which no row colouring undercuts; colouring those rows
+    (seconds, on such columns) would be wasted. It is valid, and never chosen.
     """
-    m = pattern.shape[0]
-    return ColoringResult(pattern=pattern, partition="row", order="uncoloured",
-                          n_colors=m, column_groups=None,
-                          row_groups=np.arange(m, dtype=np.int64),
-                          lower_bound=_row_lower_bound(pattern))
-
-
-def identity_colouring(pattern: SparsityPattern) -> ColoringResult:
-    """Every column its own group: the uncoloured forward seed (one product per column)."""
-    n = pattern.shape[1]
-    return ColoringResult(pattern=pattern, partition="column", order="identity",
-                          n_colors=n, column_groups=np.arange(n, dtype=np.int64),
-                          row_groups=None,
-                          lower_bound=max(int(pattern.row_counts.max(initial=0)), 1))
+    column = partition == "column"
+    size = pattern.shape[1 if column else 0]
+    groups = np.arange(size, dtype=np.int64)
+    counts = pattern.row_counts if column else pattern.col_counts
+    return ColoringResult(pattern=pattern, partition=partition, order=order, n_colors=size,
+                          column_groups=groups if column else None,
+                          row_groups=None if column else groups,
+                          lower_bound=max(int(counts.max(initial=0)), 1))
 
 
 def one_shot_colour(pattern: SparsityPattern, reverse_cost: float
