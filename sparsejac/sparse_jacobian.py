@@ -550,17 +550,8 @@ class SparseJacobian(PlanView):
             raise ValueError(f"`out` must be a writeable float64 array of shape ({nnz},); got "
                              f"{type(out).__name__} {getattr(out, 'shape', '')} "
                              f"{getattr(out, 'dtype', '')}")
-        plain = args is None and kwargs is None
         if order == "csr":
-            got = self._fast_data(x, None if params is None else check_params(params)) \
-                if plain else None
-            if got is not None:
-                check_structure(self, got[1].pattern, got[1].guards, out)
-                if out is None:
-                    return got[0]
-                out[:] = got[0]
-                return out
-            data, plan = self._data(x, params, args, kwargs, out)
+            data, plan = self._values_and_plan(x, params, args, kwargs, out)
             check_structure(self, plan.pattern, plan.guards, out)
             return data
         data, plan = self._data(x, params, args, kwargs, None)
@@ -571,11 +562,16 @@ class SparseJacobian(PlanView):
         out[:] = gathered
         return out
 
-    def _values_and_plan(self, x: Any, params: Sequence[Any] | None, args: Any, kwargs: Any
-                         ) -> tuple[np.ndarray, Plan]:
-        """J's values in CSR order and the plan that computed them (its pattern, its order)."""
+    def _values_and_plan(self, x: Any, params: Sequence[Any] | None, args: Any, kwargs: Any,
+                         out: np.ndarray | None = None) -> tuple[np.ndarray, Plan]:
+        """J's values in CSR order (in ``out`` if it fits) and the plan that computed them."""
         got = self._fast_data(x, params) if args is None and kwargs is None else None
-        return got if got is not None else self._data(x, params, args, kwargs, None)
+        if got is None:
+            return self._data(x, params, args, kwargs, out)
+        if out is not None and out.shape == got[0].shape:
+            out[:] = got[0]
+            return out, got[1]
+        return got
 
     def _data(self, x: Any, params: Sequence[Any] | None, args: Sequence[Any] | None,
               kwargs: dict[str, Any] | None, out: np.ndarray | None
