@@ -542,6 +542,7 @@ def prepare(
             else:
                 pattern = as_pattern(sparsity, name="sparsity")
                 check_subset(detected, pattern)
+            del detected  # (int64 indices: the pattern keeps its own int32 copy)
     seconds["detection"] = time.perf_counter() - t0
     # a preparation the fallback paths' budget cannot cover loads the compiled kernels at once
     kernels.expect(PREPARATION_UNITS_PER_NONZERO * pattern.nnz

@@ -189,7 +189,7 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
             if r_slot is None:  # constant local Jacobian: fold its product with const J
                 # base[out_pos] += r_c * jconst in one compiled pass (mul0's zero convention);
                 # positions in order (one operand's entries, kept) are the identity target
-                target = _NO_INDEX if out_pos is shared_arange(n_out) else out_pos
+                target = _NO_INDEX if is_arange(out_pos, n_out) else out_pos
                 contribute(base, target, _flat(r_c), _NO_INDEX, _flat(jconst), _NO_INDEX,
                            out_pos.size, False, 1.0)
             else:  # dynamic local Jacobian times the constant part of J

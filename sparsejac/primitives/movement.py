@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.errors import UnsupportedPrimitiveError
-from sparsejac.numeric import is_arange
+from sparsejac.numeric import is_arange, shared_arange
 from sparsejac.primitives import depsets
 from sparsejac.primitives.core import (
     Deps,
@@ -110,8 +110,12 @@ def _operand_plans(index: np.ndarray, sizes: Sequence[int]) -> list[_OperandPlan
     plans = []
     off = 0
     for size in sizes:
+        if len(sizes) == 1 and not (index < 0).any():  # every output reads the operand:
+            # one shared read-only arange, and the index itself (no copies of nnz size)
+            plans.append(_OperandPlan(sel=shared_arange(index.size), src=index, size=size))
+            break
         if len(sizes) == 1:
-            sel = np.flatnonzero(index >= 0) if (index < 0).any() else np.arange(index.size)
+            sel = np.flatnonzero(index >= 0)
         else:
             sel = np.flatnonzero((index >= off) & (index < off + size))
         plans.append(_OperandPlan(sel=sel, src=index[sel] - off, size=size))
@@ -204,16 +208,22 @@ class Gather(Primitive):
     def linearize(self, node: Node) -> list[LocalJac | None] | None:
         """Selection matrices with constant entries 1."""
         plan: GatherPlan = node.params["plan"]
+        # the operand plans are not kept: a recording needs each node's once, and keeping
+        # them would hold two index arrays per gather until the recording ends
+        ops = plan._operands
         res: list[LocalJac | None] = []
         for k, var in enumerate(node.inputs):
             if not var.active:
                 res.append(None)
             elif plan.identity:
-                ar = np.arange(plan.size, dtype=np.int64)
+                ar = shared_arange(plan.size)
                 res.append(LocalJac(ar, ar, const=1.0))
             else:
-                op = plan.operands[k]
-                res.append(LocalJac(op.sel.astype(np.int64), op.src.astype(np.int64), const=1.0))
+                if ops is None:
+                    ops = _operand_plans(plan.index, plan.sizes)
+                op = ops[k]
+                res.append(LocalJac(op.sel.astype(np.int64, copy=False),
+                                    op.src.astype(np.int64, copy=False), const=1.0))
         return res
 
 
