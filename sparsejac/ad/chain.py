@@ -143,6 +143,7 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     size = node.out.size
     codec = KeyCodec(size, n_sources, max(max_source, 1))
     parts = []
+    keys = []  # each operand's entries' keys in the output's codec
     local_slots: list[tuple[int, Any]] = []
     for k, lj in enumerate(ljs):
         if lj is None:
@@ -170,16 +171,18 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
                 owner = np.empty(total, np.int64)
                 expand_ranges(ptr, lj.cols, owner, pos)
                 key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
-        parts.append((lj, jk, owner, pos, key, r_slot))
+        parts.append((lj, jk, owner, pos, r_slot))
+        keys.append(key)
     if not parts:
         z = np.zeros(0, np.int64)
         return Entries(size, z, z, z, np.zeros(0)), None
-    uniq, inverses = union_keys([p[4] for p in parts])
+    uniq, inverses = union_keys(keys)
+    del keys, key  # dead from here: one nnz-sized array less at the peak below
     n_out = int(uniq.size)
     base = np.zeros(n_out)
     # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions, scale)
     terms: list[tuple[Any, ...]] = []
-    for (lj, jk, owner, pos, _, r_slot), out_pos in zip(parts, inverses, strict=True):
+    for (lj, jk, owner, pos, r_slot), out_pos in zip(parts, inverses, strict=True):
         if owner is None and (r_slot is not None or np.ndim(lj.const) != 0):
             owner = jk.rows  # the local entry of each J_k entry: its row (diagonal)
         r_c = None if r_slot is not None else (
@@ -227,7 +230,11 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     dyn_pos, rank = _dynamic_positions([t[6] for t in terms], n_out)
     contributions = []
     for r_const, r_slot, r_idx, j_const, j_slot, j_idx, out_pos, scale in terms:
-        target = out_pos if rank is None else rank[out_pos] - 1
+        if rank is None:
+            target = out_pos
+        else:
+            target = rank[out_pos]
+            target -= 1  # (in place: one nnz-sized temporary less)
         in_order = is_arange(target, dyn_pos.size)
         r_size = None if r_slot is None else slots.sizes.get(r_slot)
         j_size = None if j_slot is None else slots.sizes.get(j_slot)
