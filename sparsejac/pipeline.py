@@ -613,12 +613,12 @@ def prepare(
         in_order = False
         if mode == "auto" and isinstance(prepared, PreparedProgram):
             # entries exactly the pattern's nonzeros, in its CSR order: no positions to keep
-            in_order = prepared.in_pattern_order(pattern.rows, pattern.indices)
+            in_order = prepared.in_pattern_order(pattern.indptr, pattern.indices)
             if not in_order:
                 direct = prepared.direct_positions(pattern.rows, pattern.indices)
         if in_order:  # no seeds, no decompression: only the CSR arrays stay resident
             assert isinstance(prepared, PreparedProgram)
-            prepared.share_pattern(pattern.rows, pattern.indices)
+            prepared.share_pattern(pattern.indptr, pattern.indices)
             direct = np.zeros(0, np.int64)  # the direct path, positions not needed
         elif isinstance(prepared, PreparedProgram):
             prepared.decode_output()

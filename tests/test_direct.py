@@ -140,7 +140,8 @@ def test_tiny_one_off_jacobian_is_uncoloured(m: int, n: int, identity: bool) -> 
 
 def test_in_order_assembly_keeps_only_csr_arrays_and_csc_still_works() -> None:
     """Entries in the pattern's own order keep no positions, share the pattern's index
-    arrays, and the pattern's CSC arrays are released; CSC output rebuilds them, equal."""
+    arrays, keep no rows (rebuilt from the row pointer when a path reads them), and the
+    pattern's CSC arrays are released; CSC output rebuilds them, equal."""
     rng = np.random.default_rng(5)
     x0, x1 = rng.uniform(-1, 1, 300), rng.uniform(-1, 1, 300)
     jac = sparsejac.SparseJacobian(stencil, x0, engine="chain")
@@ -150,9 +151,11 @@ def test_in_order_assembly_keeps_only_csr_arrays_and_csc_still_works() -> None:
     pattern = jac.plan.pattern
     assert pattern._col_indices is None  # released
     out = engine.program.out_entries
-    assert out.rows is pattern.rows
     assert out.cols is pattern.indices
+    assert out._rows is None  # 8 bytes per nonzero not kept
+    assert pattern._rows is None
     csr = jac(x1)
+    assert out._rows is None  # the direct path never reads them
     csc = jac.evaluate(x1, format="csc")
     np.testing.assert_array_equal(csc.toarray(), csr.toarray())
     np.testing.assert_allclose(csr.toarray(), stencil_jacobian(x1), rtol=0, atol=1e-14)
@@ -161,3 +164,4 @@ def test_in_order_assembly_keeps_only_csr_arrays_and_csc_still_works() -> None:
     op = jac.linear_operator(x1)  # the seeded sweeps of the same entries
     v = rng.uniform(-1, 1, 300)
     np.testing.assert_allclose(op @ v, stencil_jacobian(x1) @ v, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(out.rows, pattern.rows)  # rebuilt: the seeded sweeps

@@ -58,6 +58,14 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     return sk[first], [inverse[bounds[i]:bounds[i + 1]] for i in range(len(keys))]
 
 
+def _rows_between(indptr: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The row of each nonzero ``start .. stop - 1`` of a CSR pattern, from its pointer."""
+    first = int(np.searchsorted(indptr, start, side="right")) - 1
+    last = int(np.searchsorted(indptr, stop - 1, side="right")) - 1 if stop > start else first
+    bounds = np.clip(np.asarray(indptr[first:last + 2], dtype=np.int64), start, stop)
+    return np.repeat(np.arange(first, last + 1, dtype=np.int64), np.diff(bounds))
+
+
 def _merge(a: np.ndarray, b: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Union of two strictly increasing key arrays and each one's positions in it.
@@ -95,6 +103,8 @@ class _Decoded:
             return self
         if self.index == 0:  # the rows alone (a diagonal local Jacobian's owners)
             return obj._decoded_rows()
+        if obj._srcs is not None and obj._cols is not None:  # (rows not built for these)
+            return obj._srcs if self.index == 1 else obj._cols
         return obj._decoded()[self.index]
 
 
@@ -138,23 +148,30 @@ class Entries:
                                                               rows=self._rows is None)
             if self._rows is None:
                 self._rows = rows
-        assert self._rows is not None
-        return self._rows, self._srcs, self._cols
+        return self._decoded_rows(), self._srcs, self._cols
 
     def _decoded_rows(self) -> np.ndarray:
         if self._rows is None:
-            assert self._codec is not None
-            assert self._keys is not None
-            self._rows = self._codec.decode_rows(self._keys)
+            if self._keys is None:  # a pattern's nonzeros (set_pattern): from its pointer
+                assert self._ptr is not None
+                self._rows = np.repeat(np.arange(self.size, dtype=np.int64), np.diff(self._ptr))
+            else:
+                assert self._codec is not None
+                self._rows = self._codec.decode_rows(self._keys)
         return self._rows
 
     rows = _Decoded(0, "The row (output element) of every entry.")
     srcs = _Decoded(1, "The source of every entry.")
     cols = _Decoded(2, "The column (element of its source) of every entry.")
 
-    def set_indices(self, rows: np.ndarray, srcs: np.ndarray, cols: np.ndarray) -> None:
-        """Replace the three index arrays by equal ones (shared with a pattern); no keys."""
-        self._rows, self._srcs, self._cols = rows, srcs, cols
+    def set_pattern(self, indptr: np.ndarray, cols: np.ndarray) -> None:
+        """Take a pattern's CSR arrays as the index arrays (equal to the entries'); no keys.
+
+        The source of every entry is 0 (a broadcast zero); the rows are rebuilt from the
+        row pointer only by a path that reads them (8 bytes per entry not kept otherwise).
+        """
+        self._ptr = np.asarray(indptr, dtype=np.int64)
+        self._rows, self._srcs, self._cols = None, np.broadcast_to(np.int64(0), cols.shape), cols
         self._keys = self._codec = None
 
     def keys(self, codec: KeyCodec) -> np.ndarray:
@@ -173,23 +190,25 @@ class Entries:
                 return moved
         return codec.encode(self.rows, self.srcs, self.cols)
 
-    def is_x_pattern(self, rows: np.ndarray, cols: np.ndarray) -> bool:
-        """Whether the entries are exactly ``(rows[i], source 0, cols[i])``, in that order.
+    def is_x_pattern(self, indptr: np.ndarray, cols: np.ndarray) -> bool:
+        """Whether the entries are exactly a pattern's nonzeros, from source 0, in CSR order.
 
-        Compared through the keys, a chunk at a time, when the entries have them: no decoded
-        index arrays (24 bytes per entry) are made for the comparison.
+        ``indptr`` and ``cols`` are the pattern's CSR arrays (``self.size + 1`` row pointers).
+        Compared through the keys, a chunk at a time, when the entries have them: neither
+        decoded index arrays (24 bytes per entry) nor the pattern's rows are made.
         """
-        if self.nnz != rows.size:
+        if self.nnz != cols.size or indptr.size != self.size + 1:
             return False
+        step = 1 << 20
         if self._keys is None or self._codec is None:
             return ((not self.nnz or int(self.srcs.max()) == 0)
-                    and bool(np.array_equal(self.rows, rows))
+                    and bool(np.array_equal(self.ptr, indptr))
                     and bool(np.array_equal(self.cols, cols)))
-        keys, codec, step = self._keys, self._codec, 1 << 20
+        keys, codec = self._keys, self._codec
         zero = np.zeros(1, dtype=np.int64)  # the source of every entry (broadcast)
-        return all(np.array_equal(keys[s:s + step],
-                                  codec.encode(rows[s:s + step], zero, cols[s:s + step]))
-                   for s in range(0, rows.size, step))
+        return all(np.array_equal(keys[s:s + step], codec.encode(
+            _rows_between(indptr, s, min(s + step, cols.size)), zero, cols[s:s + step]))
+            for s in range(0, cols.size, step))
 
     def drop_keys(self) -> None:
         """Keep the decoded arrays only (8 bytes per entry less)."""
@@ -208,6 +227,8 @@ class Entries:
         """Number of entries."""
         if self._rows is None and self._keys is not None:
             return int(self._keys.size)
+        if self._rows is None and self._cols is not None:
+            return int(self._cols.size)
         return int(self.rows.size)
 
     @property

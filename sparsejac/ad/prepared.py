@@ -366,7 +366,7 @@ class PreparedProgram:
             return None
         return pos
 
-    def in_pattern_order(self, rows: np.ndarray, cols: np.ndarray) -> bool:
+    def in_pattern_order(self, indptr: np.ndarray, cols: np.ndarray) -> bool:
         """Whether the output entries are exactly a pattern's nonzeros, in CSR order.
 
         All of them must be derivatives with respect to ``x``: :meth:`direct` then gives J's
@@ -374,7 +374,7 @@ class PreparedProgram:
         :meth:`direct_positions`' search).
         """
         e = self.out_entries
-        return e is not None and len(self.sources) == 1 and e.is_x_pattern(rows, cols)
+        return e is not None and len(self.sources) == 1 and e.is_x_pattern(indptr, cols)
 
     def decode_output(self) -> None:
         """Keep the output entries as decoded index arrays, their keys dropped.
@@ -384,18 +384,19 @@ class PreparedProgram:
         if self.out_entries is not None:
             self.out_entries.drop_keys()
 
-    def share_pattern(self, rows: np.ndarray, cols: np.ndarray) -> None:
+    def share_pattern(self, indptr: np.ndarray, cols: np.ndarray) -> None:
         """Let the output entries use a pattern's index arrays (the same, in CSR order).
 
-        Only when :meth:`direct_positions` found the output entries to be exactly the
-        pattern's nonzeros, in order: their rows and columns are then the pattern's arrays
-        and their single source (``x``) a broadcast zero, 24 bytes per nonzero less.
+        Only when :meth:`in_pattern_order` found the output entries to be exactly the
+        pattern's nonzeros, in order: their columns are then the pattern's, their rows
+        rebuilt from its row pointer only by a path that reads them, and their single source
+        (``x``) a broadcast zero, 24 bytes per nonzero less than decoded index arrays.
         """
         e = self.out_entries
-        if e is None or not e.is_x_pattern(rows, cols):
+        if e is None or not e.is_x_pattern(indptr, cols):
             raise RuntimeError("share_pattern: the output entries are not the pattern's "
                                "nonzeros in CSR order")  # pragma: no cover - internal misuse
-        e.set_indices(rows, np.broadcast_to(np.int64(0), rows.shape), cols)
+        e.set_pattern(indptr, cols)
 
     def direct(self, x: np.ndarray, params: Sequence[Any] | None = None
                ) -> tuple[Any, np.ndarray]:

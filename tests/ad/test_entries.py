@@ -177,15 +177,27 @@ def test_is_x_pattern_through_keys_equals_the_decoded_comparison(bits: bool) -> 
         keys = codec.encode(rows.astype(np.int64), s, cols.astype(np.int64))
         return Entries.from_keys(n_rows, keys, codec, np.ones(rows.size))
 
-    assert entries(srcs).is_x_pattern(rows, cols)
+    indptr = np.searchsorted(rows, np.arange(n_rows + 1)).astype(np.int32)
+    assert entries(srcs).is_x_pattern(indptr, cols)
     other = cols.copy()
     other[(1 << 20) + 17] += 1
-    assert not entries(srcs).is_x_pattern(rows, other)
+    assert not entries(srcs).is_x_pattern(indptr, other)
+    moved = indptr.copy()  # a nonzero of the second chunk in the next row
+    moved[rows[(1 << 20) + 17] + 1] -= 1
+    assert not entries(srcs).is_x_pattern(moved, cols)
     second = srcs.copy()
     second[-1] = 1
-    assert not entries(second).is_x_pattern(rows, cols)
-    assert not entries(srcs).is_x_pattern(rows[:-1], cols[:-1])
+    assert not entries(second).is_x_pattern(indptr, cols)
+    shorter = np.minimum(indptr, rows.size - 1)
+    assert not entries(srcs).is_x_pattern(shorter, cols[:-1])
     decoded = entries(srcs)
     decoded.drop_keys()  # the decoded comparison
-    assert decoded.is_x_pattern(rows, cols)
-    assert not decoded.is_x_pattern(rows, other)
+    assert decoded.is_x_pattern(indptr, cols)
+    assert not decoded.is_x_pattern(indptr, other)
+    assert not decoded.is_x_pattern(moved, cols)
+    shared = entries(srcs)  # the pattern's arrays taken: rows rebuilt from the pointer
+    shared.set_pattern(indptr, cols)
+    assert shared.nnz == rows.size
+    assert shared._rows is None
+    np.testing.assert_array_equal(shared.rows, rows)
+    assert not shared.srcs.any()
