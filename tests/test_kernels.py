@@ -684,6 +684,14 @@ def test_numpy_twins_equal_the_kernels(seed: int) -> None:
     u = np.union1d(a, b).astype(np.int64)
     assert k == u.size
     _both(ak._positions_in_numpy, ak.positions_in, u, b, z(b.size, np.int64))
+    mark = rng.random(int(rng.integers(0, 60))) < 0.6
+    for rank_dtype in (np.int32, np.int64):
+        _both(ak._rank_marked_numpy, ak.rank_marked, mark,
+              z(int(mark.sum()), np.int64), z(mark.size, rank_dtype))
+    dyn, rank = z(int(mark.sum()), np.int64), z(mark.size, np.int32)
+    ak.rank_marked(mark, dyn, rank)  # oracle: numpy's two passes
+    np.testing.assert_array_equal(dyn, np.flatnonzero(mark))
+    np.testing.assert_array_equal(rank, np.cumsum(mark))
     ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 4, size=30))]).astype(np.int64)
     keys = rng.integers(0, 30, size=int(rng.integers(0, 40)))
     total = int(np.sum(ptr[keys + 1] - ptr[keys]))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.ad.entries import Entries, KeyCodec, is_arange, union_keys
-from sparsejac.ad.kernels import contribute, expand_ranges, gather_keys
+from sparsejac.ad.kernels import contribute, expand_ranges, gather_keys, rank_marked
 from sparsejac.numeric import shared_arange
 from sparsejac.tracing import Node
 
@@ -293,11 +293,13 @@ def _dynamic_positions(targets: list[np.ndarray], n_out: int
     mark = np.zeros(n_out, dtype=bool)
     for t in targets:
         mark[t] = True
-    if np.count_nonzero(mark) == n_out:
+    count = int(np.count_nonzero(mark))
+    if count == n_out:
         return shared_arange(n_out), None
-    dyn_pos = np.flatnonzero(mark)
+    dyn_pos = np.empty(count, dtype=np.int64)
     # rank + 1 of every reached position: 4 bytes each (the targets are int32 anyway)
-    rank = np.cumsum(mark, dtype=np.int32 if dyn_pos.size < _INT32_MAX else np.int64)
+    rank = np.empty(n_out, dtype=np.int32 if count < _INT32_MAX else np.int64)
+    rank_marked(mark, dyn_pos, rank)  # (both in one pass)
     return dyn_pos, rank
 
 

@@ -15,7 +15,7 @@ from sparsejac.kernels import kernel
 from sparsejac.numeric import sorted_unique
 
 __all__ = ["contribute", "expand_ranges", "gather_keys", "merge2", "positions_in",
-           "spread_dense", "spread_onehot", "union_size"]
+           "rank_marked", "spread_dense", "spread_onehot", "union_size"]
 
 
 @kernel(interpret=True)
@@ -186,6 +186,21 @@ def positions_in(a, b, out):  # type: ignore[no-untyped-def]  # pragma: no cover
         out[j] = i
 
 
+@kernel(interpret=True)
+def rank_marked(mark, dyn_pos, rank):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The marked positions of ``mark`` into ``dyn_pos``, and ``rank[i]`` = marks up to ``i``.
+
+    One pass for what ``np.flatnonzero`` and ``np.cumsum`` compute in two (``dyn_pos`` is
+    allocated by the caller with the number of marks).
+    """
+    c = 0
+    for i in range(mark.size):
+        if mark[i]:
+            dyn_pos[c] = i
+            c += 1
+        rank[i] = c
+
+
 # -- numpy twins: the same outputs, vectorised, before numba is loaded (sparsejac.kernels) --
 
 
@@ -257,6 +272,11 @@ def _positions_in_numpy(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     out[:] = np.searchsorted(a, b)
 
 
+def _rank_marked_numpy(mark: np.ndarray, dyn_pos: np.ndarray, rank: np.ndarray) -> None:
+    dyn_pos[:] = np.flatnonzero(mark)
+    np.cumsum(mark, dtype=rank.dtype, out=rank)
+
+
 # the twins, registered with their kernels
 spread_onehot.numpy_twin(_spread_onehot_numpy)
 spread_dense.numpy_twin(_spread_dense_numpy)
@@ -266,3 +286,4 @@ gather_keys.numpy_twin(_gather_keys_numpy)
 merge2.numpy_twin(_merge2_numpy)
 union_size.numpy_twin(_union_size_numpy)
 positions_in.numpy_twin(_positions_in_numpy)
+rank_marked.numpy_twin(_rank_marked_numpy)
