@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 import time
 from collections.abc import Callable
 from typing import Any
 
-# The in-process benchmarks time a process past its start: with numba imported, every kernel
-# runs compiled from its first call. (Before numba is loaded, a process runs small inputs on
-# numpy paths and interpreted kernels, for about 0.1 s of such work: `sparsejac.kernels`;
-# benchmarks/startup.py times fresh processes.)
-import numba  # noqa: F401
 import numpy as np
 import scipy
 
 import sparsejac
 
+# The in-process benchmarks time a process past its start: with numba imported, every kernel
+# runs compiled from its first call. (Before numba is loaded, a process runs small inputs on
+# numpy paths and interpreted kernels, for about 0.25 s of such work: `sparsejac.kernels`;
+# benchmarks/startup.py times fresh processes.) SPARSEJAC_BENCH_NUMBA=0 leaves it unloaded:
+# the paths of a process that has not loaded it yet (`solvers.py --without-numba`).
+if os.environ.get("SPARSEJAC_BENCH_NUMBA", "1") != "0":
+    import numba  # noqa: F401
 
 def machine() -> str:
     """Interpreter, numpy, scipy and sparsejac versions, architecture and date."""

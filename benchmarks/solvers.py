@@ -32,6 +32,9 @@ process pays import and compilation once; every kernel is compiled by an untimed
 
     .venv/bin/python benchmarks/solvers.py            # every case (a few minutes)
     .venv/bin/python benchmarks/solvers.py --quick    # the small cases (under a minute)
+    .venv/bin/python benchmarks/solvers.py --quick --without-numba   # each case in a fresh
+        # process that has not imported numba: the interpreted and numpy paths small
+        # problems run on until the process's fallback budget is spent
 """
 
 from __future__ import annotations
@@ -288,7 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small cases only")
     parser.add_argument("--repeats", type=int, default=3, help="alternating runs per case")
+    parser.add_argument("--without-numba", action="store_true",
+                        help="numba not imported up front: each case in a fresh process that "
+                             "loads it only when its fallback budget is spent")
     args = parser.parse_args(argv)
+    if args.without_numba:
+        return _without_numba(args)
     warm_up()
     print(machine())
     print(f"best of {args.repeats} alternating runs; sparsejac's time includes its preparation")
@@ -323,5 +331,52 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _without_numba(args: argparse.Namespace) -> int:
+    """Each case in a fresh process without numba imported up front (after an untimed run
+    of its own case, as ``warm_up`` does in-process; numba loads only if that process's
+    fallback budget runs out or a preparation expects more work: ``sparsejac.kernels``)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "SPARSEJAC_BENCH_NUMBA": "0"}
+    print(f"each case in a fresh process without numba imported up front; best of "
+          f"{args.repeats} alternating runs; sparsejac's time includes its preparation\n")
+    print("| solver | problem | njev | sparsejac s | FD s | FD/ours | numba loaded |")
+    print("|---|---|--:|--:|--:|--:|---|")
+    worst = np.inf
+    for k, (solver, problem, _) in enumerate(cases(args.quick)):
+        out = subprocess.run([sys.executable, __file__, "--case", str(k), "--repeats",
+                              str(args.repeats), *(["--quick"] if args.quick else [])],
+                             env=env, capture_output=True, text=True, check=True)
+        njev, ours, fd, loaded = out.stdout.split()
+        worst = min(worst, float(fd) / float(ours))
+        print(f"| {solver} | {problem} | {njev} | {float(ours):.3f} | {float(fd):.3f} | "
+              f"{float(fd) / float(ours):.2f} | {loaded} |", flush=True)
+    print(f"\nsmallest FD/sparsejac ratio: {worst:.2f}")
+    return 0
+
+
+def _one_case(k: int, quick: bool, repeats: int) -> None:
+    """``--case k``: case ``k`` alone, one untimed run of each side then the best of
+    ``repeats``; prints njev, both times and whether numba got loaded."""
+    ours, fd = cases(quick)[k][2]()
+    njev = ours()[0]
+    fd()
+    best_ours = best_fd = np.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        ours()
+        best_ours = min(best_ours, time.perf_counter() - t)
+        t = time.perf_counter()
+        fd()
+        best_fd = min(best_fd, time.perf_counter() - t)
+    print(njev, best_ours, best_fd, "yes" if "numba" in sys.modules else "no")
+
+
 if __name__ == "__main__":
+    if "--case" in sys.argv:
+        i = sys.argv.index("--case")
+        _one_case(int(sys.argv[i + 1]), "--quick" in sys.argv,
+                  int(sys.argv[sys.argv.index("--repeats") + 1]))
+        raise SystemExit(0)
     raise SystemExit(main())
