@@ -63,6 +63,36 @@ def test_python_first_fit_equals_the_kernel(seed: int) -> None:
             np.testing.assert_array_equal(_greedy_python(g.vptr, g.vidx, o), want)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_scipy_grouping_is_the_natural_first_fit(seed: int) -> None:
+    """Before numba is loaded, a natural-order first fit may take scipy's compiled
+    Curtis-Powell-Reid grouping: the same colouring as the Python first fit and the kernel
+    (empty vertices and nets included), and none where a dense net could make it
+    quadratic."""
+    import scipy.optimize  # noqa: F401  (the grouping is used only where it is loaded)
+
+    from sparsejac.coloring.greedy import SCIPY_MAX_COLOURS, _greedy_scipy
+
+    rng = np.random.default_rng(seed)
+    pattern = as_pattern(sp.random_array((rng.integers(1, 60), rng.integers(1, 60)),
+                                         density=rng.uniform(0.0, 0.2), rng=rng))
+    for partition in ("column", "row"):
+        g = BipartiteGraph(pattern, partition)
+        got = _greedy_scipy(g.vptr, g.vidx)
+        if got is None:  # only where some vertex could need too many colours
+            sizes = np.bincount(g.vidx)
+            assert max(int(np.sum(sizes[g.vidx[a:b]] - 1)) for a, b in
+                       zip(g.vptr[:-1], g.vptr[1:], strict=True)) + 1 > SCIPY_MAX_COLOURS
+            continue
+        want = _kernels.greedy(g.vptr, g.vidx, g.nptr, g.nidx,
+                               kernel_array(np.arange(g.n_vertices)))
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, _greedy_python(g.vptr, g.vidx, None))
+    n = 200  # a dense row: every column could need its own colour
+    dense = BipartiteGraph(as_pattern(np.vstack([np.eye(n), np.ones((1, n))])), "column")
+    assert _greedy_scipy(dense.vptr, dense.vidx) is None
+
+
 def test_lazy_kernel_compiles_on_first_call() -> None:
     @kernel(cache=False)
     def twice(a):  # type: ignore[no-untyped-def]

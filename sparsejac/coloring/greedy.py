@@ -79,12 +79,55 @@ def _greedy_python(vptr: np.ndarray, vidx: np.ndarray, order: np.ndarray | None
     return np.array(colors, dtype=np.int64)
 
 
+#: The natural-order first fit takes scipy's compiled Curtis-Powell-Reid grouping (the same
+#: colouring) while numba is not loaded, where scipy.optimize is imported already and no
+#: vertex can need more than this many colours: that grouping scans every vertex once per
+#: colour, so a dense net would make it quadratic.
+SCIPY_MAX_COLOURS = 64
+
+
+def _greedy_scipy(vptr: np.ndarray, vidx: np.ndarray) -> np.ndarray | None:
+    """Natural-order first fit by scipy's ``group_columns`` kernel, or None where not apt.
+
+    scipy's grouping fills one colour at a time, visiting the vertices in order and adding
+    each that shares no net with the colour's earlier members: vertex ``v`` gets colour
+    ``c`` exactly when first fit gives it ``c`` (the same colouring, compiled). Used only
+    where ``scipy.optimize`` is imported already (importing it costs more than a colouring
+    of this size) and the distance-2 degree bounds the colours by
+    :data:`SCIPY_MAX_COLOURS`.
+    """
+    import sys
+
+    if "scipy.optimize" not in sys.modules or vidx.size >= 2**31:
+        return None
+    try:
+        from scipy.optimize._group_columns import group_sparse
+    except ImportError:  # pragma: no cover - a scipy without it: the Python first fit
+        return None
+    nv = vptr.size - 1
+    if nv == 0 or vidx.size == 0:
+        return np.zeros(nv, dtype=np.int64)
+    sizes = np.bincount(vidx)
+    # colours a vertex can be refused: the other members of its nets, at most
+    owner = np.repeat(np.arange(nv), np.diff(vptr))
+    degree2 = np.bincount(owner, weights=sizes[vidx] - 1, minlength=nv)
+    if float(degree2.max()) + 1 > SCIPY_MAX_COLOURS:
+        return None
+    groups = group_sparse(int(sizes.size), nv, vidx.astype(np.int32), vptr.astype(np.int32))
+    return np.asarray(groups, dtype=np.int64)
+
+
 def _greedy_arrays(
     arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     order: np.ndarray | None,
     n_words: int,
 ) -> np.ndarray:
-    if arrays[1].size <= PYTHON_BELOW and kernels.use_fallback(PYTHON_WEIGHT * arrays[1].size):
+    nnz = arrays[1].size
+    if nnz <= PYTHON_BELOW and not kernels.loaded():
+        fast = _greedy_scipy(arrays[0], arrays[1]) if order is None else None
+        if fast is not None and kernels.use_fallback(nnz):  # (compiled: a unit per nonzero)
+            return fast
+    if nnz <= PYTHON_BELOW and kernels.use_fallback(PYTHON_WEIGHT * nnz):
         return _greedy_python(arrays[0], arrays[1], order)
     if n_words:
         natural = order is None
