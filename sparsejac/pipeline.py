@@ -657,15 +657,25 @@ def prepare(
                 guards=guards)
 
 
+#: Calls of a prepared tape charged to the fallback budget when it is prepared: a prepared
+#: Jacobian is made to be called again, and a tape whose calls before numba is loaded would
+#: spend numba's start in this many (the numpy twin of a scalar loop of 10^4 operations,
+#: 0.13-0.17 s a call where compiled it takes 1 ms) loads the kernels at once rather than
+#: after paying that start in slow calls first.
+TAPE_CALLS_CHARGED = 3
+
+
 def _tape_calls_units(program: Program | None, pattern: SparsityPattern, engine: str,
                       one_shot: bool) -> int:
-    """What a prepared tape's first call would cost the fallback budget.
+    """What a prepared tape's first calls would cost the fallback budget.
 
-    Nothing when its fused kernel may run interpreted; a call of its numpy twin
-    (:func:`~sparsejac.ad._tape_numpy.twin_units`) when a tape that :func:`choose_engine`
-    would likely choose is too large to run interpreted
-    (:data:`sparsejac.kernels.INTERPRET_BELOW`): the twin serves its calls while the budget
-    lasts (a short solve never starts numba), the compiled kernel after.
+    :data:`TAPE_CALLS_CHARGED` calls of a tape that :func:`choose_engine` would likely
+    choose, each as the cheaper of its numpy twin
+    (:func:`~sparsejac.ad._tape_numpy.twin_units`) and, for a tape small enough
+    (:data:`sparsejac.kernels.INTERPRET_BELOW`), its interpreted kernel: these serve its
+    calls while the budget lasts (a short solve of a small tape never starts numba), the
+    compiled kernel after; a tape whose first calls would spend the budget gets the
+    compiled kernel from the start (:func:`sparsejac.kernels.expect`).
 
     The tape's work is estimated with the colouring's lower bound (the most nonzeros in a
     row), which the colours cannot undercut, and its instructions by the program's nodes.
@@ -674,11 +684,14 @@ def _tape_calls_units(program: Program | None, pattern: SparsityPattern, engine:
         return 0
     width = int(np.diff(pattern.indptr).max()) if pattern.nnz else 0
     by_rule, work = _tape_by_rule(program, width)
-    if (engine == "tape" or by_rule) and work > kernels.INTERPRET_BELOW:
-        from sparsejac.ad._tape_numpy import twin_units
+    if not (engine == "tape" or by_rule):
+        return 0
+    from sparsejac.ad._tape_numpy import twin_units
 
-        return twin_units(len(program.nodes), work)
-    return 0
+    per_call = twin_units(len(program.nodes), work)
+    if work <= kernels.INTERPRET_BELOW:
+        per_call = min(per_call, kernels.INTERPRET_WEIGHT * work)
+    return TAPE_CALLS_CHARGED * per_call
 
 
 #: Budget units (:mod:`sparsejac.kernels`, about 10 ns each) the fallback paths spend per

@@ -780,8 +780,8 @@ def test_a_preparation_the_budget_cannot_cover_loads_the_kernels_at_once() -> No
     """After detection a preparation says what it will cost the fallback paths
     (``kernels.expect``): within the budget it runs them (numba never imported); beyond it
     the compiled kernels serve it from the start, with no fallback work thrown away; a
-    prepared tape too large to run interpreted is charged a call of its numpy twin (which
-    serves its calls while the budget lasts)."""
+    prepared tape is charged TAPE_CALLS_CHARGED calls of its numpy twin or interpreted kernel
+    (which serve its calls while the budget lasts)."""
     code = (
         "import sys, numpy as np, sparsejac, sparsejac.kernels as K\n"
         "import sparsejac.coloring.greedy as G\n"
@@ -809,6 +809,38 @@ def test_a_preparation_the_budget_cannot_cover_loads_the_kernels_at_once() -> No
     # in Python); the full colour search that engine="tape" asks for then loads numba
     assert run(10 ** 9, "tape") == ["2", "True"]
     assert run(10 ** 6, "tape") == ["0", "True"]
+
+
+def test_a_tape_whose_first_calls_would_spend_the_budget_loads_the_kernels_when_prepared(
+) -> None:
+    """A right-hand side written as a scalar loop records a tape of 10^4 instructions whose
+    calls before numba is loaded (its numpy twin, about 0.15 s each) would spend the fallback
+    budget in a few calls: the preparation charges TAPE_CALLS_CHARGED of them and loads the
+    compiled kernels at once; the same loop over 20 points stays on the fallback paths."""
+    code = (
+        "import sys, numpy as np, sparsejac\n"
+        "N = int(sys.argv[1])\n"
+        "def f(y):\n"
+        "    u, v = y[:N], y[N:]\n"
+        "    du, dv = np.empty(N), np.empty(N)\n"
+        "    for i in range(N):\n"
+        "        ul = 1.0 if i == 0 else u[i - 1]\n"
+        "        ur = 1.0 if i == N - 1 else u[i + 1]\n"
+        "        vl = 3.0 if i == 0 else v[i - 1]\n"
+        "        vr = 3.0 if i == N - 1 else v[i + 1]\n"
+        "        du[i] = 1 + u[i] ** 2 * v[i] - 4 * u[i] + 3.0 * (ul - 2 * u[i] + ur)\n"
+        "        dv[i] = 3 * u[i] - u[i] ** 2 * v[i] + 3.0 * (vl - 2 * v[i] + vr)\n"
+        "    return np.concatenate([du, dv])\n"
+        "y = np.linspace(0.5, 1.5, 2 * N)\n"
+        "jac = sparsejac.SparseJacobian(f, y)\n"
+        "print(jac.stats()['engine']['engine'], 'numba' in sys.modules)\n")
+
+    def run(n: int) -> list[str]:
+        return subprocess.run([sys.executable, "-c", code, str(n)], capture_output=True,
+                              text=True, check=True).stdout.split()
+
+    assert run(500) == ["tape", "True"]
+    assert run(20) == ["tape", "False"]
 
 
 def test_an_interpreted_call_that_raises_hands_over_with_its_inputs_restored() -> None:
