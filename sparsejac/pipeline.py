@@ -351,8 +351,29 @@ class PlanView:
 
     @property
     def sparsity(self) -> sp.csr_array:
-        """The pattern in use, as a boolean ``csr_array`` (follows a new preparation)."""
-        return self._plan.pattern.to_csr_array()
+        """The pattern in use, as a boolean ``csr_array`` (follows a new preparation).
+
+        Where ``f`` branched in Python on its parameters (an ODE's ``if t < t1:``), this is
+        the pattern of the branch taken at the preparation's parameters: another branch may
+        have other nonzeros, and reading it warns (``RuntimeWarning``), since a tool given it
+        as the pattern for every parameter (``solve_ivp``'s ``jac_sparsity=``) would miss
+        them. sparsejac's own Jacobians prepare each branch.
+        """
+        plan = self._plan
+        if plan.guards is not None:
+            import warnings
+
+            from sparsejac.engines import user_stacklevel
+
+            warnings.warn(
+                "this is the pattern of the branch f took at the preparation's parameters "
+                f"({plan.guards.describe().strip()}): where they take another branch, f may "
+                "have other nonzeros. Do not give it to another tool as the pattern for every "
+                "parameter (solve_ivp's jac_sparsity=, say): take the union of the patterns "
+                "at parameters that cover every branch (sparsejac.jacobian_sparsity of f at "
+                "each), or use sparsejac's Jacobian itself, which prepares each branch.",
+                RuntimeWarning, stacklevel=user_stacklevel())
+        return plan.pattern.to_csr_array()
 
     @property
     def mode(self) -> str:

@@ -186,7 +186,8 @@ class SparseJacobian(PlanView):
     Attributes
     ----------
     sparsity : scipy.sparse.csr_array of bool
-        The pattern in use (it follows a new preparation).
+        The pattern in use (it follows a new preparation). Where ``f`` branched in Python
+        on its parameters, that branch's pattern, and reading it warns.
     coloring : ColoringResult
         The colouring of the chosen mode.
     mode : str

@@ -221,8 +221,6 @@ UNSUPPORTED = [
     # (f, public name, detail the message must contain or "")
     pytest.param(lambda x: np.argpartition(x, x[0]), "numpy.argpartition", "traced `kth`",
                  id="argpartition"),
-    pytest.param(lambda x: x[np.searchsorted(x, 0.5)], "numpy.searchsorted", "",
-                 id="searchsorted"),
     pytest.param(lambda x: np.unique(x), "numpy.unique", "", id="unique"),
     pytest.param(lambda x: np.nonzero(x), "numpy.nonzero", "", id="nonzero"),
     pytest.param(lambda x: np.nanmedian(x), "numpy.nanmedian", "", id="nanmedian"),
@@ -608,18 +606,26 @@ def test_a_dot_method_of_a_plain_array_says_first_how_to_write_it():
 
 
 @pytest.mark.parametrize("lookup", ["searchsorted", "digitize"])
-def test_a_table_lookup_in_time_names_the_traced_ways(lookup):
-    """u_data[np.searchsorted(t_data, t) - 1] in a right-hand side (a hold of an input): the
-    refusal names np.interp and interp1d(kind='previous'), which are traced."""
-    tk, uk = np.linspace(0.0, 5.0, 6), np.arange(6.0)
+def test_a_table_lookup_in_time_is_a_branch_on_t(lookup):
+    """u_data[np.searchsorted(t_data, t) - 1] in a right-hand side (a hold of an input, found
+    refused by two hunts from outside): an index computed from t alone is read as a branch,
+    as int(t) is, and each interval gets its exact Jacobian (hand-derived: -u_k I); an index
+    computed from x is refused by a prepared Jacobian, naming the indexing and local=True."""
+    tk, uk = np.linspace(0.0, 5.0, 6), np.arange(6.0) + 1.0
 
     def rhs(t, y):
         i = np.searchsorted(tk, t) - 1 if lookup == "searchsorted" else np.digitize(t, tk) - 1
-        return -uk[i] * y
+        return -uk[i] * y ** 2
 
-    with pytest.raises(sparsejac.UnsupportedPrimitiveError,
-                       match=rf"numpy\.{lookup}.*np\.interp.*interp1d\(kind='previous'\)"):
-        sparsejac.ode_jacobian(rhs, 0.5, np.ones(2))
+    y = np.array([1.0, 2.0])
+    jac = sparsejac.ode_jacobian(rhs, 0.5, y, format="csr")
+    for t in (0.5, 2.5, 4.2, 0.7):
+        want = np.searchsorted(tk, t) - 1
+        np.testing.assert_array_equal(jac(t, y).toarray(), np.diag(-2.0 * uk[want] * y))
+    assert jac.prepared.stats()["branches"][1] == 2  # one more preparation per interval met
+    with pytest.raises(sparsejac.ConcretizationError, match=r"index.*local=True"):
+        sparsejac.SparseJacobian(lambda x: x[getattr(np, lookup)(*(
+            (x, 0.5) if lookup == "searchsorted" else (0.5, x)))] * x, np.linspace(0, 1, 5))
 
 
 def test_a_refusal_swallowed_by_compiled_code_is_raised():

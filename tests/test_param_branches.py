@@ -104,7 +104,8 @@ def test_a_branch_with_another_pattern_has_its_own():
     assert after.nnz == 9
     np.testing.assert_array_equal(before.toarray(), switched_jacobian(0.5, y))
     np.testing.assert_array_equal(after.toarray(), switched_jacobian(3.0, y))
-    assert jac.sparsity.nnz == 9  # the pattern in use follows the branch
+    with pytest.warns(RuntimeWarning, match="pattern of the branch"):
+        assert jac.sparsity.nnz == 9  # the pattern in use follows the branch
 
 
 def test_values_refuse_another_branch_pattern_than_structure_gave():
@@ -284,3 +285,28 @@ def test_round_of_t_rounds_as_python_does():
             rate = 5.0 if round(t, 1) == 0.1 else 1.0
             np.testing.assert_array_equal(jac(t, y), np.diag(-2 * rate * y))
         assert jac.prepared.stats()["branches"][1] <= 4
+
+
+def test_the_pattern_of_a_branch_warns_that_it_is_one_branch() -> None:
+    """Reading ``.sparsity`` of a preparation that followed a branch on ``t`` warns, naming
+    the read: the pattern is that branch's, and another branch has other nonzeros (here a
+    neighbour coupling from t = 1 on, which a pattern given to scipy would miss); a
+    preparation without branches reads silently."""
+
+    def switched(t, y):
+        if t < 1.0:
+            return -y
+        return -y + 0.5 * np.roll(y, 1)
+
+    jac = sparsejac.ode_jacobian(switched, 0.0, np.ones(4))
+    with pytest.warns(RuntimeWarning, match=r"pattern of the branch .*bool\(\) of a value"):
+        early = jac.sparsity
+    assert early.nnz == 4
+    late = jac(2.0, np.ones(4))  # the other branch: its own preparation, exact
+    late = late.toarray() if sp.issparse(late) else late  # (dense for 4 unknowns)
+    np.testing.assert_array_equal(late, -np.eye(4) + 0.5 * np.roll(np.eye(4), 1, 0))
+    assert np.count_nonzero(late) > early.nnz
+    plain = sparsejac.ode_jacobian(lambda t, y: -y * t, 0.0, np.ones(4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plain.sparsity.nnz == 4

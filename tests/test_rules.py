@@ -883,6 +883,12 @@ ZERO_CASES: list[Case] = [
     Case("numpy.round", "decimals", lambda x: np.round(x * 10, 1)),
     Case("numpy.around", "around", lambda x: np.around(x * 10)),
     Case("numpy.isclose", "isclose", lambda x: np.isclose(x, 1.0, atol=0.2)),
+    Case("numpy.searchsorted", "values", lambda x: np.searchsorted(
+        np.array([0.5, 1.0, 1.5]), x, side="right")),
+    Case("numpy.searchsorted", "table", lambda x: np.searchsorted(np.sort(x[0]), 1.0)
+         * np.ones(2)),
+    Case("numpy.digitize", "right", lambda x: np.digitize(x, np.array([0.5, 1.0, 1.5]),
+                                                          right=True)),
     Case("numpy.linalg.matrix_rank", "rank", lambda x: np.linalg.matrix_rank(x) * np.ones(3)),
 ]
 

@@ -283,8 +283,9 @@ def trace_gradient(prog: Program, x: np.ndarray, *, params: Sequence[Any] = (),
                    name: str = "gradient", local: bool = False) -> Program:
     """The traced program of ``prog``'s gradient (what second derivatives differentiate).
 
-    A function the gradient's rules call without a rule of its own (``np.searchsorted``, from
-    the derivative of ``np.interp``) is refused with a hint saying where it came from.
+    A step of the gradient's rules that cannot be traced (the slope lookup in the derivative
+    of ``np.interp``, by an index computed from ``x``) is refused with a hint saying where it
+    came from.
 
     Examples
     --------

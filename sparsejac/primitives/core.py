@@ -384,7 +384,7 @@ def _on_constants(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str,
     def plain(a: Any) -> Any:
         if isinstance(a, Tracer):
             if not a._var.is_const:
-                raise UnsupportedPrimitiveError(name, _UNSUPPORTED_HINTS.get(name, ""))
+                raise UnsupportedPrimitiveError(name)
             value = np.array(a._var.value, copy=True)
             found.append((a, value))
             return value
@@ -453,14 +453,6 @@ def _holds_tracer(a: Any) -> bool:
     if isinstance(a, Tracer):
         return True
     return isinstance(a, (list, tuple)) and any(_holds_tracer(v) for v in a)
-
-
-_LOOKUP_HINT = ("an index computed from a traced value (a time or a state) has no derivative "
-                "and would select other entries at other points; for a table lookup use "
-                "np.interp (linear), scipy.interpolate.interp1d(kind='previous') (a "
-                "zero-order hold) or a spline, which are traced")
-#: the way out named in the refusal of an unregistered function, where one is known
-_UNSUPPORTED_HINTS = {"numpy.searchsorted": _LOOKUP_HINT, "numpy.digitize": _LOOKUP_HINT}
 
 
 def dispatch_ufunc(

@@ -688,7 +688,7 @@ class _ZeroReduction(Primitive):
         self.fn = fn
 
     def impl(self, *vals: Any, **params: Any) -> np.ndarray:
-        return np.asarray(self.fn(vals[0], **params))
+        return np.asarray(self.fn(*vals, **params))
 
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
         return None
@@ -719,3 +719,30 @@ def _zero_reduction(func: Any, name: str) -> None:
 for _f, _n in ((np.all, "all"), (np.any, "any"), (np.argmax, "argmax"), (np.argmin, "argmin"),
                (np.count_nonzero, "count_nonzero")):
     _zero_reduction(_f, _n)
+
+
+# lookups: where values fall in a sorted table, an index (piecewise constant, zero
+# derivative). Used to index, it is read as a value: a branch on the parameters alone (an
+# ODE's `rates[np.searchsorted(times, t)]`) is followed as `int(t)` is (ParamGuards); one on
+# x is refused in a global trace, as any index computed from x.
+
+_SEARCHSORTED = _ZeroReduction("searchsorted", np.searchsorted)
+_DIGITIZE = _ZeroReduction("digitize", np.digitize)
+
+
+@register_function(np.searchsorted, family="reductions", via="searchsorted (zero derivative)",
+                   note="an index; used to index, a branch on its value (followed where it "
+                        "depends on the parameters alone)")
+def _searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    if isinstance(sorter, Tracer):
+        raise UnsupportedPrimitiveError("numpy.searchsorted", "a traced `sorter`")
+    params: dict[str, Any] = {"side": side}
+    if sorter is not None:
+        params["sorter"] = np.asarray(sorter)
+    return bind(_SEARCHSORTED, (a, v), params)
+
+
+@register_function(np.digitize, family="reductions", via="digitize (zero derivative)",
+                   note="an index, as np.searchsorted")
+def _digitize(x: Any, bins: Any, right: bool = False) -> Any:
+    return bind(_DIGITIZE, (x, bins), {"right": bool(right)})

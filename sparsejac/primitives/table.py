@@ -50,7 +50,7 @@ FAMILIES: dict[str, str] = {
 
 #: (functions, why they are not supported, what to write instead)
 NOT_SUPPORTED: list[tuple[str, str, str]] = [
-    ("`np.unique`, `np.searchsorted`; `np.quantile`/`np.percentile` methods other than "
+    ("`np.unique`; `np.quantile`/`np.percentile` methods other than "
      "`linear`, `lower`, `higher`, `nearest`, `midpoint`; indexing with `np.argsort(x)` or "
      "`np.argpartition(x, k)` other than `np.take_along_axis(x, np.argsort(x, axis), axis)` "
      "(global mode)",
