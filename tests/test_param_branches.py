@@ -310,3 +310,21 @@ def test_the_pattern_of_a_branch_warns_that_it_is_one_branch() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert plain.sparsity.nnz == 4
+
+
+def test_an_index_array_computed_from_t_is_a_decision_not_a_value_read() -> None:
+    """``rates[np.searchsorted(times, [t, t + 1])]``: numpy converts the traced index array
+    whole (np.asarray), which reads integers, a branch per pair of intervals as ``int(t)``
+    is, not a new value at every t: no early warning, and each interval exact."""
+    times, rates = np.array([0.0, 1.0, 2.0, 5.0]), np.array([1.0, 3.0, 0.5, 2.0, 7.0])
+
+    def f(t, y):
+        return -rates[np.searchsorted(times, np.array([t, t + 1.0]))].sum() * y
+
+    jac = sparsejac.ode_jacobian(f, 0.5, np.ones(2), format="csr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for t in (0.5, 1.5, 3.0, 6.0, 0.7):
+            k = rates[np.searchsorted(times, [t, t + 1.0])].sum()
+            np.testing.assert_array_equal(jac(t, np.ones(2)).toarray(), -k * np.eye(2))
+    assert jac.prepared.stats()["branches"][1] == 3

@@ -69,8 +69,13 @@ class ParamGuards:
 
     @property
     def value_reads(self) -> bool:
-        """Whether some read takes a parameter's value itself (``float(t)``, ``math.exp(t)``)."""
-        return any(what.startswith(VALUE_READS) for _, _, what, _ in self.reads)
+        """Whether some read takes a parameter's value itself (``float(t)``, ``math.exp(t)``).
+
+        An integer or boolean value read whole (an index array computed from ``t``, which
+        ``table[idx]`` converts) is a decision, as ``int(t)`` is: not a value read.
+        """
+        return any(what.startswith(VALUE_READS) and value.dtype.kind not in "biu"
+                   for _, value, what, _ in self.reads)
 
     def holds(self, params: Sequence[Any]) -> bool:
         """Whether every read gives, at ``params``, the value it gave at the trace."""
