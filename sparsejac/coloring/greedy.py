@@ -20,6 +20,8 @@ compiled for exactly one signature.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from sparsejac import kernels
@@ -96,8 +98,6 @@ def _greedy_scipy(vptr: np.ndarray, vidx: np.ndarray) -> np.ndarray | None:
     of this size) and the distance-2 degree bounds the colours by
     :data:`SCIPY_MAX_COLOURS`.
     """
-    import sys
-
     if "scipy.optimize" not in sys.modules or vidx.size >= 2**31:
         return None
     try:
