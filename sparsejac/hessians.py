@@ -34,7 +34,12 @@ from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.orders import resolve_order
 from sparsejac.detection import program_sparsity
 from sparsejac.engines import PreparedEngine, warn_constant_branch
-from sparsejac.errors import ConcretizationError, TraceMismatchError
+from sparsejac.errors import (
+    ConcretizationError,
+    TraceMismatchError,
+    UnsupportedPrimitiveError,
+    with_hint,
+)
 from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
 from sparsejac.primitives.derive import mul0_matmul
@@ -69,7 +74,13 @@ def _symmetric(p: sp.csr_array) -> sp.csr_array:
 
 def _scalar_program(call: Callable[..., Any], x0: np.ndarray, params: Sequence[Any], name: str,
                     local: bool = False) -> Program:
-    prog = trace(call, x0, params=params, name=name, local=local, check=True)
+    try:
+        prog = trace(call, x0, params=params, name=name, local=local, check=True)
+    except UnsupportedPrimitiveError as exc:  # its advice names mode='fd', which is Jacobians'
+        raise with_hint(exc, (
+            " For second derivatives: Hessians have no mode='fd'; for such an f, take finite "
+            "differences of a gradient you write by hand, sparsejac.SparseJacobian(grad, x0, "
+            "mode='fd', sparsity=pattern).")) from exc
     if prog.out.size != 1:
         raise ValueError(
             f"`{name}` must return a scalar (one element) for a Hessian; it returns shape "

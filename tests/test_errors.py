@@ -124,6 +124,9 @@ CONVERSIONS = [
     pytest.param(lambda x: x[0].item() * x, r"\.item\(\) of a traced array", id="item"),
     pytest.param(lambda x: np.array(x.tolist()), r"\.tolist\(\) of a traced array",
                  id="tolist"),
+    # a memo keyed on f's argument (found by a hunt from outside: an AttributeError before)
+    pytest.param(lambda x: {x.tobytes(): x ** 2}[x.tobytes()],
+                 r"\.tobytes\(\) of a traced array", id="tobytes"),
     pytest.param(lambda x: np.maximum.reduce([x, 2 * x]), r"by a call the tracer cannot follow",
                  id="ufunc_method_of_a_list"),
     # a plain array made outside f (a module-level constant) cannot receive or hold traces
@@ -280,7 +283,7 @@ def test_unsupported_in_local_mode_too() -> None:
         sparsejac.jacobian_sparsity(np.unique, X, local=True)
 
 
-@pytest.mark.parametrize("name", ["flat", "strides", "view", "tobytes", "ctypes"])
+@pytest.mark.parametrize("name", ["flat", "strides", "view", "tofile", "ctypes"])
 def test_unmodelled_ndarray_attribute_says_so(name: str) -> None:
     """An ndarray attribute the tracer does not model is an AttributeError that says so."""
     with pytest.raises(AttributeError, match=rf"ndarray\.{name} is not supported on a traced"):

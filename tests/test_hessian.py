@@ -614,6 +614,17 @@ def test_a_gradient_rule_without_a_rule_of_its_own_says_where_it_came_from():
                           np.array([0.3, 0.6]))
 
 
+def test_an_unsupported_call_in_f_points_hessians_to_finite_differences_of_a_gradient():
+    """The refusal's generic advice (mode='fd') is for Jacobians: a Hessian's adds that
+    Hessians have none and names the way that exists (found by a hunt from outside)."""
+    for make in (lambda f: sparsejac.SparseHessian(f, np.ones(3)),
+                 lambda f: sparsejac.hessian(f, np.ones(3)),
+                 lambda f: sparsejac.constraint_hessian(f, np.ones(3))):
+        with pytest.raises(sparsejac.UnsupportedPrimitiveError,
+                           match=r"numpy\.nansum.*Hessians have no mode='fd'.*SparseJacobian"):
+            make(lambda x: np.nansum(x ** 2) * np.ones(1))
+
+
 def test_hessp_is_the_column_where_the_hessian_has_an_overflowed_entry():
     """hessp(x, e_j) equals column j of H(x) also when another entry of H is NaN: a zero of p
     times it contributes nothing (it made whole products NaN)."""

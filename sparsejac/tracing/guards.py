@@ -30,8 +30,8 @@ PARAM_HINT = (
 )
 
 #: Reads that give the value itself (a new one for every parameter value), not a decision
-VALUE_READS = ("float()", "complex()", ".item()", ".tolist()", "format()", "np.asarray()",
-               "hash()")
+VALUE_READS = ("float()", "complex()", ".item()", ".tolist()", ".tobytes()", "format()",
+               "np.asarray()", "hash()")
 
 #: What a read keeps of the value: the branch ``if t < 1:`` takes is its truth, ``int(t)``'s
 #: its integer part (other reads: the value itself)

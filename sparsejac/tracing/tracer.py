@@ -39,7 +39,7 @@ from sparsejac.tracing.operands import defers as _defers
 from sparsejac.tracing.operands import lift_objects
 from sparsejac.tracing.program import CONST, FROM_PARAMS, Trace, Var
 
-__all__ = ["Tracer", "concretize", "is_tracer"]
+__all__ = ["Tracer", "concretize"]
 
 _GLOBAL_HINT = (
     "A global sparsity pattern must hold for every x, so it cannot follow a branch chosen by "
@@ -311,6 +311,10 @@ class Tracer:
         """Refused for values that depend on ``x`` (see :class:`TracedConversionError`)."""
         return self._concrete_value(".tolist()").tolist()
 
+    def tobytes(self, order: str = "C") -> bytes:
+        """As :meth:`tolist` (a cache key made of ``f``'s argument reads all its values)."""
+        return bytes(self._concrete_value(".tobytes()").tobytes(order))  # type: ignore[arg-type]
+
     # -- indexing --------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
@@ -580,7 +584,7 @@ class Tracer:
 
     def __getattr__(self, name: str) -> Any:
         # only reached when the attribute is not defined above: an ndarray attribute the
-        # tracer does not model (flat, strides, view, tobytes, ...) gets a message that says
+        # tracer does not model (flat, strides, view, tofile, ...) gets a message that says
         # so, still as an AttributeError, so that hasattr() and getattr(..., default) work
         if not name.startswith("_") and hasattr(np.ndarray, name):
             raise AttributeError(
@@ -764,11 +768,6 @@ for _name in OBJECT_LOOP_UFUNCS:
 for _name in FORWARDED_METHODS:
     setattr(Tracer, _name, _forwarding_method(
         _name, "As :meth:`numpy.ndarray.{name}` (forwards to :func:`numpy.{name}`)."))
-
-
-def is_tracer(obj: Any) -> bool:
-    """True for a :class:`Tracer`."""
-    return isinstance(obj, Tracer)
 
 
 def concretize(obj: Any, what: str) -> Any:
