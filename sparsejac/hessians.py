@@ -267,8 +267,10 @@ class SparseHessian(PlanView):
         A symmetric pattern to use; it must contain the detected one (checked).
     method : {"star", "acyclic"}
         ``"star"``: star colouring, every entry read directly from one product;
-        ``"acyclic"``: acyclic colouring, fewer colours, entries recovered by substitution
-        (a few more rounding steps).
+        ``"acyclic"``: acyclic colouring, fewer colours, entries recovered by substitution:
+        each subtracts entries it shares a product with, so it is exact to rounding relative
+        to the largest of them (with entries of 1e12 and 1e-6 in one product the small one
+        can come out 0); keep ``"star"`` where entries span many orders of magnitude.
     order : str
         Vertex order of the colouring (default ``"best"``: the search of
         :func:`sparsejac.color`, bounded by ``effort``).
