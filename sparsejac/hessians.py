@@ -56,7 +56,14 @@ from sparsejac.validation import (
     check_subset,
     check_x,
 )
-from sparsejac.verifying import Verifier, _same_args, check_structure, for_params, watch
+from sparsejac.verifying import (
+    Verifier,
+    _same_args,
+    check_flat_x,
+    check_structure,
+    for_params,
+    watch,
+)
 
 __all__ = ["SparseHessian", "hessian", "hessian_sparsity"]
 
@@ -490,6 +497,7 @@ class SparseHessian(PlanView):
         """H's values (CSR order), the gradient at ``x``, and the preparation used."""
         xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else check_params(params, like=self._params0)
+        check_flat_x(self, x, xa, state, ps, "this Hessian")  # (a flat x: reshaped)
         state = self._checked_state(xa, ps, state)
         with np.errstate(all="ignore"):  # (f itself ran under the caller's: the check's call)
             data, grad = state.plan.evaluate_with_value(xa, ps)
@@ -580,6 +588,7 @@ class SparseHessian(PlanView):
         state = self._use_args(tuple(args) if args else None)
         xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else check_params(params, like=self._params0)
+        check_flat_x(self, x, xa, state, ps, "this Hessian")
         g = gradient_call(self._checked_state(xa, ps, state).program)(xa, *ps)
         return np.asarray(g, dtype=np.float64).reshape(self._x0.shape)
 
@@ -601,6 +610,7 @@ class SparseHessian(PlanView):
         state = self._use_args(tuple(args) if args else None)
         xa = check_x(x, self._x0.shape, of="this Hessian")
         ps = self._params0 if params is None else check_params(params, like=self._params0)
+        check_flat_x(self, x, xa, state, ps, "this Hessian")
         key = xa.tobytes()
         cache = self._cache
         state = self._checked_state(xa, ps, state)  # a kept H is stale once f has changed

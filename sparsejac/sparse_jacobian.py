@@ -47,6 +47,7 @@ from sparsejac.verifying import (
     Verifier,
     _same_args,
     bind_arguments,
+    check_flat_x,
     check_structure,
     for_params,
     watch,
@@ -352,7 +353,8 @@ class SparseJacobian(PlanView):
         Parameters
         ----------
         x : array_like
-            Same shape as ``x0`` (a flat vector of the same size is accepted too).
+            Same shape as ``x0`` (a flat vector of the same size is accepted, reshaped; a
+            warning where ``f`` gives it other values: :func:`~sparsejac.verifying.check_flat_x`).
         *args, **kwargs
             Passed to ``f`` (as scipy's solvers do). The same objects as at preparation
             reuse it; other objects prepare again.
@@ -586,6 +588,7 @@ class SparseJacobian(PlanView):
             state = self.use_args(() if args is None else tuple(args), kwargs or {})
         xa = check_x(x, self._x0.shape)
         ps = self._params0 if params is None else check_params(params, like=self._params0)
+        check_flat_x(self, x, xa, state, ps, "this Jacobian")  # (a flat x: reshaped)
         if state.plan.guards is not None:  # f branches on its parameters: which branch
             state = for_params(self, state, ps)
         plan = state.plan

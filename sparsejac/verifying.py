@@ -658,3 +658,40 @@ def _guards(state: Any) -> Any:
     """The parameter branches a preparation holds on (a Hessian's are its program's)."""
     program = getattr(state, "program", None)
     return state.plan.guards if program is None else program.guards
+
+
+def check_flat_x(owner: Any, x: Any, xa: np.ndarray, state: Any, params: Sequence[Any],
+                 of: str) -> None:
+    """Warn where reshaping a flat ``x`` to ``x0``'s shape changes what ``f`` computes.
+
+    A flat vector of ``x0``'s size is reshaped to ``x0``'s shape
+    (:func:`~sparsejac.validation.check_x`), so the derivatives are those of ``f`` at the
+    reshaped point. An ``f`` written for flat vectors (as scipy's solvers pass them) but
+    prepared with a multi-dimensional ``x0`` may compute something else on that shape: its
+    derivatives would then be another function's. The first flat call of an object calls
+    ``f`` on both (twice in all, once per object): where ``f`` takes the flat vector and
+    gives other values for it, a ``RuntimeWarning`` says so (an ``f`` only ever called on
+    ``x`` reshaped, by a wrapper, is then differentiated as meant: the warning cannot tell
+    the two apart); where ``f`` refuses the flat vector or gives the same values, nothing.
+    """
+    if xa.ndim < 2 or np.ndim(x) != 1 or getattr(owner, "_flat_checked", False):
+        return
+    owner._flat_checked = True
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            flat = np.asarray(state.call(xa.reshape(-1).copy(), *params), dtype=float)
+            shaped = np.asarray(state.call(xa.copy(), *params), dtype=float)
+    except Exception:  # (f written for x0's shape: the reshape is what it means)
+        return
+    if flat.size == shaped.size and np.array_equal(flat.ravel(), shaped.ravel(),
+                                                   equal_nan=True):
+        return
+    from sparsejac.engines import user_stacklevel
+
+    warnings.warn(
+        f"`x` is a flat vector and {of} was prepared for `x0` of shape {xa.shape}: its "
+        "derivatives are those of f at x reshaped to that shape, and f gives other values for "
+        "the flat vector itself. If f is called with flat vectors (as scipy's solvers call "
+        "it), prepare with the flat vector (x0.ravel()); if f is only called on x reshaped, "
+        "pass x in x0's shape.", RuntimeWarning, stacklevel=user_stacklevel())

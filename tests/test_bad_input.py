@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -242,3 +244,34 @@ def test_seed_matrices_without_a_seed_are_refused():
         jvp(lambda x: x ** 2, np.ones(6), np.ones((6, 0)))
     with pytest.raises(ValueError, match=r"`V` has shape \(6, 0\).*at least one seed"):
         hvp(lambda x: np.sum(x ** 3), np.ones(6), np.ones((6, 0)))
+
+
+def test_a_flat_x_whose_reshape_changes_f_warns_once() -> None:
+    """A flat x for a multi-dimensional x0 is differentiated reshaped to x0's shape. An f
+    written for flat vectors (as scipy passes them) but prepared with a 3 x 2 x0 computes
+    another function on that shape: its Hessian was silently the other function's (found
+    from outside). The first flat call now warns, naming both shapes and the way out, once
+    per object. An f written for x0's shape (which refuses the flat vector) and an
+    elementwise f (the same values) keep the reshape without a word."""
+    x0 = np.full((3, 2), 0.5)
+    flat = np.linspace(-1.0, 1.0, 6)
+
+    def chain(x: Any) -> Any:  # written for a flat x
+        return np.sum((x[1:] - x[:-1] ** 2) ** 2)
+
+    hess = sparsejac.SparseHessian(chain, x0)
+    with pytest.warns(RuntimeWarning, match=r"`x` is a flat vector.*shape \(3, 2\).*x0\.ravel"):
+        hess(flat)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hess(flat)  # once per object
+        np.testing.assert_array_equal(  # prepared flat, as the warning says: chain's Hessian
+            sparsejac.SparseHessian(chain, x0.ravel())(flat).toarray(),
+            sparsejac.hessian(chain, flat).toarray())
+        columns = sparsejac.SparseJacobian(lambda x: x[:, 0] * x[:, 1], x0)(flat).toarray()
+        np.testing.assert_array_equal(columns[0, :2], [flat[1], flat[0]])
+        cubes = sparsejac.SparseHessian(lambda x: np.sum(x ** 3), x0)
+        np.testing.assert_array_equal(cubes(flat).diagonal(), 6.0 * flat)
+        np.testing.assert_array_equal(cubes.hessp(flat, np.ones(6)), 6.0 * flat)
+    with pytest.warns(RuntimeWarning, match=r"`x` is a flat vector.*this Jacobian"):
+        sparsejac.SparseJacobian(lambda x: x[1:] - x[:-1] ** 2, x0)(flat)

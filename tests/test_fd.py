@@ -445,7 +445,7 @@ def test_bounds_are_for_finite_differences_and_checked_at_each_call():
     jac = sparsejac.SparseJacobian(_sqrt_chain, np.ones((2, 2)), mode="fd",
                                    sparsity=np.eye(4), bounds=Bounds(0, 2))
     with pytest.raises(ValueError, match=r"`x` is outside the `bounds`.*index 3: 3.0"):
-        jac(np.array([1.0, 1.0, 1.0, 3.0]))
+        jac(np.array([[1.0, 1.0], [1.0, 3.0]]))
     import pickle
 
     again = pickle.loads(pickle.dumps(jac))
