@@ -154,7 +154,8 @@ class Entries:
         if self._rows is None:
             if self._keys is None:  # a pattern's nonzeros (set_pattern): from its pointer
                 assert self._ptr is not None
-                self._rows = np.repeat(np.arange(self.size, dtype=np.int64), np.diff(self._ptr))
+                assert self._cols is not None
+                self._rows = _rows_between(self._ptr, 0, int(self._cols.size))
             else:
                 assert self._codec is not None
                 self._rows = self._codec.decode_rows(self._keys)
