@@ -42,7 +42,8 @@ import numpy as np
 import scipy.special as sc
 
 from sparsejac.ad import _tape as k
-from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
+from sparsejac.ad._tape_numpy import jacobian_packed_numpy
+from sparsejac.ad.fused import Fused, packed0_numpy
 from sparsejac.ad.prepared import PreparedProgram
 from sparsejac.ad.tape_ops import (
     LINEAR_PRIMITIVES,
@@ -56,7 +57,7 @@ from sparsejac.ad.tape_ops import bilinear as _bilinear
 from sparsejac.ad.tape_ops import cat as _cat
 from sparsejac.ad.tape_ops import float_value as _float_value
 from sparsejac.ad.tape_ops import solve_slots as _solve_slots
-from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
+from sparsejac.kernels import LazyKernel
 from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.dense_linalg import Solve
@@ -67,7 +68,8 @@ from sparsejac.tracing import Node, Program
 
 _NO_POINT = np.zeros(0)
 
-__all__ = ["LINEAR_PRIMITIVES", "MAX_PAIRS", "MAX_SOLVE", "OPS", "Tape", "elements_per_pass"]
+__all__ = ["LINEAR_PRIMITIVES", "MAX_PAIRS", "MAX_SOLVE", "OPS", "Fused", "Tape",
+           "elements_per_pass"]
 
 #: ufunc -> (opcode, the partials the compiled opcode mirrors)
 OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
@@ -536,12 +538,13 @@ class Tape:
         kernel: Any = k.jacobian_packed
         kernel0: Any = k.jacobian_packed0
         n_code = int(code.shape[0])
+        n_x = self.prog.n_in
         if isinstance(kernel, LazyKernel):
-            kernel = (kernel._compiled if kernel._compiled is not None
-                      else Fused(kernel, jacobian_packed_numpy, n_code))
+            kernel = (kernel._compiled if kernel._compiled is not None else
+                      Fused(kernel, jacobian_packed_numpy, n_code, ints, floats, n_x, False))
         if isinstance(kernel0, LazyKernel):
-            kernel0 = (kernel0._compiled if kernel0._compiled is not None
-                       else Fused(kernel0, _packed0_numpy, n_code))
+            kernel0 = (kernel0._compiled if kernel0._compiled is not None else
+                       Fused(kernel0, packed0_numpy, n_code, ints, floats, n_x, True))
         work = (int(self.template.size) + SOLVE_UNITS * self._solve_work()) * (p + q + 1)
         return kernel, kernel0, ints, floats, int(gather.size), self.prog.n_out, sizes, work
 
@@ -563,44 +566,6 @@ class Tape:
     def fits(self, width: int) -> bool:
         """Whether tangent blocks of ``width`` directions stay within :data:`MAX_BLOCK`."""
         return self.template.size * max(width, 1) <= MAX_BLOCK
-
-
-def _packed0_numpy(ints: np.ndarray, floats: np.ndarray, x: np.ndarray, data: np.ndarray,
-                   fx: np.ndarray) -> bool:
-    """:func:`jacobian_packed_numpy` without parameters or a second point (``kernel0``)."""
-    return jacobian_packed_numpy(ints, floats, x, _NO_POINT, _NO_POINT, data, fx, _NO_POINT)
-
-
-class Fused:
-    """A fused Jacobian kernel before numba is loaded: the lazy kernel and its numpy twin.
-
-    :meth:`pick` chooses per call, from the tape's sizes alone, between the numpy twin
-    (:mod:`sparsejac.ad._tape_numpy`: a few numpy calls per instruction), the kernel's own code
-    in the interpreter (about half a microsecond per element and direction: cheaper for a
-    tape of a few scalars) and the compiled kernel (once this process's fallback budget,
-    :func:`sparsejac.kernels.use_fallback`, is spent). All three give the same values bit
-    for bit.
-    """
-
-    __slots__ = ("lazy", "n_code", "twin")
-
-    def __init__(self, lazy: LazyKernel, twin: Any, n_code: int) -> None:
-        self.lazy = lazy
-        self.twin = twin
-        self.n_code = n_code
-
-    def pick(self, work: int) -> Any:
-        """The callable for one call of ``work`` element operations."""
-        lazy = self.lazy
-        if lazy._compiled is None:
-            units = twin_units(self.n_code, work)
-            if work > INTERPRET_BELOW or units < INTERPRET_WEIGHT * work:
-                # the twin while the process's fallback budget lasts (a large tape too: a
-                # few numpy calls per instruction beat numba's start for a short solve)
-                if use_fallback(units):
-                    return lambda *args: lazy.guarded(self.twin, *args)
-                return lazy.compiled
-        return lazy.pick(work)
 
 
 def _last_readers(prog: Program) -> dict[int, int]:

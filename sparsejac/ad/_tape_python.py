@@ -1,0 +1,606 @@
+"""The tape's fused Jacobian as generated straight-line Python: :func:`straight_line`.
+
+Before numba is loaded, a small tape's Jacobian ran its kernel's own loops in the interpreter:
+about half a microsecond per slot, seed direction and instruction field, mostly spent on zero
+tangents (HIRES, 8 unknowns: 240 µs a Jacobian, where ``f`` takes 3 µs). This module reads
+the packed tape and colouring once (:func:`~sparsejac.ad._tape.jacobian_packed`'s ``ints``
+and ``floats``) and writes a Python function that does only the work that can be nonzero:
+one statement per value, one term per tangent or cotangent that the seeds reach, constants
+and unit partials folded in. Its arithmetic is the kernel's, operation for operation and in
+the same order (IEEE ``+ - * /``, and the kernel's own scalar functions, run by the
+interpreter, for the C library's), so the values are the kernel's bit for bit, with one
+exception handled at run time:
+
+* the kernel skips a term whose tangent or partial is zero (the convention of
+  :func:`sparsejac.numeric.mul0`: zero times an infinite partial contributes nothing); the
+  generated code adds every term, which is the same wherever the term is finite (an
+  accumulator that starts at ``+0.0`` is unchanged by adding ``±0.0``). Where a Jacobian
+  entry comes out infinite or NaN, the call returns ``None`` and the caller takes the
+  kernel (as it does where Python raises: a float division by zero, ``math.exp``
+  overflowing).
+
+Generating and compiling costs about :data:`UNITS_PER_TERM` budget units per term
+(:func:`terms`); :class:`~sparsejac.ad.tape.Fused` generates once the interpreted calls have
+cost that much (rent, then buy), so a process computing one Jacobian does not pay for it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from sparsejac.ad import _tape as k
+
+__all__ = ["MAX_TERMS", "UNITS_PER_TERM", "straight_line", "terms"]
+
+#: the largest tape (slots times seed directions plus one) generated as Python: larger ones
+#: compile too slowly (about 10 µs a statement) and run the numpy twin well
+MAX_TERMS = 20_000
+#: budget units (about 10 ns) of generating and compiling one term: 120 to 280 measured
+UNITS_PER_TERM = 250
+#: the most terms of one sum in one statement (Python's compiler recurses per operator)
+_CHUNK = 64
+
+Expr = float | str  # a constant, or the name of a local variable of the generated function
+
+
+def terms(ints: np.ndarray) -> int:
+    """The size the generated code grows with: slots times (seed directions + 1)."""
+    return int(ints[22]) * (int(ints[4]) + int(ints[5]) + 1)
+
+
+def _scalar(fn: Any) -> Any:
+    return getattr(fn, "python", fn)
+
+
+def _lit(v: Expr) -> str:
+    """A constant as Python source (exact: ``repr`` of a float round-trips)."""
+    if isinstance(v, str):
+        return v
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "(-inf)"
+    text = repr(v)
+    return f"({text})" if text.startswith("-") else text
+
+
+class _Unsupported(Exception):
+    """The tape has an instruction the generator does not write (``SOLVE``)."""
+
+
+class _Writer:
+    """Symbolic run of the fused kernel: which values, tangents and cotangents exist."""
+
+    def __init__(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        h = 6
+        part = [ints[ints[h + 2 * i]:ints[h + 2 * i] + ints[h + 2 * i + 1]] for i in range(8)]
+        self.code = part[0].reshape((-1, 6)).tolist()
+        self.idx = part[1].tolist()
+        self.ptr = part[2].tolist()
+        self.col = part[3].tolist()
+        self.cg, self.rg, self.gather, self.pslots = (a.tolist() for a in part[4:])
+        split = int(ints[h + 16])
+        self.template = floats[:split].tolist()
+        self.val = floats[split:].tolist()
+        self.x_slot, self.out_slot, self.m, _, self.p, self.q = (int(v) for v in ints[:6])
+        self.lines: list[str] = []
+        self.count = 0
+        #: slot -> its value now (a name; absent: the template's constant)
+        self.value: dict[int, Expr] = {}
+        #: per instruction, per row: the value expressions its partials read
+        self.rows: list[list[tuple[Expr, ...]]] = []
+        self.partials: dict[tuple[int, int], tuple[Expr, Expr]] = {}
+
+    def new(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def get(self, slot: int) -> Expr:
+        got = self.value.get(slot)
+        return self.template[slot] if got is None else got
+
+    def assign(self, prefix: str, source: str) -> str:
+        name = self.new(prefix)
+        self.lines.append(f"{name} = {source}")
+        return name
+
+
+def _values(w: _Writer, n_x: int) -> list[Expr]:
+    """Statements computing every value of the program; each slot's final value.
+
+    The generated functions take the flat point as ``x`` and the parameters as ``pv``.
+    """
+    if n_x:
+        names = [w.new("x") for _ in range(n_x)]
+        w.lines.append(f"{', '.join(names)}, = x.tolist()")
+        for i, name in enumerate(names):
+            w.value[w.x_slot + i] = name
+    at = 0
+    read: list[tuple[int, int]] = []
+    for i in range(0, len(w.pslots), 2):
+        slot, size = w.pslots[i], w.pslots[i + 1]
+        if slot >= 0:
+            read += [(slot + r, at + r) for r in range(size)]
+        at += size
+    if read:
+        w.lines.append("pl = pv.tolist()")
+        for slot, j in read:
+            w.value[slot] = w.assign("p", f"pl[{j}]")
+    for row in w.code:
+        w.rows.append(_value_rows(w, *row))
+    return [w.get(s) for s in range(len(w.template))]
+
+
+_UNARY_VALUE = {k.NEG: "-{a}", k.POS: "{a}", k.ABS: "abs({a})", k.SQUARE: "{a} * {a}",
+                k.EXP: "exp({a})", k.SIN: "sin({a})", k.COS: "cos({a})",
+                k.SQRT: "(sqrt({a}) if {a} >= 0.0 else nan)"}
+_BINARY_VALUE = {k.ADD: "{a} + {b}", k.SUB: "{a} - {b}", k.MUL: "{a} * {b}",
+                 k.DIV: "{a} / {b}"}
+
+
+def _value_rows(w: _Writer, op: int, o: int, n: int, ia: int, ib: int, act: int
+                ) -> list[tuple[Expr, ...]]:
+    """One instruction's value statements; per row what its partials read."""
+    idx = w.idx
+    rows: list[tuple[Expr, ...]] = []
+    if op == k.GATHER:
+        for r in range(n):
+            w.value[o + idx[ib + r]] = w.get(idx[ia + r])
+        return rows
+    if op == k.SOLVE:
+        raise _Unsupported
+    outs = set(range(o, o + n))
+    if not outs.isdisjoint(w.value):  # an output written before: not the kernel's one pass
+        raise _Unsupported
+    if op == k.SELECT:
+        for r in range(n):
+            cond, a, b = (w.get(idx[ia + j * n + r]) for j in range(3))
+            rows.append((cond,))
+            if isinstance(cond, float):
+                w.value[o + r] = a if cond != 0.0 else b
+            else:
+                w.value[o + r] = w.assign("v", f"{_lit(a)} if {cond} != 0.0 else {_lit(b)}")
+        _check_disjoint(outs, [idx[ia + r] for r in range(3 * n)])
+        return rows
+    if op in (k.LINEAR, k.BILINEAR):
+        step = 1 if op == k.LINEAR else 2
+        for r in range(n):
+            lo, hi = w.ptr[ia + r], w.ptr[ia + r + 1]
+            _check_disjoint(outs, w.col[lo:hi])
+            acc = w.get(o + r)
+            parts = [f"{_lit(w.val[e])} * {_lit(w.get(w.col[e]))}" if step == 1 else
+                     f"{_lit(w.val[e])} * {_lit(w.get(w.col[e]))} * {_lit(w.get(w.col[e + 1]))}"
+                     for e in range(lo, hi, step)]
+            rows.append(tuple(w.get(w.col[e]) for e in range(lo, hi)))
+            if not parts:  # the constant alone
+                continue
+            for i in range(0, len(parts), _CHUNK):
+                acc = w.assign("v", " + ".join([_lit(acc), *parts[i:i + _CHUNK]]))
+            w.value[o + r] = acc
+        return rows
+    if op < k.BINARY:
+        _check_disjoint(outs, [idx[ia + r] for r in range(n)])
+        for r in range(n):
+            a = w.get(idx[ia + r])
+            form = _UNARY_VALUE.get(op)
+            source = (form.format(a=_lit(a)) if form is not None
+                      else f"U({op}, {_lit(a)})")
+            out = w.assign("v", source)
+            w.value[o + r] = out
+            rows.append((a, out))
+        return rows
+    _check_disjoint(outs, [idx[ia + r] for r in range(n)] + [idx[ib + r] for r in range(n)])
+    for r in range(n):
+        a, b = w.get(idx[ia + r]), w.get(idx[ib + r])
+        form = _BINARY_VALUE.get(op)
+        source = (form.format(a=_lit(a), b=_lit(b)) if form is not None
+                  else f"B({op}, {_lit(a)}, {_lit(b)})")
+        out = w.assign("v", source)
+        w.value[o + r] = out
+        rows.append((a, b, out))
+    return rows
+
+
+def _check_disjoint(outs: set[int], ins: list[int]) -> None:
+    if not outs.isdisjoint(ins):
+        raise _Unsupported
+
+
+def _unary_partial(w: _Writer, op: int, a: Expr, out: Expr) -> Expr:
+    """``_dunary(op, a, out)``: a constant, or a name assigned by a new statement."""
+    if op == k.NEG:
+        return -1.0
+    if op == k.POS:
+        return 1.0
+    if op == k.NOT:
+        return 0.0
+    if op == k.EXP:
+        return out
+    forms = {k.SQUARE: "2.0 * {a}", k.RECIP: "-{o} * {o}", k.TANH: "1.0 - {o} * {o}",
+             k.TAN: "1.0 + {o} * {o}", k.SIN: "cos({a})", k.COS: "-sin({a})",
+             k.SQRT: "0.5 / {o}", k.LOG: "1.0 / {a}", k.EXPM1: "{o} + 1.0"}
+    form = forms.get(op)
+    source = (form.format(a=_lit(a), o=_lit(out)) if form is not None
+              else f"DU({op}, {_lit(a)}, {_lit(out)})")
+    return w.assign("d", source)
+
+
+def _binary_partials(w: _Writer, op: int, a: Expr, b: Expr, out: Expr) -> tuple[Expr, Expr]:
+    """``_dbinary(op, a, b, out)``: constants or names."""
+    if op == k.ADD:
+        return 1.0, 1.0
+    if op == k.SUB:
+        return 1.0, -1.0
+    if op == k.MUL:
+        return b, a
+    if k.LESS <= op <= k.XOR:
+        return 0.0, 0.0
+    if op == k.DIV:
+        da = 1.0 / b if isinstance(b, float) and b != 0.0 else w.assign("d", f"1.0 / {_lit(b)}")
+        return da, w.assign("d", f"-({_lit(out)} / {_lit(b)})")
+    da_, db_ = w.new("d"), w.new("d")
+    w.lines.append(f"{da_}, {db_} = DB({op}, {_lit(a)}, {_lit(b)}, {_lit(out)})")
+    return da_, db_
+
+
+def _partials(w: _Writer, i: int, r: int) -> tuple[Expr, Expr]:
+    """Row ``r`` of instruction ``i``'s partials (written once, for both sweeps)."""
+    got = w.partials.get((i, r))
+    if got is None:
+        op = w.code[i][0]
+        row = w.rows[i][r]
+        if op < k.BINARY:
+            got = (_unary_partial(w, op, row[0], row[1]), 0.0)
+        else:
+            got = _binary_partials(w, op, *row)
+        w.partials[(i, r)] = got
+    return got
+
+
+class _Sums:
+    """Tangents (or cotangents) of slots and directions: absent ones are exactly zero.
+
+    A sum the generated code starts writes ``0.0 + ...`` where its first term is a product
+    (the kernel's accumulators start at +0.0, so a product that is -0.0 becomes +0.0 there
+    too); every name so held is therefore never -0.0, and adding a term that is ±0.0 leaves
+    a sum unchanged, as the kernel's skipping it does.
+    """
+
+    def __init__(self, w: _Writer, prefix: str) -> None:
+        self.w = w
+        self.prefix = prefix
+        self.state: dict[tuple[int, int], Expr] = {}
+
+    def get(self, slot: int, j: int) -> Expr | None:
+        return self.state.get((slot, j))
+
+    def set(self, slot: int, j: int, v: Expr | None) -> None:
+        if v is None:
+            self.state.pop((slot, j), None)
+        else:
+            self.state[(slot, j)] = v
+
+    def add(self, slot: int, j: int, terms: list[Expr]) -> None:
+        """``state += term`` for each term, in order: names, products or constants.
+
+        Constants alone are added now (the same IEEE sums the kernel does at each call).
+        """
+        if not terms:
+            return
+        old = self.state.get((slot, j))
+        if all(isinstance(t, float) for t in terms) and not isinstance(old, str):
+            acc = 0.0 if old is None else old
+            for t in terms:
+                acc += t  # type: ignore[operator]
+            self.set(slot, j, acc if acc != 0.0 else None)  # +0.0 (a sum from +0.0)
+            return
+        first = terms[0]
+        if old is None and len(terms) == 1 and _bare(first):
+            self.state[(slot, j)] = first
+            return
+        head = "0.0" if old is None else _lit(old)
+        if old is None and _bare(first):
+            head, terms = _lit(first), terms[1:]
+        acc_: str = head
+        for i in range(0, len(terms), _CHUNK):
+            acc_ = self.w.assign(self.prefix,
+                                 " + ".join([acc_, *(_lit(t) for t in terms[i:i + _CHUNK])]))
+        self.state[(slot, j)] = acc_
+
+
+def _bare(term: Expr) -> bool:
+    """Whether ``term`` is a held name or a nonzero constant (never -0.0), not a product."""
+    return isinstance(term, float) or term.isidentifier()
+
+
+def _times(t: Expr, d: Expr) -> Expr | None:
+    """The term ``t * d`` (None where it is zero for sure: the kernel skips it)."""
+    if (isinstance(t, float) and t == 0.0) or (isinstance(d, float) and d == 0.0):
+        return None
+    if isinstance(t, float) and isinstance(d, float):
+        v = t * d
+        return v if v != 0.0 else None
+    if t == 1.0:  # a partial: it may be -0.0 where the kernel skips it (not a bare name)
+        return f"+{d}"
+    if d == 1.0:
+        return t
+    if d == -1.0:
+        return f"-{_lit(t)}"
+    return f"{_lit(t)} * {_lit(d)}"
+
+
+def _forward(w: _Writer) -> _Sums:
+    """Tangent statements: ``tb`` of the kernel with its zero entries left out."""
+    tb = _Sums(w, "t")
+    p = w.p
+    for k_ in range(len(w.cg)):
+        if w.cg[k_] >= 0:
+            tb.set(w.x_slot + k_, w.cg[k_], 1.0)
+    if not p:
+        return tb
+    idx = w.idx
+    got: list[Expr | None]
+    for i, (op, o, n, ia, ib, act) in enumerate(w.code):
+        if op == k.GATHER:
+            for r in range(n):
+                src, dst = idx[ia + r], o + idx[ib + r]
+                for j in range(p):
+                    tb.set(dst, j, tb.get(src, j))
+        elif op == k.SELECT:
+            if not act:
+                continue
+            for r in range(n):
+                cond = w.rows[i][r][0]
+                a, b = idx[ia + n + r], idx[ia + 2 * n + r]
+                for j in range(p):
+                    ta, tb_ = tb.get(a, j), tb.get(b, j)
+                    if isinstance(cond, float):
+                        tb.set(o + r, j, ta if cond != 0.0 else tb_)
+                    elif isinstance(ta, float) and ta == tb_:
+                        tb.set(o + r, j, ta)
+                    elif ta is None and tb_ is None:
+                        tb.set(o + r, j, None)
+                    else:
+                        tb.set(o + r, j, w.assign("t", f"{_lit(0.0 if ta is None else ta)} if "
+                                                       f"{cond} != 0.0 else "
+                                                       f"{_lit(0.0 if tb_ is None else tb_)}"))
+        elif op == k.LINEAR:
+            for r in range(n):
+                for j in range(p):
+                    got = [_times(t, w.val[e]) for e in range(w.ptr[ia + r], w.ptr[ia + r + 1])
+                           if (t := tb.get(w.col[e], j)) is not None]
+                    tb.add(o + r, j, [g for g in got if g is not None])
+        elif op == k.BILINEAR:
+            if not act:
+                continue
+            for r in range(n):
+                lo, hi = w.ptr[ia + r], w.ptr[ia + r + 1]
+                for j in range(p):
+                    got = []
+                    for e in range(lo, hi, 2):
+                        sa, sb = w.col[e], w.col[e + 1]
+                        if act & 1 and (t := tb.get(sa, j)) is not None:
+                            got.append(_times(t, _bilinear_factor(w, e, sb)))
+                        if act & 2 and (t := tb.get(sb, j)) is not None:
+                            got.append(_times(t, _bilinear_factor(w, e, sa)))
+                    tb.add(o + r, j, [g for g in got if g is not None])
+        elif op < k.BINARY:
+            if not act & 1:
+                continue
+            for r in range(n):
+                s = idx[ia + r]
+                reached = [j for j in range(p) if tb.get(s, j) is not None]
+                if not reached:
+                    continue
+                d = _partials(w, i, r)[0]
+                for j in reached:
+                    tb.set(o + r, j, None)
+                    term = _times(tb.get(s, j) or 0.0, d)
+                    tb.add(o + r, j, [] if term is None else [term])
+        else:
+            if not act:
+                continue
+            for r in range(n):
+                sa, sb = idx[ia + r], idx[ib + r]
+                reached = [j for j in range(p) if (act & 1 and tb.get(sa, j) is not None)
+                           or (act & 2 and tb.get(sb, j) is not None)]
+                if not reached:
+                    continue
+                da, db = _partials(w, i, r)
+                for j in range(p):
+                    got = []
+                    if act & 1 and (t := tb.get(sa, j)) is not None:
+                        got.append(_times(t, da))
+                    if act & 2 and (t := tb.get(sb, j)) is not None:
+                        got.append(_times(t, db))
+                    tb.set(o + r, j, None)
+                    tb.add(o + r, j, [g for g in got if g is not None])
+    return tb
+
+
+def _bilinear_factor(w: _Writer, e: int, other: int) -> Expr:
+    """``val[e] * buf[other]``: a BILINEAR term's partial (a constant or a new name)."""
+    c, v = w.val[e], w.get(other)
+    if isinstance(v, float):
+        return float(c * v)
+    key = (-1 - e, other)
+    got = w.partials.get(key)
+    if got is None:
+        got = (w.assign("d", f"{_lit(c)} * {v}"), 0.0)
+        w.partials[key] = got
+    return got[0]
+
+
+def _reverse(w: _Writer) -> _Sums:
+    """Cotangent statements: ``cb`` of the kernel with its zero entries left out."""
+    cb = _Sums(w, "c")
+    q = w.q
+    if not q:
+        return cb
+    for k_ in range(len(w.rg)):
+        if w.rg[k_] >= 0:
+            cb.set(w.out_slot + k_, w.rg[k_], 1.0)
+    idx = w.idx
+    for i in range(len(w.code) - 1, -1, -1):
+        op, o, n, ia, ib, act = w.code[i]
+        if op == k.GATHER:
+            for r in range(n):
+                src, dst = idx[ia + r], o + idx[ib + r]
+                for j in range(q):
+                    g = cb.get(dst, j)
+                    cb.set(dst, j, None)
+                    if g is not None:
+                        cb.add(src, j, [g])
+        elif op == k.SELECT:
+            for r in range(n):
+                cond = w.rows[i][r][0]
+                for j in range(q):
+                    g = cb.get(o + r, j)
+                    if g is None:
+                        continue
+                    for side, src in ((1, idx[ia + n + r]), (2, idx[ia + 2 * n + r])):
+                        if not act & side:
+                            continue
+                        if isinstance(cond, float):
+                            if (cond != 0.0) == (side == 1):
+                                cb.add(src, j, [g])
+                        else:
+                            test = "!=" if side == 1 else "=="
+                            cb.add(src, j, [f"({_lit(g)} if {cond} {test} 0.0 else 0.0)"])
+        elif op == k.LINEAR:
+            pending: dict[tuple[int, int], list[Expr]] = {}
+            for r in range(n):
+                for e in range(w.ptr[ia + r], w.ptr[ia + r + 1]):
+                    c = w.val[e]
+                    if c == 0.0:
+                        continue
+                    for j in range(q):
+                        g = cb.get(o + r, j)
+                        if g is not None and (term := _times(g, c)) is not None:
+                            pending.setdefault((w.col[e], j), []).append(term)
+            for (s, j), got in pending.items():
+                cb.add(s, j, got)
+        elif op == k.SOLVE:
+            raise _Unsupported
+        elif op == k.BILINEAR:
+            if not act:
+                continue
+            pending = {}
+            for r in range(n):
+                for e in range(w.ptr[ia + r], w.ptr[ia + r + 1], 2):
+                    sa, sb = w.col[e], w.col[e + 1]
+                    for j in range(q):
+                        g = cb.get(o + r, j)
+                        if g is None:
+                            continue
+                        for bit, s, other in ((1, sa, sb), (2, sb, sa)):
+                            if act & bit and (t := _times(g, _bilinear_factor(w, e, other))):
+                                pending.setdefault((s, j), []).append(t)
+            for (s, j), got in pending.items():
+                cb.add(s, j, got)
+        elif op < k.BINARY:
+            if not act & 1:
+                continue
+            pending = {}
+            for r in range(n):
+                reached = [j for j in range(q) if cb.get(o + r, j) is not None]
+                if not reached:
+                    continue
+                d = _partials(w, i, r)[0]
+                for j in reached:
+                    if (t := _times(cb.get(o + r, j) or 0.0, d)) is not None:
+                        pending.setdefault((idx[ia + r], j), []).append(t)
+            for (s, j), got in pending.items():
+                cb.add(s, j, got)
+        else:
+            if not act:
+                continue
+            pending = {}
+            for r in range(n):
+                reached = [j for j in range(q) if cb.get(o + r, j) is not None]
+                if not reached:
+                    continue
+                da, db = _partials(w, i, r)
+                for j in reached:
+                    g = cb.get(o + r, j) or 0.0
+                    for bit, s, d in ((1, idx[ia + r], da), (2, idx[ib + r], db)):
+                        if act & bit and (t := _times(g, d)) is not None:
+                            pending.setdefault((s, j), []).append(t)
+            for (s, j), got in pending.items():
+                cb.add(s, j, got)
+    return cb
+
+
+def straight_line(ints: np.ndarray, floats: np.ndarray, n_x: int
+                  ) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """``(jacobian, values)`` generated for a packed tape, or None where it cannot be.
+
+    ``jacobian(x, pv, data, fx)`` is :func:`~sparsejac.ad._tape.jacobian_packed` without a
+    second point: False where a value is not finite, None where a Jacobian entry is not
+    finite (the kernel's own code decides those), else True. ``values(y, pv, fy)`` writes
+    the program's value at ``y``. ``n_x`` is the size of the flat point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.ad import Tape
+    >>> from sparsejac.ad._tape_python import straight_line
+    >>> from sparsejac.tracing import trace
+    >>> f = lambda x: np.exp(x[1:]) * x[:-1]
+    >>> x = np.array([1.0, 2.0, 3.0])
+    >>> c = sparsejac.color(sparsejac.jacobian_sparsity(f, x), "column")
+    >>> ints, floats = Tape.build(trace(f, x)).fused_call(c)[2:4]
+    >>> jac, values = straight_line(ints, floats, 3)
+    >>> data, fx = np.empty(4), np.empty(2)
+    >>> jac(x, np.zeros(0), data, fx), fx.round(3)
+    (True, array([ 7.389, 40.171]))
+    """
+    if terms(ints) > MAX_TERMS:
+        return None
+    try:
+        return _generate(ints, floats, n_x)
+    except _Unsupported:
+        return None
+
+
+def _namespace() -> dict[str, Any]:
+    return {"exp": math.exp, "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt,
+            "isfinite": math.isfinite, "inf": math.inf, "nan": math.nan,
+            "U": _scalar(k._unary), "B": _scalar(k._binary), "DU": _scalar(k._dunary),
+            "DB": _scalar(k._dbinary)}
+
+
+def _generate(ints: np.ndarray, floats: np.ndarray, n_x: int
+              ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    w = _Writer(ints, floats)
+    finals = _values(w, n_x)
+    if any(isinstance(v, float) and not math.isfinite(v) for v in finals):
+        raise _Unsupported  # the kernel declines every call
+    runtime = ", ".join(sorted({v for v in finals if isinstance(v, str)}))
+    outs = ", ".join(_lit(finals[w.out_slot + i]) for i in range(w.m))
+    value_lines = list(w.lines)
+    if runtime:  # the kernel's check of every slot; summed first (one C call), exact after
+        w.lines.append(f"if not isfinite(sum(({runtime},))):")
+        w.lines.append(f"    if not all(map(isfinite, ({runtime},))): return False")
+    tb = _forward(w)
+    cb = _reverse(w)
+    p, q = w.p, w.q
+    entries = []
+    for g in w.gather:
+        got = tb.get(g // p, g % p) if g >= 0 else cb.get((~g) // q, (~g) % q)
+        entries.append(_lit(0.0 if got is None else got))
+    w.lines += [f"fx[:] = ({outs},)" if outs else "pass",
+                f"r = ({', '.join(entries)},)" if entries else "r = ()",
+                "data[:] = r", "return True if isfinite(sum(r)) else None"]
+    body = "\n    ".join(w.lines)
+    vbody = "\n    ".join([*value_lines, f"fy[:] = ({outs},)" if outs else "pass"])
+    source = (f"def jacobian(x, pv, data, fx):\n    {body}\n\n"
+              f"def values(x, pv, fy):\n    {vbody}\n")
+    space = _namespace()
+    exec(compile(source, "<sparsejac tape>", "exec"), space)  # the code written above
+    return space["jacobian"], space["values"]

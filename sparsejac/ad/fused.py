@@ -1,0 +1,148 @@
+"""A tape's fused Jacobian before numba is loaded: :class:`Fused` picks how each call runs.
+
+A process that has not imported numba computes a small tape's Jacobian in one of four ways,
+all giving the compiled kernel's values bit for bit:
+
+* the kernel's own code in the interpreter (:attr:`~sparsejac.kernels.LazyKernel.python`):
+  about half a microsecond per slot and seed direction, the cheapest start for a tape of a
+  few scalars;
+* its numpy twin (:mod:`sparsejac.ad._tape_numpy`): a few numpy calls per instruction, the
+  cheaper one for wide tapes;
+* straight-line Python generated from the tape (:mod:`sparsejac.ad._tape_python`): the
+  nonzero terms alone, 50 to 100 times faster than interpreting (HIRES: 2.4 against 240 µs),
+  after a generation of about :data:`~sparsejac.ad._tape_python.UNITS_PER_TERM` units a
+  term. It is generated once the interpreted or twin calls of this colouring have cost that
+  much (rent, then buy: a process asking for one Jacobian does not pay for it, and one
+  asking for many pays at most about twice the cheaper choice), for tapes of at most
+  :data:`~sparsejac.ad._tape_python.MAX_TERMS` terms;
+* the compiled kernel, once this process's fallback budget
+  (:func:`sparsejac.kernels.use_fallback`) is spent.
+
+The decisions depend on the tape's sizes and the number of calls alone: the same calls give
+the same choices in every run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
+from sparsejac.ad._tape_python import MAX_TERMS, UNITS_PER_TERM, straight_line, terms
+from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
+
+__all__ = ["Fused", "packed0_numpy"]
+
+_NO_POINT = np.zeros(0)
+
+
+def packed0_numpy(ints: np.ndarray, floats: np.ndarray, x: np.ndarray, data: np.ndarray,
+                  fx: np.ndarray) -> bool:
+    """:func:`jacobian_packed_numpy` without parameters or a second point (``kernel0``)."""
+    return jacobian_packed_numpy(ints, floats, x, _NO_POINT, _NO_POINT, data, fx, _NO_POINT)
+
+
+class Fused:
+    """A fused Jacobian kernel before numba is loaded (see the module docstring).
+
+    ``lazy`` is :func:`~sparsejac.ad._tape.jacobian_packed` (``packed0=False``: arguments
+    ``ints, floats, x, pv, y, data, fx, fy``) or ``jacobian_packed0`` (``ints, floats, x,
+    data, fx``); ``twin`` its numpy twin; ``ints`` and ``floats`` the packed tape and
+    colouring it is called with, ``n_x`` the size of the flat point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.ad import Tape
+    >>> from sparsejac.ad.fused import Fused
+    >>> from sparsejac.tracing import trace
+    >>> f = lambda x: x[1:] * x[:-1]
+    >>> x = np.array([1.0, 2.0, 3.0])
+    >>> c = sparsejac.color(sparsejac.jacobian_sparsity(f, x), "column")
+    >>> _, kernel0, ints, floats, _, _, _, work = Tape.build(trace(f, x)).fused_call(c)
+    >>> if isinstance(kernel0, Fused):  # numba not loaded yet
+    ...     kernel0 = kernel0.pick(work)
+    >>> data, fx = np.empty(4), np.empty(2)
+    >>> kernel0(ints, floats, x, data, fx), data
+    (True, array([2., 1., 3., 2.]))
+    """
+
+    __slots__ = ("floats", "ints", "lazy", "n_code", "n_x", "packed0", "rent", "straight",
+                 "twin", "work")
+
+    def __init__(self, lazy: LazyKernel, twin: Any, n_code: int, ints: np.ndarray,
+                 floats: np.ndarray, n_x: int, packed0: bool) -> None:
+        self.lazy = lazy
+        self.twin = twin
+        self.n_code = n_code
+        self.ints = ints
+        self.floats = floats
+        self.n_x = n_x
+        self.packed0 = packed0
+        #: the generated code's size: slots times (seed directions + 1)
+        self.work = terms(ints)
+        #: budget units the interpreted and twin calls have drawn
+        self.rent = 0
+        #: the generated ``(jacobian, values)``; None: not yet; False: not to be
+        self.straight: Any = None
+
+    def pick(self, work: int) -> Any:
+        """The callable for one call of ``work`` element operations."""
+        lazy = self.lazy
+        if lazy._compiled is not None:
+            return lazy._compiled
+        if self.straight is None and self.rent >= UNITS_PER_TERM * self.work:
+            self._generate()
+        if self.straight and use_fallback(self.work):  # about a unit a term, measured
+            return self.run
+        return self._exact(work)
+
+    def _generate(self) -> None:
+        price = UNITS_PER_TERM * self.work
+        if self.work > MAX_TERMS or not use_fallback(price):
+            self.straight = False
+            return
+        got = straight_line(self.ints, self.floats, self.n_x)
+        self.straight = False if got is None else got
+
+    def _exact(self, work: int) -> Any:
+        """The twin, the interpreted kernel or the compiled one, as the sizes say."""
+        lazy = self.lazy
+        if lazy._compiled is not None:
+            return lazy._compiled
+        units = twin_units(self.n_code, work)
+        if work > INTERPRET_BELOW or units < INTERPRET_WEIGHT * work:
+            # the twin while the process's fallback budget lasts (a large tape too: a
+            # few numpy calls per instruction beat numba's start for a short solve)
+            if use_fallback(units):
+                self.rent += units
+                return lambda *args: lazy.guarded(self.twin, *args)
+            return lazy.compiled
+        chosen = lazy.pick(work)
+        if chosen is not lazy._compiled:
+            self.rent += INTERPRET_WEIGHT * work
+        return chosen
+
+    def run(self, *args: Any) -> Any:
+        """One call of the generated code, with the kernel's arguments.
+
+        Where Python raises (a division by zero, ``math.exp`` overflowing) or a Jacobian
+        entry is not finite, the kernel's own code answers this call instead.
+        """
+        if self.packed0:
+            _, _, x, data, fx = args
+            pv = y = fy = _NO_POINT
+        else:
+            _, _, x, pv, y, data, fx, fy = args
+        jacobian, values = self.straight
+        try:
+            if y.size:
+                values(y, pv, fy)
+            ok = jacobian(x, pv, data, fx)
+        except (ArithmeticError, ValueError):
+            ok = None
+        if ok is None:
+            return self._exact(self.work)(*args)
+        return ok
