@@ -39,8 +39,8 @@ __all__ = ["MAX_TERMS", "UNITS_PER_TERM", "straight_line", "terms"]
 #: the largest tape (slots times seed directions plus one) generated as Python: larger ones
 #: compile too slowly (about 10 µs a statement) and run the numpy twin well
 MAX_TERMS = 20_000
-#: budget units (about 10 ns) of generating and compiling one term: 120 to 280 measured
-UNITS_PER_TERM = 250
+#: budget units (about 10 ns) of generating and compiling one term: 90 to 240 measured
+UNITS_PER_TERM = 200
 #: the most terms of one sum in one statement (Python's compiler recurses per operator)
 _CHUNK = 64
 
@@ -262,7 +262,7 @@ def _partials(w: _Writer, i: int, r: int) -> tuple[Expr, Expr]:
 
 
 class _Sums:
-    """Tangents (or cotangents) of slots and directions: absent ones are exactly zero.
+    """Tangents (or cotangents) of slots, per seed direction: absent ones are exactly zero.
 
     A sum the generated code starts writes ``0.0 + ...`` where its first term is a product
     (the kernel's accumulators start at +0.0, so a product that is -0.0 becomes +0.0 there
@@ -273,16 +273,25 @@ class _Sums:
     def __init__(self, w: _Writer, prefix: str) -> None:
         self.w = w
         self.prefix = prefix
-        self.state: dict[tuple[int, int], Expr] = {}
+        #: slot -> {direction: its tangent}
+        self.rows: dict[int, dict[int, Expr]] = {}
+
+    def row(self, slot: int) -> dict[int, Expr]:
+        return self.rows.get(slot) or {}
 
     def get(self, slot: int, j: int) -> Expr | None:
-        return self.state.get((slot, j))
+        return self.row(slot).get(j)
 
-    def set(self, slot: int, j: int, v: Expr | None) -> None:
-        if v is None:
-            self.state.pop((slot, j), None)
+    def put(self, slot: int, row: dict[int, Expr]) -> None:
+        """Slot ``slot``'s tangents become ``row`` (a copy: rows change in place)."""
+        if row:
+            self.rows[slot] = dict(row)
         else:
-            self.state[(slot, j)] = v
+            self.rows.pop(slot, None)
+
+    def add_all(self, slot: int, terms: dict[int, list[Expr]]) -> None:
+        for j, got in terms.items():
+            self.add(slot, j, got)
 
     def add(self, slot: int, j: int, terms: list[Expr]) -> None:
         """``state += term`` for each term, in order: names, products or constants.
@@ -291,16 +300,20 @@ class _Sums:
         """
         if not terms:
             return
-        old = self.state.get((slot, j))
+        row = self.rows.setdefault(slot, {})
+        old = row.get(j)
         if all(isinstance(t, float) for t in terms) and not isinstance(old, str):
             acc = 0.0 if old is None else old
             for t in terms:
                 acc += t  # type: ignore[operator]
-            self.set(slot, j, acc if acc != 0.0 else None)  # +0.0 (a sum from +0.0)
+            if acc != 0.0:
+                row[j] = acc
+            else:  # +0.0 (a sum from +0.0): absent
+                row.pop(j, None)
             return
         first = terms[0]
         if old is None and len(terms) == 1 and _bare(first):
-            self.state[(slot, j)] = first
+            row[j] = first
             return
         head = "0.0" if old is None else _lit(old)
         if old is None and _bare(first):
@@ -309,7 +322,7 @@ class _Sums:
         for i in range(0, len(terms), _CHUNK):
             acc_ = self.w.assign(self.prefix,
                                  " + ".join([acc_, *(_lit(t) for t in terms[i:i + _CHUNK])]))
-        self.state[(slot, j)] = acc_
+        row[j] = acc_
 
 
 def _bare(term: Expr) -> bool:
@@ -333,93 +346,82 @@ def _times(t: Expr, d: Expr) -> Expr | None:
     return f"{_lit(t)} * {_lit(d)}"
 
 
+def _collect(into: dict[int, list[Expr]], row: dict[int, Expr], d: Expr) -> None:
+    """``into[j] += [t * d]`` for every direction ``j`` of ``row`` (zero terms left out)."""
+    for j, t in row.items():
+        term = _times(t, d)
+        if term is not None:
+            into.setdefault(j, []).append(term)
+
+
 def _forward(w: _Writer) -> _Sums:
     """Tangent statements: ``tb`` of the kernel with its zero entries left out."""
     tb = _Sums(w, "t")
-    p = w.p
     for k_ in range(len(w.cg)):
         if w.cg[k_] >= 0:
-            tb.set(w.x_slot + k_, w.cg[k_], 1.0)
-    if not p:
+            tb.put(w.x_slot + k_, {w.cg[k_]: 1.0})
+    if not w.p:
         return tb
     idx = w.idx
-    got: list[Expr | None]
     for i, (op, o, n, ia, ib, act) in enumerate(w.code):
         if op == k.GATHER:
             for r in range(n):
-                src, dst = idx[ia + r], o + idx[ib + r]
-                for j in range(p):
-                    tb.set(dst, j, tb.get(src, j))
+                tb.put(o + idx[ib + r], tb.row(idx[ia + r]))
         elif op == k.SELECT:
-            if not act:
+            if act:
+                for r in range(n):
+                    _select_forward(w, tb, w.rows[i][r][0], o + r, tb.row(idx[ia + n + r]),
+                                    tb.row(idx[ia + 2 * n + r]))
+        elif op in (k.LINEAR, k.BILINEAR):
+            if op == k.BILINEAR and not act:
                 continue
             for r in range(n):
-                cond = w.rows[i][r][0]
-                a, b = idx[ia + n + r], idx[ia + 2 * n + r]
-                for j in range(p):
-                    ta, tb_ = tb.get(a, j), tb.get(b, j)
-                    if isinstance(cond, float):
-                        tb.set(o + r, j, ta if cond != 0.0 else tb_)
-                    elif isinstance(ta, float) and ta == tb_:
-                        tb.set(o + r, j, ta)
-                    elif ta is None and tb_ is None:
-                        tb.set(o + r, j, None)
-                    else:
-                        tb.set(o + r, j, w.assign("t", f"{_lit(0.0 if ta is None else ta)} if "
-                                                       f"{cond} != 0.0 else "
-                                                       f"{_lit(0.0 if tb_ is None else tb_)}"))
-        elif op == k.LINEAR:
+                terms: dict[int, list[Expr]] = {}
+                for s, d in _linear_partials(w, op, act, ia + r):
+                    _collect(terms, tb.row(s), d)
+                tb.add_all(o + r, terms)
+        elif act:
             for r in range(n):
-                for j in range(p):
-                    got = [_times(t, w.val[e]) for e in range(w.ptr[ia + r], w.ptr[ia + r + 1])
-                           if (t := tb.get(w.col[e], j)) is not None]
-                    tb.add(o + r, j, [g for g in got if g is not None])
-        elif op == k.BILINEAR:
-            if not act:
-                continue
-            for r in range(n):
-                lo, hi = w.ptr[ia + r], w.ptr[ia + r + 1]
-                for j in range(p):
-                    got = []
-                    for e in range(lo, hi, 2):
-                        sa, sb = w.col[e], w.col[e + 1]
-                        if act & 1 and (t := tb.get(sa, j)) is not None:
-                            got.append(_times(t, _bilinear_factor(w, e, sb)))
-                        if act & 2 and (t := tb.get(sb, j)) is not None:
-                            got.append(_times(t, _bilinear_factor(w, e, sa)))
-                    tb.add(o + r, j, [g for g in got if g is not None])
-        elif op < k.BINARY:
-            if not act & 1:
-                continue
-            for r in range(n):
-                s = idx[ia + r]
-                reached = [j for j in range(p) if tb.get(s, j) is not None]
-                if not reached:
+                ins = ((1, idx[ia + r]), (2, idx[ib + r])) if op >= k.BINARY else \
+                    ((1, idx[ia + r]),)
+                if not any(act & bit and tb.row(s) for bit, s in ins):
                     continue
-                d = _partials(w, i, r)[0]
-                for j in reached:
-                    tb.set(o + r, j, None)
-                    term = _times(tb.get(s, j) or 0.0, d)
-                    tb.add(o + r, j, [] if term is None else [term])
-        else:
-            if not act:
-                continue
-            for r in range(n):
-                sa, sb = idx[ia + r], idx[ib + r]
-                reached = [j for j in range(p) if (act & 1 and tb.get(sa, j) is not None)
-                           or (act & 2 and tb.get(sb, j) is not None)]
-                if not reached:
-                    continue
-                da, db = _partials(w, i, r)
-                for j in range(p):
-                    got = []
-                    if act & 1 and (t := tb.get(sa, j)) is not None:
-                        got.append(_times(t, da))
-                    if act & 2 and (t := tb.get(sb, j)) is not None:
-                        got.append(_times(t, db))
-                    tb.set(o + r, j, None)
-                    tb.add(o + r, j, [g for g in got if g is not None])
+                ds = _partials(w, i, r)
+                terms = {}
+                for (bit, s), d in zip(ins, ds, strict=False):
+                    if act & bit:
+                        _collect(terms, tb.row(s), d)
+                tb.add_all(o + r, terms)
     return tb
+
+
+def _select_forward(w: _Writer, tb: _Sums, cond: Expr, out: int, ta: dict[int, Expr],
+                    tb_: dict[int, Expr]) -> None:
+    """``np.where``'s tangents: the chosen operand's, decided at each call."""
+    if isinstance(cond, float):
+        tb.put(out, ta if cond != 0.0 else tb_)
+        return
+    row: dict[int, Expr] = {}
+    for j in sorted(set(ta) | set(tb_)):
+        a, b = ta.get(j, 0.0), tb_.get(j, 0.0)
+        row[j] = a if isinstance(a, float) and a == b else \
+            w.assign("t", f"{_lit(a)} if {cond} != 0.0 else {_lit(b)}")
+    tb.put(out, row)
+
+
+def _linear_partials(w: _Writer, op: int, act: int, at: int) -> list[tuple[int, Expr]]:
+    """A ``LINEAR`` or ``BILINEAR`` row's operands and partials, in the kernel's order."""
+    lo, hi = w.ptr[at], w.ptr[at + 1]
+    if op == k.LINEAR:
+        return [(w.col[e], w.val[e]) for e in range(lo, hi) if w.val[e] != 0.0]
+    out: list[tuple[int, Expr]] = []
+    for e in range(lo, hi, 2):
+        sa, sb = w.col[e], w.col[e + 1]
+        if act & 1:
+            out.append((sa, _bilinear_factor(w, e, sb)))
+        if act & 2:
+            out.append((sb, _bilinear_factor(w, e, sa)))
+    return out
 
 
 def _bilinear_factor(w: _Writer, e: int, other: int) -> Expr:
@@ -438,101 +440,60 @@ def _bilinear_factor(w: _Writer, e: int, other: int) -> Expr:
 def _reverse(w: _Writer) -> _Sums:
     """Cotangent statements: ``cb`` of the kernel with its zero entries left out."""
     cb = _Sums(w, "c")
-    q = w.q
-    if not q:
+    if not w.q:
         return cb
     for k_ in range(len(w.rg)):
         if w.rg[k_] >= 0:
-            cb.set(w.out_slot + k_, w.rg[k_], 1.0)
+            cb.put(w.out_slot + k_, {w.rg[k_]: 1.0})
     idx = w.idx
     for i in range(len(w.code) - 1, -1, -1):
         op, o, n, ia, ib, act = w.code[i]
-        if op == k.GATHER:
+        if op == k.GATHER:  # one row after the other: a shared buffer's slots recur
             for r in range(n):
-                src, dst = idx[ia + r], o + idx[ib + r]
-                for j in range(q):
-                    g = cb.get(dst, j)
-                    cb.set(dst, j, None)
-                    if g is not None:
-                        cb.add(src, j, [g])
-        elif op == k.SELECT:
-            for r in range(n):
-                cond = w.rows[i][r][0]
-                for j in range(q):
-                    g = cb.get(o + r, j)
-                    if g is None:
-                        continue
-                    for side, src in ((1, idx[ia + n + r]), (2, idx[ia + 2 * n + r])):
-                        if not act & side:
-                            continue
-                        if isinstance(cond, float):
-                            if (cond != 0.0) == (side == 1):
-                                cb.add(src, j, [g])
-                        else:
-                            test = "!=" if side == 1 else "=="
-                            cb.add(src, j, [f"({_lit(g)} if {cond} {test} 0.0 else 0.0)"])
-        elif op == k.LINEAR:
-            pending: dict[tuple[int, int], list[Expr]] = {}
-            for r in range(n):
-                for e in range(w.ptr[ia + r], w.ptr[ia + r + 1]):
-                    c = w.val[e]
-                    if c == 0.0:
-                        continue
-                    for j in range(q):
-                        g = cb.get(o + r, j)
-                        if g is not None and (term := _times(g, c)) is not None:
-                            pending.setdefault((w.col[e], j), []).append(term)
-            for (s, j), got in pending.items():
-                cb.add(s, j, got)
-        elif op == k.SOLVE:
+                dst = o + idx[ib + r]
+                g = cb.row(dst)
+                cb.put(dst, {})
+                cb.add_all(idx[ia + r], {j: [v] for j, v in g.items()})
+            continue
+        if op == k.SOLVE:
             raise _Unsupported
-        elif op == k.BILINEAR:
-            if not act:
+        pending: dict[int, dict[int, list[Expr]]] = {}  # each target's terms, in order
+        for r in range(n):
+            g = cb.row(o + r)
+            if not g:
                 continue
-            pending = {}
-            for r in range(n):
-                for e in range(w.ptr[ia + r], w.ptr[ia + r + 1], 2):
-                    sa, sb = w.col[e], w.col[e + 1]
-                    for j in range(q):
-                        g = cb.get(o + r, j)
-                        if g is None:
-                            continue
-                        for bit, s, other in ((1, sa, sb), (2, sb, sa)):
-                            if act & bit and (t := _times(g, _bilinear_factor(w, e, other))):
-                                pending.setdefault((s, j), []).append(t)
-            for (s, j), got in pending.items():
-                cb.add(s, j, got)
-        elif op < k.BINARY:
-            if not act & 1:
-                continue
-            pending = {}
-            for r in range(n):
-                reached = [j for j in range(q) if cb.get(o + r, j) is not None]
-                if not reached:
-                    continue
-                d = _partials(w, i, r)[0]
-                for j in reached:
-                    if (t := _times(cb.get(o + r, j) or 0.0, d)) is not None:
-                        pending.setdefault((idx[ia + r], j), []).append(t)
-            for (s, j), got in pending.items():
-                cb.add(s, j, got)
-        else:
-            if not act:
-                continue
-            pending = {}
-            for r in range(n):
-                reached = [j for j in range(q) if cb.get(o + r, j) is not None]
-                if not reached:
-                    continue
-                da, db = _partials(w, i, r)
-                for j in reached:
-                    g = cb.get(o + r, j) or 0.0
-                    for bit, s, d in ((1, idx[ia + r], da), (2, idx[ib + r], db)):
-                        if act & bit and (t := _times(g, d)) is not None:
-                            pending.setdefault((s, j), []).append(t)
-            for (s, j), got in pending.items():
-                cb.add(s, j, got)
+            if op == k.SELECT:
+                cond = w.rows[i][r][0]
+                for side in (1, 2):
+                    if act & side:
+                        _select_reverse(pending, cond, side, idx[ia + side * n + r], g)
+            elif op in (k.LINEAR, k.BILINEAR):
+                if op == k.BILINEAR and not act:
+                    break
+                for s, d in _linear_partials(w, op, act, ia + r):
+                    _collect(pending.setdefault(s, {}), g, d)
+            elif act:
+                ds = _partials(w, i, r)
+                ins = (idx[ia + r], idx[ib + r]) if op >= k.BINARY else (idx[ia + r],)
+                for bit, s, d in zip((1, 2), ins, ds, strict=False):
+                    if act & bit:
+                        _collect(pending.setdefault(s, {}), g, d)
+        for s, terms in pending.items():
+            cb.add_all(s, terms)
     return cb
+
+
+def _select_reverse(pending: dict[int, dict[int, list[Expr]]], cond: Expr, side: int,
+                    src: int, g: dict[int, Expr]) -> None:
+    """``np.where``'s cotangents: to the operand chosen at each call."""
+    if isinstance(cond, float):
+        if (cond != 0.0) == (side == 1):
+            _collect(pending.setdefault(src, {}), g, 1.0)
+        return
+    test = "!=" if side == 1 else "=="
+    into = pending.setdefault(src, {})
+    for j, v in g.items():
+        into.setdefault(j, []).append(f"({_lit(v)} if {cond} {test} 0.0 else 0.0)")
 
 
 def straight_line(ints: np.ndarray, floats: np.ndarray, n_x: int
@@ -599,8 +560,26 @@ def _generate(ints: np.ndarray, floats: np.ndarray, n_x: int
                 "data[:] = r", "return True if isfinite(sum(r)) else None"]
     body = "\n    ".join(w.lines)
     vbody = "\n    ".join([*value_lines, f"fy[:] = ({outs},)" if outs else "pass"])
-    source = (f"def jacobian(x, pv, data, fx):\n    {body}\n\n"
-              f"def values(x, pv, fy):\n    {vbody}\n")
+    return (_compiled(f"def jacobian(x, pv, data, fx):\n    {body}\n", "jacobian"),
+            _Later(f"def values(x, pv, fy):\n    {vbody}\n"))
+
+
+def _compiled(source: str, name: str) -> Callable[..., Any]:
     space = _namespace()
-    exec(compile(source, "<sparsejac tape>", "exec"), space)  # the code written above
-    return space["jacobian"], space["values"]
+    exec(compile(source, "<sparsejac tape>", "exec"), space)  # the code written here
+    return space[name]  # type: ignore[no-any-return]
+
+
+class _Later:
+    """The values function, compiled at its first call (verify's second point only)."""
+
+    __slots__ = ("fn", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.fn: Callable[..., Any] | None = None
+
+    def __call__(self, x: np.ndarray, pv: np.ndarray, fy: np.ndarray) -> None:
+        if self.fn is None:
+            self.fn = _compiled(self.source, "values")
+        self.fn(x, pv, fy)
