@@ -429,14 +429,21 @@ def chain(x):
     return r
 
 y0 = np.array([0.7, 0.3, 0.9, 0.2, 1.1])
-for mode in ("auto", "forward", "reverse", "mixed"):
-    jac = sparsejac.SparseJacobian(lambda y: kinetics(0.3, y), y0, mode=mode)
-    for y in (y0, y0 * 1.3):
-        lines.append(f"kinetics {mode} {[v.hex() for v in jac(y).data.tolist()]}")
-ode = sparsejac.ode_jacobian(kinetics, 0.0, y0)
-lines.append(f"ode {[v.hex() for v in ode(0.5, y0 + 0.1).ravel().tolist()]}")
-lsq = sparsejac.least_squares_jacobian(chain, -np.ones(60))
-lines.append(f"lsq {[v.hex() for v in np.asarray(lsq(np.linspace(-1, 1, 60))).ravel().tolist()]}")
+import sparsejac.ad._tape_python as TP
+kept = TP.UNITS_PER_TERM
+for units in (kept, 0):  # then the tapes' straight-line code from their first call
+    TP.UNITS_PER_TERM = units
+    for mode in ("auto", "forward", "reverse", "mixed"):
+        jac = sparsejac.SparseJacobian(lambda y: kinetics(0.3, y), y0, mode=mode)
+        for y in (y0, y0 * 1.3, np.array([0.0, 0.5, 0.0, 0.0, 1.0])):
+            lines.append(f"kinetics {mode} {[v.hex() for v in jac(y).data.tolist()]}")
+    ode = sparsejac.ode_jacobian(kinetics, 0.0, y0)
+    for t in (0.5, 0.7):
+        lines.append(f"ode {[v.hex() for v in ode(t, y0 + 0.1).ravel().tolist()]}")
+    lsq = sparsejac.least_squares_jacobian(chain, -np.ones(60))
+    got = np.asarray(lsq(np.linspace(-1, 1, 60))).ravel().tolist()
+    lines.append(f"lsq {[v.hex() for v in got]}")
+TP.UNITS_PER_TERM = kept
 
 def objective(x):  # a chained Rosenbrock plus a coupling through a sum (an arrowhead)
     return (np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
@@ -589,22 +596,28 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np, sparsejac, sparsejac.kernels as K
 K._BUDGET[0] = 10 ** 12
+import sparsejac.ad._tape_python as TP
 from tests.test_mgh import PROBLEMS, LARGE
 out = []
-for f, x0 in PROBLEMS + LARGE:
-    name = f"{f.__name__}-{x0.size}"
-    x1 = x0 + np.random.default_rng(x0.size).uniform(-0.5, 0.5, x0.size)
-    lines = []
-    try:
-        J = sparsejac.jacobian(f, x1)
-        lines.append(f"{name} oneoff {[v.hex() for v in J.toarray().ravel().tolist()]}")
-        for mode in ("auto", "forward", "reverse", "mixed"):
-            j = sparsejac.SparseJacobian(f, x0, mode=mode)
-            for x in (x0, x1):
-                lines.append(f"{name} {mode} {[v.hex() for v in j(x).toarray().ravel().tolist()]}")
-    except ImportError:  # a colour search at preparation: compiled kernels only
-        lines = [f"{name} needs numba"]
-    out += lines
+kept = TP.UNITS_PER_TERM
+for units in (kept, 0):  # then the tapes' straight-line code from their first call
+    TP.UNITS_PER_TERM = units
+    for f, x0 in PROBLEMS + LARGE:
+        name = f"{f.__name__}-{x0.size}"
+        x1 = x0 + np.random.default_rng(x0.size).uniform(-0.5, 0.5, x0.size)
+        lines = []
+        try:
+            J = sparsejac.jacobian(f, x1)
+            lines.append(f"{name} oneoff {[v.hex() for v in J.toarray().ravel().tolist()]}")
+            for mode in ("auto", "forward", "reverse", "mixed"):
+                j = sparsejac.SparseJacobian(f, x0, mode=mode)
+                for x in (x0, x1):
+                    got = j(x).toarray().ravel().tolist()
+                    lines.append(f"{name} {mode} {[v.hex() for v in got]}")
+        except ImportError:  # a colour search at preparation: compiled kernels only
+            lines = [f"{name} needs numba"]
+        out += lines
+TP.UNITS_PER_TERM = kept
 print("\n".join(out))
 '''
 

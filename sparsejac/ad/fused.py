@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.ad import _tape_python
 from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
-from sparsejac.ad._tape_python import MAX_TERMS, UNITS_PER_TERM, straight_line, terms
+from sparsejac.ad._tape_python import MAX_TERMS, straight_line, terms
 from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
 
 __all__ = ["Fused", "packed0_numpy"]
@@ -93,14 +94,14 @@ class Fused:
         lazy = self.lazy
         if lazy._compiled is not None:
             return lazy._compiled
-        if self.straight is None and self.rent >= UNITS_PER_TERM * self.work:
+        if self.straight is None and self.rent >= _tape_python.UNITS_PER_TERM * self.work:
             self._generate()
         if self.straight and use_fallback(self.work):  # about a unit a term, measured
             return self.run
         return self._exact(work)
 
     def _generate(self) -> None:
-        price = UNITS_PER_TERM * self.work
+        price = _tape_python.UNITS_PER_TERM * self.work
         if self.work > MAX_TERMS or not use_fallback(price):
             self.straight = False
             return
