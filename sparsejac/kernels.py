@@ -12,7 +12,9 @@ engine, recoverability, the two-block gather) computes the same outputs vectoris
 kernel declared ``interpret=True`` (one pass over its input: a greedy colouring, a replay of
 the prepared program, the compiled tape's Jacobian) runs its own code in the interpreter on
 small inputs (:attr:`LazyKernel.python`: the same operations in the same order, so the same
-results bit for bit). These draw on one budget per process, :data:`FALLBACK_BUDGET`, about
+results bit for bit); a small tape's Jacobian also runs as straight-line Python generated
+from it once its calls have paid for that (:mod:`sparsejac.ad.fused`). These draw on one
+budget per process, :data:`FALLBACK_BUDGET`, about
 numba's start in time: once it is spent the kernels load, so a process that keeps computing
 pays at most about twice that start, and one that computes a few small Jacobians never
 pays it.

@@ -491,9 +491,9 @@ class Tape:
 
         Before numba is loaded, ``kernel`` and ``kernel0`` are :class:`Fused`: a call takes
         ``kernel.pick(work)`` (``work``: the tape's element operations per call), which runs
-        the kernel's numpy twin or its own code in the interpreter for the first calls of a
-        small tape (the same values bit for bit; a fresh process then does not wait for
-        numba's import).
+        the kernel's numpy twin, its own code in the interpreter, or straight-line Python
+        generated from the tape once calls have paid for it (the same values bit for bit;
+        a fresh process then does not wait for numba's import: :mod:`sparsejac.ad.fused`).
         """
         if c.partition not in ("column", "row", "bidirectional"):
             return None
