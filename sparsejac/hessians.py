@@ -44,7 +44,7 @@ from sparsejac.pattern import SparsityPattern, as_pattern
 from sparsejac.pipeline import Plan, PlanView, SavedPlan, prepare
 from sparsejac.primitives.derive import mul0_matmul
 from sparsejac.sparse_jacobian import bind_arguments
-from sparsejac.tracing import Program, trace
+from sparsejac.tracing import Program, no_cyclic_gc, trace
 from sparsejac.tracing.program import check_ties
 from sparsejac.validation import (
     check_args,
@@ -379,7 +379,17 @@ class SparseHessian(PlanView):
 
     def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                  params: Sequence[Any] | None = None, *, branch: bool = False) -> None:
-        """Prepare at ``params`` (default: the preparation's); ``branch``: keep the others."""
+        """Prepare at ``params`` (default: the preparation's); ``branch``: keep the others.
+
+        The cyclic garbage collector waits meanwhile (as for a Jacobian's preparation): each
+        of its automatic passes walks the whole growing gradient program, a third of the
+        preparation of a loop over 2,000 elements.
+        """
+        with no_cyclic_gc():
+            self._prepare_paused(args, kwargs, params, branch=branch)
+
+    def _prepare_paused(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                        params: Sequence[Any] | None, *, branch: bool) -> None:
         ps = self._params0 if params is None else tuple(params)
         if not branch:
             self._branches = []  # (prepared with other arguments or before a change of f)

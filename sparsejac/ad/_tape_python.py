@@ -20,7 +20,7 @@ exception handled at run time:
   overflowing).
 
 Generating and compiling costs about :data:`UNITS_PER_TERM` budget units per term
-(:func:`terms`); :class:`~sparsejac.ad.tape.Fused` generates once the interpreted calls have
+(:func:`terms`); :class:`~sparsejac.ad.fused.Fused` generates once the interpreted calls have
 cost that much (rent, then buy), so a process computing one Jacobian does not pay for it.
 """
 
