@@ -193,6 +193,10 @@ def div_b(a: Any, b: Any, out: Any) -> Any:
 def pow_a(a: Any, b: Any, out: Any) -> Any:
     # b * a**(b-1), with the limit 0 for b == 0 (so x**0 has derivative 0, also at x = 0)
     with np.errstate(divide="ignore", invalid="ignore"):
+        if np.ndim(b) == 0 and not _traced(b) and b != 0:
+            # a constant exponent (x**2 in a loop): the same values with fewer operations,
+            # which a Hessian's recorded gradient records (a**1 is a, bit for bit)
+            return b * a if b == 2 else b * np.power(a, np.subtract(b, 1))
         return np.where(np.equal(b, 0), 0.0, b * np.power(a, np.subtract(b, 1)))
 
 
