@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsejac.ad.fused import describe
 from sparsejac.ad.tape import Fused, Tape
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.deferred import deferred_search, search_due
@@ -771,9 +772,13 @@ class SparseJacobian(PlanView):
             coloring, preparation, and with ``calibrate=True`` calibration per timed mode),
             ``engine``, ``preparations`` and ``branches`` (preparations for other branches
             of ``f`` on its parameters, :func:`~sparsejac.verifying.for_params`: kept, made).
+            ``engine["kernel"]``: how a tape's calls run (:func:`~sparsejac.ad.fused.describe`).
         """
-        return plan_stats(self._plan, self._calls, self._n_prepared,
-                          [len(self._branches), self._branch_preparations])
+        out = plan_stats(self._plan, self._calls, self._n_prepared,
+                         [len(self._branches), self._branch_preparations])
+        if self._state.fast is not None and isinstance(out.get("engine"), dict):
+            out["engine"]["kernel"] = describe(self._state.fast[1][:2])
+        return out
 
     def __repr__(self) -> str:
         m, n = self._plan.shape

@@ -33,9 +33,28 @@ from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
 from sparsejac.ad._tape_python import MAX_TERMS, straight_line, terms
 from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
 
-__all__ = ["Fused", "packed0_numpy"]
+__all__ = ["Fused", "describe", "packed0_numpy"]
 
 _NO_POINT = np.zeros(0)
+
+
+def describe(kernels: Any) -> str:
+    """How calls of a tape's fused kernels (``kernel`` and ``kernel0``) run now.
+
+    ``"compiled"``, ``"generated Python"`` (:mod:`sparsejac.ad._tape_python`) or
+    ``"interpreted or numpy twin"`` (before numba is loaded, until calls pay for code).
+
+    Examples
+    --------
+    >>> from sparsejac.ad.fused import describe
+    >>> describe([len, len])   # (numba's dispatchers, once loaded)
+    'compiled'
+    """
+    fused = [k for k in kernels if isinstance(k, Fused) and k.lazy._compiled is None]
+    if not fused:
+        return "compiled"
+    return ("generated Python" if any(k.straight for k in fused)
+            else "interpreted or numpy twin")
 
 
 def packed0_numpy(ints: np.ndarray, floats: np.ndarray, x: np.ndarray, data: np.ndarray,

@@ -149,7 +149,7 @@ def test_no_code_for_a_solve_or_a_large_tape(rng: np.random.Generator) -> None:
 def test_a_fresh_process_generates_code_after_a_few_calls() -> None:
     """Before numba is loaded, HIRES's first Jacobians run the kernel interpreted; once they
     cost about what generating costs, the generated code answers: the same Jacobians as the
-    hand-derived one, and numba is never imported."""
+    hand-derived one, numba is never imported, and ``stats()`` says which way calls run."""
     code = (
         "import sys, numpy as np, sparsejac\n"
         "def hires(t, y):\n"
@@ -167,7 +167,7 @@ def test_a_fresh_process_generates_code_after_a_few_calls() -> None:
         "y = np.array([1.0, 0.5, 0.2, 0.1, 0.3, 0.2, 0.1, 0.0057])\n"
         "jac = sparsejac.SparseJacobian(lambda y, t: hires(t, y), y, params=(0.0,))\n"
         "fused = jac._state.fast[1][0]\n"
-        "seen = []\n"
+        "seen, kinds = [], set()\n"
         "for i in range(40):\n"
         "    x = y * (1.0 + 0.01 * i)\n"
         "    J = jac.values(x, params=(0.1 * i,))\n"
@@ -184,10 +184,12 @@ def test_a_fresh_process_generates_code_after_a_few_calls() -> None:
         "    got[jac.sparsity.toarray()] = J\n"
         "    assert np.allclose(got, want, rtol=1e-15, atol=0), i\n"
         "    seen.append(bool(fused.straight))\n"
+        "    kinds.add(jac.stats()['engine']['kernel'])\n"
         "print(type(fused).__name__, seen.index(True), all(seen[seen.index(True):]),\n"
-        "      'numba' in sys.modules)\n")
+        "      'numba' in sys.modules, sorted(kinds) == ['generated Python',\n"
+        "                                                'interpreted or numpy twin'])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out[0] == "Fused"
     assert 1 <= int(out[1]) <= 20
-    assert out[2:] == ["True", "False"]
+    assert out[2:] == ["True", "False", "True"]
