@@ -1,6 +1,6 @@
 """Sparse Hessians: symmetric colour counts against ColPack, and the time of one Hessian.
 
-Two parts:
+Four parts:
 
 1. the symmetric colouring table of ``benchmarks/coloring.py --symmetric-only``: star and
    acyclic colours per structurally symmetric matrix of the shared data (every named order,
@@ -16,10 +16,15 @@ Two parts:
    ``x[0]``): ``SparseHessian`` preparation with the hub first (``x[0]``) and last, at
    n = 2.5·10⁴ to 2·10⁵ (and the acyclic colouring's with the hub first); the symmetric
    colourings no longer walk the hub's neighbours for every vertex coloured after it, so
-   both take about the same time.
+   both take about the same time;
+4. a Hessian of code written as a loop over elements (Rosenbrock's chained function as
+   ``for i in range(n - 1): s = s + ...``) against the same function with slices, at
+   n = 500, 1,000 and 2,000: preparation and one Hessian, and how the loop's preparation
+   grows with n (linearly: the recorded gradient gathers each read's cotangent into one
+   linear map).
 
-Run ``python benchmarks/hessian.py`` (``--quick``: n = 10⁴ only, and the small generated
-matrices; ``--repeats K``: timed repeats, the minimum is kept).
+Run ``python benchmarks/hessian.py`` (``--quick``: n = 10⁴ only, the small generated
+matrices, loops of 250 and 500; ``--repeats K``: timed repeats, the minimum is kept).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -127,6 +133,48 @@ def hub_table(sizes: list[int]) -> None:
               f"| {acyclic:.3f} |")
 
 
+def rosen_loop(x: Any) -> Any:
+    """Rosenbrock's chained function written as a scalar loop over elements."""
+    s = 0.0
+    for i in range(x.size - 1):
+        s = s + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
+    return s
+
+
+def rosen_vec(x: Any) -> Any:
+    """The same function written with slices."""
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def loop_table(sizes: list[int], repeats: int) -> None:
+    """A Hessian of code written as an element loop against the same code with slices (part
+    4): preparation and one Hessian, and how each grows from one size to the next."""
+    sparsejac.SparseHessian(rosen_loop, np.linspace(-1.0, 1.2, 20))  # warm
+    print("\n| n | loop: prepare s | loop: one Hessian ms | slices: prepare s "
+          "| slices: one Hessian ms | loop prepare growth |")
+    print("|--:|--:|--:|--:|--:|--:|")
+    first = 0.0
+    for n in sizes:
+        x0 = np.linspace(-1.0, 1.2, n)
+        row = []
+        for f in (rosen_loop, rosen_vec):
+            t = time.perf_counter()
+            h = sparsejac.SparseHessian(f, x0)
+            prep = time.perf_counter() - t
+            x = x0 + 0.1
+            h(x)
+            fastest = np.inf
+            for _ in range(repeats):
+                t = time.perf_counter()
+                h(x)
+                fastest = min(fastest, time.perf_counter() - t)
+            row.append((prep, fastest))
+        first = first or row[0][0]
+        growth = f"{row[0][0] / first:.2f}x at {n / sizes[0]:.0f}x the size"
+        print(f"| {n:,} | {row[0][0]:.2f} | {1e3 * row[0][1]:.2f} | {row[1][0]:.3f} "
+              f"| {1e3 * row[1][1]:.2f} | {growth} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="n = 1e4 only; small matrices")
@@ -143,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         status = coloring.symmetric_table(argparse.Namespace(quick=args.quick))
     time_table([100] if args.quick else [100, 316], args.repeats)
     hub_table([25_000, 50_000] if args.quick else [25_000, 50_000, 100_000, 200_000])
+    loop_table([250, 500] if args.quick else [500, 1000, 2000], args.repeats)
     return status
 
 
