@@ -58,6 +58,9 @@ ERF, ERFC, EXPIT = 27, 28, 29  # scipy.special's
 ADD, SUB, MUL, DIV, POW, ARCTAN2, REMAINDER = 32, 33, 34, 35, 36, 37, 38
 MAXIMUM, MINIMUM, HYPOT = 39, 40, 50
 LN2, LN10 = math.log(2.0), math.log(10.0)
+#: the largest argument whose exp is finite (fdlibm's overflow threshold); above it the C
+#: library gives inf and Python's math.exp raises OverflowError
+EXP_MAX = 709.782712893384
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 # comparisons and logical operations: 1.0 or 0.0 (no derivative)
 LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, EQUAL, NOT_EQUAL = 41, 42, 43, 44, 45, 46
@@ -79,10 +82,10 @@ def _unary(op: int, a: float) -> float:  # pragma: no cover - compiled
         return a * a
     if op == RECIP:
         return 1.0 / a if a != 0.0 else math.copysign(math.inf, a)
-    if op == EXP:
-        return math.exp(a)
+    if op == EXP:  # (inf above the C library's threshold: where Python's math.exp raises)
+        return math.inf if a > EXP_MAX else math.exp(a)
     if op == EXPM1:
-        return math.expm1(a)
+        return math.inf if a > EXP_MAX else math.expm1(a)
     if op == LOG:
         if a > 0.0:
             return math.log(a)

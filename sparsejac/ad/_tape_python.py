@@ -16,8 +16,8 @@ exception handled at run time:
   generated code adds every term, which is the same wherever the term is finite (an
   accumulator that starts at ``+0.0`` is unchanged by adding ``±0.0``). Where a Jacobian
   entry comes out infinite or NaN, the call returns ``None`` and the caller takes the
-  kernel (as it does where Python raises: a float division by zero, ``math.exp``
-  overflowing).
+  kernel (as it does where Python raises: a float division by zero, ``**`` or
+  ``math.sinh`` overflowing).
 
 Generating and compiling costs about :data:`UNITS_PER_TERM` budget units per term
 (:func:`terms`); :class:`~sparsejac.ad.fused.Fused` generates once the interpreted calls have
@@ -137,7 +137,8 @@ def _values(w: _Writer, n_x: int) -> list[Expr]:
 
 
 _UNARY_VALUE = {k.NEG: "-{a}", k.POS: "{a}", k.ABS: "abs({a})", k.SQUARE: "{a} * {a}",
-                k.EXP: "exp({a})", k.SIN: "sin({a})", k.COS: "cos({a})",
+                k.EXP: "(inf if {a} > EXP_MAX else exp({a}))", k.SIN: "sin({a})",
+                k.COS: "cos({a})",
                 k.SQRT: "(sqrt({a}) if {a} >= 0.0 else nan)"}
 _BINARY_VALUE = {k.ADD: "{a} + {b}", k.SUB: "{a} - {b}", k.MUL: "{a} * {b}",
                  k.DIV: "{a} / {b}"}
@@ -531,7 +532,8 @@ def straight_line(ints: np.ndarray, floats: np.ndarray, n_x: int
 
 
 def _namespace() -> dict[str, Any]:
-    return {"exp": math.exp, "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt,
+    return {"exp": math.exp, "EXP_MAX": k.EXP_MAX, "sin": math.sin, "cos": math.cos,
+            "sqrt": math.sqrt,
             "isfinite": math.isfinite, "inf": math.inf, "nan": math.nan,
             "U": _scalar(k._unary), "B": _scalar(k._binary), "DU": _scalar(k._dunary),
             "DB": _scalar(k._dbinary)}

@@ -148,7 +148,7 @@ class Fused:
     def run(self, *args: Any) -> Any:
         """One call of the generated code, with the kernel's arguments.
 
-        Where Python raises (a division by zero, ``math.exp`` overflowing) or a Jacobian
+        Where Python raises (a division by zero, ``**`` overflowing) or a Jacobian
         entry is not finite, the kernel's own code answers this call instead.
         """
         if self.packed0:

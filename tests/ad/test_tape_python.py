@@ -193,3 +193,30 @@ def test_a_fresh_process_generates_code_after_a_few_calls() -> None:
     assert out[0] == "Fused"
     assert 1 <= int(out[1]) <= 20
     assert out[2:] == ["True", "False", "True"]
+
+
+def test_an_overflowing_exp_is_infinite_as_compiled_not_an_exception() -> None:
+    """Found from outside: a trial point where ``exp`` overflows (a least-squares step) made
+    the interpreted kernel and the generated code raise (Python's ``math.exp``), and the
+    process then imported numba for that one call (24.7 s with a cold kernel cache). The
+    kernel's exp is now inf above the C library's threshold in the interpreter too: the
+    call declines the non-finite value as the compiled kernel does, and numba stays out."""
+    code = (
+        "import sys, numpy as np, sparsejac\n"
+        "from sparsejac.ad import _tape\n"
+        "import sparsejac.ad._tape_python as TP\n"
+        "TP.UNITS_PER_TERM = 0  # the generated code from the first call\n"
+        "def resid(p, t):\n"
+        "    return p[0] * np.exp(-p[1] * t) + p[2] * np.expm1(p[3] * t)\n"
+        "t = np.linspace(0, 4, 12)\n"
+        "jac = sparsejac.least_squares_jacobian(resid, [2.0, 0.7, 0.5, 1.3], args=(t,))\n"
+        "good = np.asarray(jac(np.array([2.0, 0.7, 0.5, 1.3]), t))\n"
+        "with np.errstate(all='ignore'):\n"
+        "    bad = np.asarray(jac(np.array([1e3, -200.0, 1.0, 1.0]), t))\n"
+        "edge = [_tape._unary.python(_tape.EXP, a) for a in\n"
+        "        (_tape.EXP_MAX, np.nextafter(_tape.EXP_MAX, 1e9), 1e6, float('nan'))]\n"
+        "print(np.isfinite(good).all(), np.isinf(bad).any(), 'numba' in sys.modules,\n"
+        "      np.isfinite(edge[0]), edge[1:3] == [float('inf')] * 2, edge[3] != edge[3])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "True", "False", "True", "True", "True"]
