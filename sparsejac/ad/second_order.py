@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsejac.ad.cotangents import Scattered, value
 from sparsejac.ad.interpret import program_jvp, program_vjp
 from sparsejac.errors import (
     ConcretizationError,
@@ -92,10 +93,9 @@ def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> 
         # R's CSR arrays are R^T's CSC ones: one conversion to CSR, no transpose
         if isinstance(flat, Tracer):  # R^T's entries: (R's column, R's row, value)
             rows_r = np.repeat(np.arange(m, dtype=np.int64), np.diff(s.indptr))
-            return _Scattered(flat, np.asarray(s.indices, dtype=np.int64), rows_r,
-                              np.asarray(s.const, dtype=np.float64), shape)
-        rt = sp.csc_array((s.const, s.indices, s.indptr), shape=(n, m)).tocsr()
-        return np.asarray(rt @ flat).reshape(shape)
+            return Scattered(flat, np.asarray(s.indices, dtype=np.int64), rows_r,
+                             np.asarray(s.const, dtype=np.float64), shape)
+        return np.asarray(_transposed(s) @ flat).reshape(shape)
     lj = s.lj
     rows = np.asarray(lj.rows, dtype=np.int64)
     cols = np.asarray(lj.cols, dtype=np.int64)
@@ -129,77 +129,16 @@ def _pull(node: Any, k: int, s: Any, args: Sequence[Any], out: Any, ct: Any) -> 
         g = prod
     else:
         if isinstance(prod, Tracer):
-            return _Scattered(prod, cols, np.arange(nnz), np.ones(nnz), shape)
+            return Scattered(prod, cols, np.arange(nnz), np.ones(nnz), shape)
         scatter = sp.csr_array((np.ones(nnz), (cols, np.arange(nnz))), shape=(n, nnz))
         g = apply_sparse_map([prod], [scatter], shape)
     return g.reshape(shape) if g.shape != shape else g
 
 
-class _Scattered:
-    """A cotangent contribution ``M @ part`` not recorded yet, and the ones added to it.
-
-    The reverse sweep of an element loop pulls each read ``x[i]`` back to a cotangent of the
-    whole of ``x``; recorded one by one and summed, K reads cost K nodes of ``x``'s size
-    (quadratic in a loop over ``x``). Kept as parts (a flat traced vector and the entries
-    ``(target, position in the part, coefficient)`` of its map) and recorded when the
-    cotangent is read (:meth:`value`) as one concatenation and one linear map, they cost
-    their own sizes. ``pull_back`` sums contributions with ``+``, which extends the parts in
-    place (the sum it replaces is its only reference).
-    """
-
-    __slots__ = ("const", "entries", "parts", "shape")
-    __array_ufunc__ = None  # ``array + self`` and ``tracer + self`` come to __radd__
-
-    def __init__(self, part: Any, targets: np.ndarray, positions: np.ndarray,
-                 coefs: np.ndarray, shape: tuple[int, ...]) -> None:
-        self.parts = [part]
-        self.entries = [(targets, positions, coefs)]
-        self.shape = shape
-        self.const: Any = None
-
-    def __add__(self, other: Any) -> _Scattered:
-        if isinstance(other, _Scattered):
-            self.parts += other.parts
-            self.entries += other.entries
-            if other.const is not None:
-                self._add_const(other.const)
-        elif isinstance(other, Tracer):
-            flat = other if other.ndim <= 1 else other.reshape(-1)
-            every = np.arange(max(int(np.prod(flat.shape)), 1), dtype=np.int64)
-            self.parts.append(flat)
-            self.entries.append((every, every, np.ones(every.size)))
-        else:
-            self._add_const(other)
-        return self
-
-    __radd__ = __add__
-
-    def _add_const(self, c: Any) -> None:
-        c = np.broadcast_to(np.asarray(c, dtype=np.float64), self.shape)
-        self.const = c.copy() if self.const is None else self.const + c
-
-    def value(self) -> Any:
-        """The sum: one stack of the scalar parts, one concatenation, one linear map."""
-        ones = [i for i, p in enumerate(self.parts) if p.ndim == 0]
-        order = ones + [i for i, p in enumerate(self.parts) if p.ndim != 0]
-        pieces = ([np.stack([self.parts[i] for i in ones])] if ones else []) + \
-            [self.parts[i] for i in order[len(ones):]]
-        whole = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
-        sizes = [max(int(np.prod(self.parts[i].shape)), 1) for i in order]
-        offsets = np.cumsum([0, *sizes[:-1]])
-        rows = np.concatenate([self.entries[i][0] for i in order])
-        cols = np.concatenate([self.entries[i][1] + o for i, o in zip(order, offsets,
-                                                                      strict=True)])
-        vals = np.concatenate([self.entries[i][2] for i in order])
-        mat = sp.csr_array((vals, (rows, cols)),
-                           shape=(int(np.prod(self.shape)), int(sum(sizes))))
-        g = apply_sparse_map([whole], [mat], self.shape)
-        return g if self.const is None else g + self.const
-
-
-def _value(ct: Any) -> Any:
-    """A cotangent as a value (a :class:`_Scattered` one recorded now)."""
-    return ct.value() if isinstance(ct, _Scattered) else ct
+def _transposed(s: Any) -> sp.csr_array:
+    """``R^T`` of a constant local Jacobian (R's CSR arrays are R^T's CSC ones)."""
+    m, n = s.shape
+    return sp.csc_array((s.const, s.indices, s.indptr), shape=(n, m)).tocsr()
 
 
 def _by_formula(node: Node) -> bool:
@@ -242,21 +181,38 @@ def _traced_gradient(prog: Program, x: Any, params: Sequence[Any]) -> Any:
         else:
             vals[node.out.id] = node.prim.impl(*args, **node.params)
     def pull(node: Node, ct: Any) -> list[Any]:
-        ct = _value(ct)
         args = [vals.get(v.id, v.value) for v in node.inputs]
         out = vals.get(node.out.id, node.out.value)  # read only by value-dependent rules
         if _by_formula(node):
             assert isinstance(node.prim, MatrixFunction)
-            return node.prim.traced_cotangents(node, args, out, ct)
-        return [None if s is None or not var.active else _pull(node, k, s, args, out, ct)
-                for k, (s, var) in enumerate(zip(local_jacobians(node), node.inputs,
-                                                  strict=True))]
+            return node.prim.traced_cotangents(node, args, out, value(ct))
+        held = [ct]
+
+        def dense() -> Any:  # the cotangent's value, recorded (and flattened) once a node
+            got = value(held[0])
+            if isinstance(got, Tracer) and got.ndim > 1:
+                got = got.reshape(-1)
+            held[0] = got
+            return got
+
+        pulled: list[Any] = []
+        for k, (s, var) in enumerate(zip(local_jacobians(node), node.inputs, strict=True)):
+            if s is None or not var.active:
+                pulled.append(None)
+                continue
+            if isinstance(held[0], Scattered) and s.const is not None:  # a constant step
+                got = held[0].mapped(s, var.shape)
+                if got is not None:
+                    pulled.append(got)
+                    continue
+            pulled.append(_pull(node, k, s, args, out, dense()))
+        return pulled
 
     cts = pull_back(prog, np.ones(prog.out.shape), pull)
     g_x = cts.get(prog.x.id)
     if g_x is None:
         return np.zeros(prog.x.shape) + 0.0 * x  # keeps the result in the trace
-    return _value(g_x)
+    return value(g_x)
 
 
 def gradient_call(prog: Program, local: bool = False) -> Callable[..., Any]:
