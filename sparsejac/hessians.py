@@ -427,18 +427,22 @@ class SparseHessian(PlanView):
         column = color(pattern, "column", "natural")  # also recovers H from H @ S
         saved = SavedPlan(pattern, {"forward": column}, "forward", "",
                           {"forward": float(column.n_colors)}, 0.0)
+        # (the engine is built for the symmetric colouring's products, far fewer than the
+        # column colouring's on an arrowhead: n of them took the chain engine past n = 1,100)
+        natural = color(pattern, "symmetric", "natural", method=self._method)
         with np.errstate(all="ignore"):
             plan = prepare(grad, self._x0, params=ps,
                            name=f"gradient of {self._name}", sparsity=saved,
                            mode="auto" if self._path == "auto" else "forward",
-                           order="natural", effort=0.0, traced=(gprog, gpattern))
+                           order="natural", effort=0.0, traced=(gprog, gpattern),
+                           width=min(column.n_colors, natural.n_colors))
         seconds["preparation"] = plan.seconds.get("detection", 0.0) + plan.seconds.get(
             "preparation", 0.0)
         t0 = time.perf_counter()
         direct = isinstance(plan.engine, PreparedEngine) and plan.engine.direct is not None
         if direct:  # the recorded program gives H's entries: no products, no search
             effort = 0.0
-            coloring = color(pattern, "symmetric", "natural", method=self._method)
+            coloring = natural
             reason = ("assembled directly from the recorded program: no Hessian-vector "
                       f"products ({self._method} colouring would take {coloring.n_colors})")
         else:

@@ -466,6 +466,7 @@ def prepare(
     bounds: tuple[np.ndarray, np.ndarray] | None = None,
     defer: bool = False,
     traced: tuple[Program, sp.csr_array] | None = None,
+    width: int | None = None,
 ) -> Plan:
     """Detect, colour, choose the mode and build the engine for ``call(x, *params)``.
 
@@ -505,6 +506,9 @@ def prepare(
     traced : (Program, csr_array), optional
         ``call`` already traced (globally) at ``x0``, with its detected pattern: neither is
         computed again (:class:`sparsejac.SparseHessian` traces its gradient program first).
+    width : int, optional
+        The seed directions the engine is built for, where the caller seeds with another
+        colouring than the plan's (a Hessian's symmetric one); default: the plan's fewest.
 
     Returns
     -------
@@ -618,12 +622,12 @@ def prepare(
         assert program is not None
         runner = EagerEngine(program)
     elif engine == "auto" and program is not None and replays_dense(pattern) and not \
-            _tape_by_rule(program, min(c.n_colors for c in colorings.values()))[0]:
+            _tape_by_rule(program, width or min(c.n_colors for c in colorings.values()))[0]:
         program.release_values()  # (a dense Jacobian: nothing recorded, see ReplayEngine)
         runner = ReplayEngine(program)
     else:
         assert program is not None
-        width = max(min(c.n_colors for c in colorings.values()), 1)
+        width = max(width or min(c.n_colors for c in colorings.values()), 1)
         # the engines replay: the trace-point values of intermediates are dead weight already
         # while they are built (a preparation's peak memory); so are the pattern's CSC arrays
         # once the colourings are made (rebuilt if decompression or CSC output needs them)

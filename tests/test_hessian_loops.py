@@ -256,3 +256,28 @@ def test_mapped_cotangents_equal_the_recorded_map(rng: np.random.Generator) -> N
     x = rng.standard_normal(7)
     out = trace(both, x).out.value
     np.testing.assert_allclose(out[:9], out[9:], rtol=1e-14, atol=1e-14)
+
+
+def test_an_arrowhead_loop_keeps_the_tape(rng: np.random.Generator) -> None:
+    """Found from outside: ARWHEAD written as a loop took 0.65 ms a Hessian at n = 1,000
+    and 91 ms at n = 1,200. The engine was chosen for the natural column colouring's n
+    products (x[-1] meets every variable), not the symmetric colouring's 2 it uses, and
+    past n = 1,100 that rule took the chain engine (a walk in Python per step)."""
+    def arwhead(x: Any) -> Any:
+        n, s = x.shape[0], 0.0
+        for i in range(n - 1):
+            s += -4.0 * x[i] + 3.0 + (x[i] ** 2 + x[n - 1] ** 2) ** 2
+        return s
+
+    n = 1200
+    x = rng.uniform(-1.0, 1.0, n)
+    hess = sparsejac.SparseHessian(arwhead, x)
+    assert hess.stats()["engine"]["engine"] == "tape"
+    assert hess.n_products == 2
+    got = hess(x).toarray()
+    q = x[:-1] ** 2 + x[-1] ** 2  # d2/dx2 of (x_i^2 + x_n^2)^2, by hand
+    want = np.zeros((n, n))
+    want[np.arange(n - 1), np.arange(n - 1)] = 4 * q + 8 * x[:-1] ** 2
+    want[-1, -1] = np.sum(4 * q + 8 * x[-1] ** 2)
+    want[:-1, -1] = want[-1, :-1] = 8 * x[:-1] * x[-1]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
