@@ -281,3 +281,15 @@ def test_an_arrowhead_loop_keeps_the_tape(rng: np.random.Generator) -> None:
     want[-1, -1] = np.sum(4 * q + 8 * x[-1] ** 2)
     want[:-1, -1] = want[-1, :-1] = 8 * x[:-1] * x[-1]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_np_float64_of_the_result_names_its_way_out() -> None:
+    """Found from outside: ``return np.float64(s)`` (a plain scalar, as scipy's optimisers
+    accept) is refused, and the message named other causes only; it now names this one and
+    its spelling that is traced (``s.astype(np.float64)``)."""
+    from sparsejac.errors import TracedConversionError
+
+    with pytest.raises(TracedConversionError, match=r"np\.float64\(s\).*s\.astype\(np\.float64\)"):
+        sparsejac.hessian(lambda x: np.float64(np.sum(x ** 3)), np.ones(3))
+    got = sparsejac.hessian(lambda x: np.sum(x ** 3).astype(np.float64), np.ones(3))
+    np.testing.assert_allclose(got.toarray(), 6.0 * np.eye(3))

@@ -214,12 +214,12 @@ class Tracer:
         if self._var.shape == () and dtype is not None:
             raise TracedConversionError(
                 f"a traced scalar was converted to a plain numpy array of dtype {dtype}"
-                f"{user_line()} (as a numpy function given a list of traced values does "
-                "(np.mean([a, b])), or assignment into a plain array made outside f, or by "
-                "`zeros(n)` after `from numpy import zeros` in a module the tracer does not "
-                "reach from f: write np.zeros). That would lose its dependence on x. Drop "
-                "`dtype=`, pass np.stack([a, b]) instead of a list (np.array([a, b]) in f is "
-                "traced too), "
+                f"{user_line()} (as np.float64(s) does: write s.astype(np.float64); or a "
+                "numpy function given a list of traced values, np.mean([a, b]); assignment "
+                "into a plain array made outside f; `zeros(n)` after `from numpy import zeros` "
+                "in a module the tracer does not reach from f: write np.zeros). That would "
+                "lose its dependence on x. Drop `dtype=`, pass np.stack([a, b]) instead of a "
+                "list (np.array([a, b]) in f is traced too), "
                 "and create output arrays inside f (np.zeros(n), np.empty(n) there are "
                 "traceable) or from x: out = np.zeros_like(x), np.empty_like(x), or "
                 "np.zeros(shape, like=x).")
