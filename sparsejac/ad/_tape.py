@@ -54,6 +54,7 @@ SIN, COS, TAN, SINH, COSH, TANH, ARCTAN = 11, 12, 13, 14, 15, 16, 17
 NOT = 18  # logical: 1.0 or 0.0 (no derivative)
 LOG2, LOG10, EXP2, ARCSIN, ARCCOS, ARCSINH, ARCCOSH, ARCTANH = 19, 20, 21, 22, 23, 24, 25, 26
 ERF, ERFC, EXPIT = 27, 28, 29  # scipy.special's
+SIGN = 30  # np.sign (no derivative: the partials of abs, a Hessian's gradient)
 # binary (>= 32)
 ADD, SUB, MUL, DIV, POW, ARCTAN2, REMAINDER = 32, 33, 34, 35, 36, 37, 38
 MAXIMUM, MINIMUM, HYPOT = 39, 40, 50
@@ -108,6 +109,8 @@ def _unary(op: int, a: float) -> float:  # pragma: no cover - compiled
         return math.tanh(a)
     if op == NOT:
         return 1.0 if a == 0.0 else 0.0
+    if op == SIGN:  # numpy's: 0.0 at either zero, NaN kept
+        return _sign(a) if a != 0.0 else 0.0
     if op >= LOG2:
         return _unary2(op, a)
     return math.atan(a)  # ARCTAN
@@ -236,7 +239,7 @@ def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compi
         return math.sinh(a)
     if op == TANH:
         return 1.0 - out * out
-    if op == NOT:
+    if op in (NOT, SIGN):
         return 0.0
     if op >= LOG2:
         return _dunary2(op, a, out)

@@ -74,6 +74,8 @@ _COMPARE = {k.LESS: np.less, k.LESS_EQUAL: np.less_equal, k.GREATER: np.greater,
 def _unary(op: int, a: np.ndarray) -> Any:
     if op == k.NOT:
         return (a == 0.0).astype(np.float64)
+    if op == k.SIGN:
+        return np.sign(a)
     if op == k.NEG:
         return -a
     if op == k.POS:
@@ -95,7 +97,7 @@ def _sign(a: np.ndarray) -> Any:
 
 
 def _dunary(op: int, a: np.ndarray, out: np.ndarray) -> Any:
-    if op == k.NOT:
+    if op in (k.NOT, k.SIGN):
         return np.zeros(a.shape)
     if op == k.NEG:
         return np.full(a.shape, -1.0)

@@ -218,7 +218,7 @@ def _unary_partial(w: _Writer, op: int, a: Expr, out: Expr) -> Expr:
         return -1.0
     if op == k.POS:
         return 1.0
-    if op == k.NOT:
+    if op in (k.NOT, k.SIGN):
         return 0.0
     if op == k.EXP:
         return out

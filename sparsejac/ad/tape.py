@@ -14,9 +14,11 @@ What the tape encodes (anything else leaves the program to the chain engine):
   ``log10``, ``log1p``, the trigonometric and hyperbolic functions and their inverses,
   ``arctan2``, ``hypot``, ``remainder``, ``maximum``, ``minimum`` and scipy's ``erf``,
   ``erfc`` and ``expit``), with broadcasting spelled out as slot indices;
-* comparisons and logical operations (as 1.0 or 0.0) and ``np.where``, whose condition may
-  move with x or a parameter (a forcing switched on in ``t``, an upwind direction): the
-  operand chosen at each call, values and tangents alike;
+* comparisons and logical operations (as 1.0 or 0.0), ``astype(float)`` and ``np.sign``
+  (those a Hessian's recorded gradient makes of ``abs``, ``maximum``, ``clip``; ``f``'s own
+  equalities and signs refuse ties at every call, on the chain engine) and ``np.where``,
+  whose condition may move with x or a parameter (a forcing switched on in ``t``, an upwind
+  direction): the operand chosen at each call, values and tangents alike;
 * gathers (indexing, ``setitem`` into a buffer, concatenation, reshapes) as slot copies;
 * contractions of two operands that both move (``R @ t`` of small traced matrices,
   ``np.outer``, ``np.einsum``) as sums of products over pairs of slots, up to
@@ -62,7 +64,7 @@ from sparsejac.numeric import shared_arange
 from sparsejac.primitives import partials as dp
 from sparsejac.primitives.dense_linalg import Solve
 from sparsejac.primitives.depsets import broadcast_rows
-from sparsejac.primitives.elementwise import ABS_POWER, WHERE, Elementwise
+from sparsejac.primitives.elementwise import ABS_POWER, WHERE, AsType, Elementwise
 from sparsejac.primitives.movement import Gather, GatherPlan
 from sparsejac.tracing import Node, Program
 
@@ -125,6 +127,7 @@ OPS: dict[Any, tuple[int, tuple[Any, ...]]] = {
     np.logical_or: (k.OR, (None, None)),
     np.logical_xor: (k.XOR, (None, None)),
     np.logical_not: (k.NOT, (None,)),
+    np.sign: (k.SIGN, (None,)),  # (abs's partial: a Hessian's recorded gradient)
     np.invert: (k.NOT, (None,)),  # (of booleans only: ~mask, a & b, a | b, a ^ b)
     np.bitwise_and: (k.AND, (None, None)),
     np.bitwise_or: (k.OR, (None, None)),
@@ -649,6 +652,9 @@ def _elementwise_op(node: Node) -> int | None:
     prim = node.prim
     if prim is ABS_POWER and not node.params:  # |u| ** p: the power of |u| (first order)
         return k.POW
+    if isinstance(prim, AsType) and not prim.zero_derivative and \
+            node.out.dtype == np.float64 and node.inputs[0].dtype in (np.float64, bool):
+        return k.POS  # a copy (a bool's 1.0 or 0.0: max and min's partials in a gradient)
     if not isinstance(prim, Elementwise) or node.params:
         return None
     entry = OPS.get(prim.fn)

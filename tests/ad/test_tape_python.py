@@ -41,7 +41,8 @@ def _many_ops(x: np.ndarray, t: float) -> np.ndarray:
                  + sc.erf(x) - sc.erfc(x / 2) + np.hypot(x, x[::-1]) + np.arcsinh(x)
                  + np.arctanh(x / 4) + np.arcsin(x / 4) - np.arccos(x / 5)
                  + np.arccosh(2.0 + x * x) + np.arctan2(x, 1.0 + x[::-1] ** 2)
-                 + np.remainder(3.0 * x, 0.7))
+                 + np.remainder(3.0 * x, 0.7)
+                 + np.sign(np.maximum(x - 0.9, -1e300)) * x)  # (a gradient's sign of abs)
     return u - 2 * y[1:-1] + y[:-2] + y[2:] + s + lim + up + prods * t
 
 
