@@ -334,3 +334,33 @@ def test_kinks_in_a_loop_keep_the_tape(rng: np.random.Generator) -> None:
             want[i, i + 1] -= inside
             want[i + 1, i] -= inside
         np.testing.assert_allclose(hess(z).toarray(), want, rtol=1e-13, atol=1e-13)
+
+
+def test_small_block_writes_into_a_buffer_are_merged(rng: np.random.Generator) -> None:
+    """``c[2 * k:2 * k + 2] = v`` in a loop records nothing per write (as element writes):
+    f's own trace grows with n, not n² (a buffer per write); later writes win, overlapping
+    blocks and a read of the buffer between writes included (central differences agree)."""
+    from scipy.optimize._numdiff import approx_derivative
+
+    sizes = [sum(int(node.out.size) for node in trace(_slice_writes, np.ones(n)).nodes)
+             for n in (40, 80)]
+    assert sizes[1] < 2.2 * sizes[0]
+
+    def overlapping(x: Any) -> Any:
+        c = np.zeros(7)
+        c[0:3] = x[:3] * 2.0
+        c[1:4] = x[1:4] ** 2  # overwrites two of the first block's
+        c[2] = x[5]
+        c[3:5] = c[0:2] + x[4]  # a read between writes
+        c[5:7] = np.zeros(2, like=x) + 1.5  # a constant block
+        return c
+
+    for f, n in ((overlapping, 6), (_slice_writes, 9)):
+        x = rng.uniform(0.5, 1.5, n)
+        want = approx_derivative(f, x, method="3-point")
+        np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want, atol=1e-8)
+        jac = sparsejac.SparseJacobian(f, x)
+        z = rng.uniform(0.5, 1.5, n)
+        np.testing.assert_allclose(jac(z).toarray(), approx_derivative(f, z, method="3-point"),
+                                   atol=1e-8)
+        np.testing.assert_array_equal(jac.values(z), jac(z).data)

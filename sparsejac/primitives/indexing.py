@@ -97,7 +97,9 @@ def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
     ``out[i] = v`` in a Python loop records nothing per write: the writes are kept on the
     traced array and merged here when the array is next read as a whole, so ``n`` writes
     cost one operation of size ``n`` instead of ``n`` copies of the array (``value`` is a
-    :class:`~sparsejac.tracing.program.Var` or a number of the array's dtype).
+    :class:`~sparsejac.tracing.program.Var` or a number of the array's dtype, or
+    ``(block, j)`` for element ``j`` of a small block written at once: ``x[2 * k:2 * k + 2] =
+    v``).
     """
     size = var.size
     new_value = np.array(var.value, copy=True, order="C")  # reshape(-1) below must be a view
@@ -112,14 +114,16 @@ def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
         offset = 1 + size
     seen: dict[int, int] = {}
     for flat, item in writes.items():
-        if isinstance(item, Var):
-            pos = seen.get(item.id)
+        block, j = item if type(item) is tuple else (item, 0)  # (a block's element j)
+        if isinstance(block, Var):
+            pos = seen.get(block.id)
             if pos is None:
-                pos = seen[item.id] = offset
-                offset += 1
-                in_vars.append(item)
-            positions[flat] = pos
-            flat_value[flat] = item.value
+                pos = seen[block.id] = offset
+                offset += block.size
+                in_vars.append(block)
+            positions[flat] = pos + j
+            flat_value[flat] = block.value if type(item) is not tuple else \
+                np.reshape(block.value, -1)[j]
         else:
             positions[flat] = 0
             flat_value[flat] = item

@@ -187,9 +187,8 @@ class Tracer:
         """numpy: array-API code (scipy's ``array_api_compat`` helpers) calls numpy on it."""
         return np
 
-    def __array_function__(
-        self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+    def __array_function__(self, func: Any, types: Any, args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
         return registry().function(func, args, kwargs)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -332,8 +331,11 @@ class Tracer:
         if self._is_own_view_at(key, value):
             return  # `y[k] = v` with v the view y[k]: the ending of `y[k] += ...`, a no-op
         if self._base is None and not self._views:
-            flat = self._flat_position(key)
-            if flat is not None and self._write_element(flat, value):
+            at: Any = self._flat_position(key)
+            if at is None and isinstance(value, Tracer) and 0 < value.size <= 64 and \
+                    self._v.value.flags.c_contiguous:  # a small block: x[2 * k:2 * k + 2] = v
+                at = basic_positions(self.shape, key)
+            if at is not None and self._write_element(at, value):
                 return
         value = lift_objects(value)
         self._rebind(registry().setitem(self, key, value))
@@ -351,11 +353,8 @@ class Tracer:
         return at is not None and at.shape == value.shape and bool(
             np.array_equal(at.reshape(-1), value._base[1]()))
 
-    def _write_element(self, flat: int, value: Any) -> bool:
-        """Keep ``x[i] = value`` as a pending write; False: the general path records it.
-
-        Pending writes are merged into one operation on the next read of the whole array.
-        """
+    def _write_element(self, flat: Any, value: Any) -> bool:
+        """Keep ``x[flat] = v`` (an element, or a small block) pending until a whole read."""
         dtype = self._v.dtype
         if dtype.kind != "f":
             return False
@@ -363,8 +362,12 @@ class Tracer:
             if value._trace is not self._trace:
                 return False
             var = value._var
-            if var.shape != () or var.dtype != dtype:
+            if var.shape != np.shape(flat) or var.dtype != dtype:
                 return False
+            if np.ndim(flat):  # each position: (the block, the element's index in it)
+                self._pending = self._pending or {}
+                self._pending.update({p: (var, j) for j, p in enumerate(flat.ravel().tolist())})
+                return True
             item: Any = np.asarray(var.value) if var.is_const else var
         elif type(value) in (float, int) or (isinstance(value, (np.floating, np.integer))
                                              and not isinstance(value, np.bool_)):
@@ -373,7 +376,7 @@ class Tracer:
             return False
         if self._pending is None:
             self._pending = {}
-        self._pending[flat] = item
+        self._pending[int(flat)] = item  # (an int, or a block's one position)
         return True
 
     def _rebind(self, other: Any) -> Tracer:
@@ -387,15 +390,13 @@ class Tracer:
         if not isinstance(other, Tracer):
             other = self._trace_const(other)
         if other.shape != self.shape:
-            raise ValueError(
-                f"in-place update would change the shape from {self.shape} to {other.shape}"
-            )
+            raise ValueError(f"in-place update would change the shape from {self.shape} to "
+                             f"{other.shape}")
         if other.dtype != self.dtype:
             if not np.can_cast(other.dtype, self.dtype, casting="same_kind"):
-                raise TypeError(
-                    f"cannot store a result of dtype {other.dtype} in place into a traced array "
-                    f"of dtype {self.dtype} (numpy's same_kind casting rule)"
-                )
+                raise TypeError(f"cannot store a result of dtype {other.dtype} in place into a "
+                                f"traced array of dtype {self.dtype} (numpy's same_kind "
+                                "casting rule)")
             other = other.astype(self.dtype)
         self._var = other._var
         if self._base is not None or self._views:
