@@ -5,8 +5,6 @@ give it (a division by zero, an infinite Jacobian entry)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
@@ -20,6 +18,7 @@ from sparsejac.ad._tape_python import MAX_TERMS, straight_line, terms
 from sparsejac.ad.fused import Fused, packed0_numpy
 from sparsejac.tracing import trace
 
+from ..test_kernels import _child_output
 from .test_fused import kinetics
 
 
@@ -189,8 +188,7 @@ def test_a_fresh_process_generates_code_after_a_few_calls() -> None:
         "print(type(fused).__name__, seen.index(True), all(seen[seen.index(True):]),\n"
         "      'numba' in sys.modules, sorted(kinds) == ['generated Python',\n"
         "                                                'interpreted or numpy twin'])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = _child_output(code)
     assert out[0] == "Fused"
     assert 1 <= int(out[1]) <= 20
     assert out[2:] == ["True", "False", "True"]
@@ -218,6 +216,5 @@ def test_an_overflowing_exp_is_infinite_as_compiled_not_an_exception() -> None:
         "        (_tape.EXP_MAX, np.nextafter(_tape.EXP_MAX, 1e9), 1e6, float('nan'))]\n"
         "print(np.isfinite(good).all(), np.isinf(bad).any(), 'numba' in sys.modules,\n"
         "      np.isfinite(edge[0]), edge[1:3] == [float('inf')] * 2, edge[3] != edge[3])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = _child_output(code)
     assert out == ["True", "True", "False", "True", "True", "True"]
