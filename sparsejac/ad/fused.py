@@ -11,9 +11,10 @@ all giving the compiled kernel's values bit for bit:
 * straight-line Python generated from the tape (:mod:`sparsejac.ad._tape_python`): the
   nonzero terms alone, 50 to 100 times faster than interpreting (HIRES: 2.4 against 240 µs),
   after a generation of about :data:`~sparsejac.ad._tape_python.UNITS_PER_TERM` units a
-  term. It is generated once the interpreted or twin calls of this colouring have cost that
-  much (rent, then buy: a process asking for one Jacobian does not pay for it, and one
-  asking for many pays at most about twice the cheaper choice), for tapes of at most
+  term (:func:`~sparsejac.ad._tape_python.price`). It is generated once the interpreted or
+  twin calls of this colouring have cost that much (rent, then buy: a process asking for
+  one Jacobian does not pay for it, and one asking for many pays at most about twice the
+  cheaper choice), for tapes of at most
   :data:`~sparsejac.ad._tape_python.MAX_TERMS` terms;
 * the compiled kernel, once this process's fallback budget
   (:func:`sparsejac.kernels.use_fallback`) is spent.
@@ -113,15 +114,14 @@ class Fused:
         lazy = self.lazy
         if lazy._compiled is not None:
             return lazy._compiled
-        if self.straight is None and self.rent >= _tape_python.UNITS_PER_TERM * self.work:
+        if self.straight is None and self.rent >= _tape_python.price(self.work):
             self._generate()
         if self.straight and use_fallback(self.work):  # about a unit a term, measured
             return self.run
         return self._exact(work)
 
     def _generate(self) -> None:
-        price = _tape_python.UNITS_PER_TERM * self.work
-        if self.work > MAX_TERMS or not use_fallback(price):
+        if self.work > MAX_TERMS or not use_fallback(_tape_python.price(self.work)):
             self.straight = False
             return
         got = straight_line(self.ints, self.floats, self.n_x)
