@@ -364,3 +364,45 @@ def test_small_block_writes_into_a_buffer_are_merged(rng: np.random.Generator) -
         np.testing.assert_allclose(jac(z).toarray(), approx_derivative(f, z, method="3-point"),
                                    atol=1e-8)
         np.testing.assert_array_equal(jac.values(z), jac(z).data)
+
+
+def test_an_element_read_after_a_block_write_and_a_dead_write(
+        rng: np.random.Generator) -> None:
+    """Found from outside (this session's drafts): reading one element of a small block just
+    written (``c[0:2] = ...; c[2] = c[1] * ...``) raised a TypeError, and a Hessian of a
+    function whose written value is overwritten before any read (``c[1:3] = a; c[1:3] = b``
+    beside a view of the buffer) raised from the kept cotangents (every contribution mapped
+    away). Checked against the Jacobian and Hessian written by hand."""
+    def reads(x: Any) -> Any:
+        c = np.zeros(4)
+        c[0:2] = x[0:2] * x[2]
+        c[2] = c[1] * x[3]
+        return c
+
+    x = rng.uniform(0.5, 1.5, 4)
+    want = np.zeros((4, 4))
+    want[0, [0, 2]] = x[2], x[0]
+    want[1, [1, 2]] = x[2], x[1]
+    want[2, [1, 2, 3]] = x[2] * x[3], x[1] * x[3], x[1] * x[2]
+    np.testing.assert_allclose(sparsejac.jacobian(reads, x).toarray(), want, rtol=1e-15)
+    np.testing.assert_allclose(sparsejac.SparseJacobian(reads, x)(x).toarray(), want,
+                               rtol=1e-15)
+
+    def dead(x: Any) -> Any:
+        c = np.zeros(10)
+        c[4:6] += x[2:4] * x[4]
+        c[1:3] = x[0:2] * x[2]  # overwritten by the next line
+        c[1:3] = x[3:5]
+        return np.sum(c * c)
+
+    z = rng.uniform(0.5, 1.5, 6)
+    h = np.zeros((6, 6))  # (x2 x4)^2 + (x3 x4)^2 + x3^2 + x4^2, by hand
+    for i in (2, 3):
+        h[i, i] += 2 * z[4] ** 2
+        h[i, 4] += 4 * z[i] * z[4]
+        h[4, i] += 4 * z[i] * z[4]
+        h[4, 4] += 2 * z[i] ** 2
+    h[3, 3] += 2.0
+    h[4, 4] += 2.0
+    np.testing.assert_allclose(sparsejac.hessian(dead, z).toarray(), h, rtol=1e-14)
+    np.testing.assert_allclose(sparsejac.SparseHessian(dead, z)(z).toarray(), h, rtol=1e-14)

@@ -189,6 +189,8 @@ class Scattered:
             col[mine] = offset + at
             offset += int(piece.shape[0])
         pieces = ([np.stack(scalars)] if scalars else []) + [v[0] for v in vectors]
+        if not pieces:  # every contribution mapped away (a value overwritten before a read)
+            return np.zeros(self.shape) if self.const is None else self.const.copy()
         whole = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
         mat = sp.csr_array((np.concatenate(self.vals), (np.concatenate(self.rows), col)),
                            shape=(int(np.prod(self.shape)), offset))

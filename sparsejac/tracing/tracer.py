@@ -319,9 +319,10 @@ class Tracer:
     def __getitem__(self, key: Any) -> Any:
         flat = self._flat_position(key)
         if flat is not None:  # one element: a scalar loop's read
-            pending = self._pending
-            if pending is not None and flat in pending:
-                item = pending[flat]
+            item = (self._pending or {}).get(flat)
+            if type(item) is tuple:  # (element j of a block written at once)
+                return registry().element(self._trace, *item)
+            if item is not None:
                 return Tracer(self._trace, item if isinstance(item, Var)
                               else self._trace.const(np.asarray(item)))
             return registry().element(self._trace, self._v, flat)
@@ -374,8 +375,7 @@ class Tracer:
             item = dtype.type(value)
         else:
             return False
-        if self._pending is None:
-            self._pending = {}
+        self._pending = self._pending or {}
         self._pending[int(flat)] = item  # (an int, or a block's one position)
         return True
 
