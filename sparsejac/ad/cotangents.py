@@ -171,8 +171,11 @@ class Scattered:
         col = np.zeros(which.size, dtype=np.int64)  # each entry's position in the whole
         scalars: list[Any] = []
         vectors: list[tuple[Any, np.ndarray, np.ndarray]] = []  # (piece, entries, columns)
+        # each part's entries by one sort (a scan per part grows with parts times entries)
+        by_part = np.argsort(which, kind="stable")
+        bounds = np.searchsorted(which[by_part], np.arange(len(self.parts) + 1))
         for k, part in enumerate(self.parts):
-            mine = np.flatnonzero(which == k)
+            mine = by_part[bounds[k]:bounds[k + 1]]
             if mine.size == 0:
                 continue
             if part.ndim == 0:
