@@ -19,7 +19,7 @@ otherwise compile every module from source in every process (about 0.1 s for spa
   the time after ``import scipy`` (which both pay; HIRES's row includes importing
   ``scipy.integrate`` and ``scipy.optimize``);
 * the same first Jacobians with an **empty kernel cache** (``NUMBA_CACHE_DIR`` pointed at a
-  new directory), at n = 200,000 (smaller ones run numpy paths and interpreted kernels and
+  new directory), at n = 10⁶ (smaller ones run numpy paths and interpreted kernels and
   compile nothing):
   what the first use after installing costs, numba compiling every kernel they need
   (sparsejac says so with a ``KernelCompilationWarning``);
@@ -73,7 +73,7 @@ SOLVER_PROBE = PROBE.replace("import numpy as np\n",
 
 
 #: The empty-cache rows: a size whose kernels run compiled (small inputs are interpreted).
-COLD_PROBE = PROBE.replace("N = 100\n", "N = 200_000\n", 1)
+COLD_PROBE = PROBE.replace("N = 100\n", "N = 1_000_000\n", 1)
 
 #: A whole script, timed after ``import scipy`` (which both contenders pay): HIRES with BDF
 #: and Broyden's tridiagonal least squares, with ``jac=`` sparsejac's adapter (``"ours"``,
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as cache:
             env = {"NUMBA_CACHE_DIR": cache}
             cold = run(env, COLD_PROBE)
-        print("| empty kernel cache (first use after installing), n = 200,000 | seconds |")
+        print("| empty kernel cache (first use after installing), n = 1,000,000 | seconds |")
         print("|---|---|")
         print(f"| import + first `jacobian(f, x)` | "
               f"{cold['import'] + cold['first_jacobian']:.1f} |")

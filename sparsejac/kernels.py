@@ -48,8 +48,10 @@ _LOCK = threading.RLock()
 
 
 #: Work the numpy paths and interpreted kernels may do in a process before the kernels take
-#: over, in units of about 10 ns (a numpy path draws one per entry, about its cost measured
-#: over whole preparations: 14 ns; an interpreted kernel :data:`INTERPRET_WEIGHT` per entry):
+#: over, in units of about 10 ns of what they cost more than the compiled kernels (detection's
+#: numpy paths draw one per entry; a numpy twin :data:`TWIN_CALL_UNITS` a call plus its
+#: measured excess per entry, :meth:`LazyKernel.numpy_twin`; an interpreted kernel
+#: :data:`INTERPRET_WEIGHT` per entry):
 #: about 0.25 s, what numba's import, runtime start and first kernel loads cost on a
 #: reference machine. Renting until the rent paid equals the price, a process never pays
 #: more than about twice numba's start, and one computing a few Jacobians of up to a few
@@ -65,6 +67,11 @@ _BUDGET = [FALLBACK_BUDGET]
 #: function then never wait for numba's import and runtime.
 INTERPRET_BELOW = 65_536
 INTERPRET_WEIGHT = 40
+
+#: Budget units a numpy twin's call draws whatever its size (numpy's dispatch of its few
+#: operations, about 5 µs more than a compiled call), besides its weight per entry
+#: (:meth:`LazyKernel.numpy_twin`).
+TWIN_CALL_UNITS = 500
 
 
 def use_fallback(size: int) -> bool:
@@ -137,6 +144,9 @@ class LazyKernel:
         self._python: Callable[..., Any] | None = None
         #: a vectorised numpy function computing the same outputs (:meth:`numpy_twin`)
         self.twin: Callable[..., Any] | None = None
+        #: budget units a twin's call draws per entry of its arrays: what it costs more than
+        #: the compiled kernel (:meth:`numpy_twin`)
+        self.twin_weight = 1.0
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -207,15 +217,18 @@ class LazyKernel:
                 a[...] = before
             return self.compiled(*args)
 
-    def numpy_twin(self, fn: _F) -> _F:
-        """Decorator: ``fn`` computes this kernel's outputs with vectorised numpy.
+    def numpy_twin(self, fn: _F, weight: float = 1.0) -> _F:
+        """Register ``fn``, which computes this kernel's outputs with vectorised numpy.
 
-        Before numba is loaded, a call takes the twin while :func:`use_fallback` allows its
-        input's size (before interpreting the kernel): the same outputs bit for bit (integer
-        results, or the same floating-point operations in the same order), tested against
-        the kernel.
+        Before numba is loaded, a call takes the twin while :func:`use_fallback` allows
+        :data:`TWIN_CALL_UNITS` plus ``weight`` units per entry of its arrays (before
+        interpreting the kernel): the same outputs bit for bit (integer results, or the same
+        floating-point operations in the same order), tested against the kernel. ``weight``
+        is what the twin costs more than the compiled kernel per entry, in units of about
+        10 ns, as ``benchmarks/fallback.py`` measures it.
         """
         self.twin = fn
+        self.twin_weight = float(weight)
         return fn
 
     def __call__(self, *args: Any) -> Any:
@@ -223,7 +236,8 @@ class LazyKernel:
         if compiled is None:
             if (self.interpret or self.twin is not None) and "numba" not in sys.modules:
                 size = sum(a.size for a in args if hasattr(a, "size"))
-                if self.twin is not None and use_fallback(size):
+                if self.twin is not None and use_fallback(
+                        TWIN_CALL_UNITS + int(self.twin_weight * size)):
                     with np.errstate(all="ignore"):  # compiled code warns of nothing
                         return self.twin(*args)
                 if (self.interpret and size <= self.interpret_below

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from sparsejac import fd as _fd
 from sparsejac import kernels
 from sparsejac.ad import PreparedProgram
-from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult, partition_cost
+from sparsejac.coloring import DEFAULT_REVERSE_COST, ColoringResult, greedy, partition_cost
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.by_mode import (
     ONE_SHOT_FEW,
@@ -570,7 +570,7 @@ def prepare(
             del detected  # (int64 indices: the pattern keeps its own int32 copy)
     seconds["detection"] = time.perf_counter() - t0
     # a preparation the fallback paths' budget cannot cover loads the compiled kernels at once
-    kernels.expect(PREPARATION_UNITS_PER_NONZERO * pattern.nnz
+    kernels.expect((PREPARATION_UNITS_PER_NONZERO + greedy.first_fit_units()) * pattern.nnz
                    + _tape_calls_units(program, pattern, engine, one_shot))
 
     t0 = time.perf_counter()
@@ -720,9 +720,11 @@ def _tape_calls_units(program: Program | None, pattern: SparsityPattern, engine:
 
 
 #: Budget units (:mod:`sparsejac.kernels`, about 10 ns each) the fallback paths spend per
-#: nonzero of J on a preparation after detection: 129-142 measured on Broyden's function
-#: (n = 1,000 to 30,000) and the 2-D Brusselator (N = 32, 64).
-PREPARATION_UNITS_PER_NONZERO = 140
+#: nonzero of J on a preparation after detection: 14-22 measured on Broyden's function
+#: (n = 1,000 to 10^5) and the 2-D Brusselator (N = 32 to 128), where scipy's grouping serves
+#: the natural first fit (:func:`~sparsejac.coloring.greedy.first_fit_units` adds the Python
+#: first fit's where it does not).
+PREPARATION_UNITS_PER_NONZERO = 25
 
 
 #: Nominal nanoseconds per element operation and direction of a prepared call (the compiled

@@ -502,7 +502,8 @@ def test_interpreted_kernels_give_the_compiled_results_bit_for_bit() -> None:
 
 def test_a_small_prepared_jacobian_and_ode_solve_do_not_import_numba() -> None:
     """A fresh process preparing a small Jacobian and solving a stiff ODE with it runs the
-    kernels interpreted (the start pays no numba import); a large one still loads numba."""
+    kernels interpreted (the start pays no numba import); a large one (10^6 unknowns: the
+    fallback paths would cost more than numba's start) still loads numba."""
     code = (
         "import sys, numpy as np, sparsejac\n"
         "from scipy.integrate import solve_ivp\n"
@@ -512,7 +513,7 @@ def test_a_small_prepared_jacobian_and_ode_solve_do_not_import_numba() -> None:
         "jac = sparsejac.SparseJacobian(lambda x: x[1:] ** 2 - 2.5 * x[:-1], np.ones(100))\n"
         "jac(np.linspace(0, 1, 100))\n"
         "print('numba' in sys.modules)\n"
-        "sparsejac.SparseJacobian(lambda x: x[1:] ** 2 - 2.5 * x[:-1], np.ones(10 ** 5))\n"
+        "sparsejac.SparseJacobian(lambda x: x[1:] ** 2 - 2.5 * x[:-1], np.ones(10 ** 6))\n"
         "print('numba' in sys.modules)\n")
     out = _child_output(code)
     assert out == ["False", "True"]
@@ -822,6 +823,52 @@ def test_a_preparation_the_budget_cannot_cover_loads_the_kernels_at_once() -> No
     # in Python); the full colour search that engine="tape" asks for then loads numba
     assert run(10 ** 9, "tape") == ["2", "True"]
     assert run(10 ** 6, "tape") == ["0", "True"]
+
+
+def test_a_twin_draws_its_call_and_its_measured_excess_per_entry() -> None:
+    """Before numba is loaded a numpy twin's call draws TWIN_CALL_UNITS plus its weight (its
+    measured cost beyond the compiled kernel's, benchmarks/fallback.py) per entry of its
+    arrays: a merge of 2 x 10^4 keys, not 4 x 10^4 units."""
+    code = (
+        "import sys, numpy as np, sparsejac.kernels as K\n"
+        "from sparsejac.ad.kernels import merge2\n"
+        "a, b = np.arange(0, 20_000, 2), np.arange(1, 20_000, 2)\n"
+        "u, ia, ib = np.empty(20_000, np.int64), np.empty(10_000, np.int64), "
+        "np.empty(10_000, np.int64)\n"
+        "before = K._BUDGET[0]\n"
+        "merge2(a, b, u, ia, ib)\n"
+        "assert (u == np.arange(20_000)).all() and (ia == 2 * np.arange(10_000)).all()\n"
+        "print(before - K._BUDGET[0], K.TWIN_CALL_UNITS + int(merge2.twin_weight * 60_000),"
+        " merge2.twin_weight < 1, 'numba' in sys.modules)\n")
+    drawn, expected, light, numba = _child_output(code)
+    assert drawn == expected
+    assert light == "True"
+    assert numba == "False"
+
+
+def test_a_least_squares_of_a_hundred_thousand_unknowns_stays_off_numba() -> None:
+    """Measured from outside (fresh processes): Broyden's tridiagonal least squares at
+    n = 10^5 loaded numba at once (its preparation was expected to cost the fallback paths
+    140 units a nonzero, 14-22 measured, its twins charged ten times their excess), 0.78 of
+    finite differences' time; it now runs on the numpy paths, with the same solution."""
+    code = (
+        "import sys, numpy as np, sparsejac\n"
+        "from scipy.optimize import least_squares\n"
+        "import scipy.sparse as sp\n"
+        "def f(x):\n"
+        "    r = (3 - 2 * x) * x + 1\n"
+        "    r[1:] -= x[:-1]\n"
+        "    r[:-1] -= 2 * x[1:]\n"
+        "    return r\n"
+        "n = 10 ** 5\n"
+        "x0 = -np.ones(n)\n"
+        "res = least_squares(f, x0, jac=sparsejac.least_squares_jacobian(f, x0))\n"
+        "print('numba' in sys.modules)\n"
+        "pattern = sp.diags_array([np.ones(n - 1), np.ones(n), np.ones(n - 1)],"
+        " offsets=[-1, 0, 1])\n"
+        "fd = least_squares(f, x0, jac_sparsity=pattern)\n"
+        "print(res.success, np.abs(res.x - fd.x).max() < 1e-6)\n")
+    assert _child_output(code) == ["False", "True", "True"]
 
 
 def test_a_tape_whose_first_calls_would_spend_the_budget_loads_the_kernels_when_prepared(

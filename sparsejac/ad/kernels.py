@@ -277,13 +277,14 @@ def _rank_marked_numpy(mark: np.ndarray, dyn_pos: np.ndarray, rank: np.ndarray) 
     np.cumsum(mark, dtype=rank.dtype, out=rank)
 
 
-# the twins, registered with their kernels
-spread_onehot.numpy_twin(_spread_onehot_numpy)
+# the twins, registered with their kernels; the weight is what a twin costs more than its
+# kernel per entry, in budget units of about 10 ns (benchmarks/fallback.py, rounded up)
+spread_onehot.numpy_twin(_spread_onehot_numpy, weight=0.2)
 spread_dense.numpy_twin(_spread_dense_numpy)
-contribute.numpy_twin(_contribute_numpy)
-expand_ranges.numpy_twin(_expand_ranges_numpy)
-gather_keys.numpy_twin(_gather_keys_numpy)
-merge2.numpy_twin(_merge2_numpy)
-union_size.numpy_twin(_union_size_numpy)
-positions_in.numpy_twin(_positions_in_numpy)
-rank_marked.numpy_twin(_rank_marked_numpy)
+contribute.numpy_twin(_contribute_numpy, weight=0.05)
+expand_ranges.numpy_twin(_expand_ranges_numpy, weight=0.1)
+gather_keys.numpy_twin(_gather_keys_numpy, weight=0.1)
+merge2.numpy_twin(_merge2_numpy, weight=0.5)
+union_size.numpy_twin(_union_size_numpy, weight=0.4)
+positions_in.numpy_twin(_positions_in_numpy, weight=0.25)
+rank_marked.numpy_twin(_rank_marked_numpy, weight=0.05)
