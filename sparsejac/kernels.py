@@ -55,7 +55,7 @@ _LOCK = threading.RLock()
 #: about 0.25 s, what numba's import, runtime start and first kernel loads cost on a
 #: reference machine. Renting until the rent paid equals the price, a process never pays
 #: more than about twice numba's start, and one computing a few Jacobians of up to a few
-#: 10^4 unknowns never pays it; a preparation that will clearly need more says so first
+#: 10^5 nonzeros never pays it; a preparation that will clearly need more says so first
 #: (:func:`expect`) and the kernels load at once.
 FALLBACK_BUDGET = 25_000_000
 _BUDGET = [FALLBACK_BUDGET]
