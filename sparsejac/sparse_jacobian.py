@@ -38,6 +38,7 @@ from sparsejac.validation import (
     check_flag,
     check_kwargs,
     check_mode,
+    check_out_matrix,
     check_params,
     check_reverse_cost,
     check_x,
@@ -360,8 +361,8 @@ class SparseJacobian(PlanView):
             Passed to ``f`` (as scipy's solvers do). The same objects as at preparation
             reuse it; other objects prepare again.
         out : csr_array, optional
-            A matrix returned by an earlier call, refilled in place and returned; if new
-            arguments gave another structure, it is left alone and a new matrix returned.
+            A matrix returned by an earlier call, refilled in place and returned (refused if
+            its structure was changed); if new arguments gave another, a new matrix.
 
         Returns
         -------
@@ -456,11 +457,8 @@ class SparseJacobian(PlanView):
         if format not in ("csr", "csc"):
             raise ValueError(f"`format` must be 'csr' or 'csc'; got {format!r}")
         plan = self._plan
-        if out is not None and not (format == "csr" and isinstance(out, sp.csr_array)
-                                    and out.shape == plan.shape and out.dtype == np.float64
-                                    and out.data.flags.writeable):
-            raise ValueError("`out` must be a csr_array returned by this SparseJacobian "
-                             f"(shape {plan.shape}, float64, writeable data)")
+        if out is not None:
+            check_out_matrix(out, plan.pattern, format)
         if args is None and kwargs is None and out is None and format == "csr":
             # (an ODE adapter's call with the time as parameter: one fused call, as __call__)
             got = self._fast_data(x, params)
@@ -471,7 +469,9 @@ class SparseJacobian(PlanView):
         if out is None:
             return new.matrix(data, format)
         if (buf is None or new.pattern is not plan.pattern) and not fits_pattern(out, new.pattern):
-            return new.matrix(np.array(data, copy=True))  # another structure: a new matrix
+            # another structure: a new matrix, out left alone (refused if it has neither)
+            check_out_matrix(out, new.pattern, fits=(plan.pattern,) if buf is None else None)
+            return new.matrix(np.array(data, copy=True))
         if data is not out.data:
             out.data[:] = data
         return out

@@ -33,6 +33,7 @@ __all__ = [
     "check_flag",
     "check_kwargs",
     "check_mode",
+    "check_out_matrix",
     "check_params",
     "check_real",
     "check_reverse_cost",
@@ -351,6 +352,40 @@ def check_real(v: Any, name: str, size: int, of: str = "") -> np.ndarray:
         raise ValueError(f"`{name}` must be {want}; got NaN or infinity at "
                          f"{np.flatnonzero(~np.isfinite(a.reshape(-1)))[:5].tolist()}")
     return a
+
+
+def check_out_matrix(out: Any, pattern: Any, format: str = "csr", *,
+                     fits: tuple[Any, ...] | None = None) -> None:
+    """Refuse an ``out=`` that a prepared Jacobian of ``pattern`` cannot refill in place.
+
+    It must be a writeable float64 ``csr_array`` (``format="csr"``). Given ``fits`` (the
+    patterns of the plans a call used, before and after it), it must also have one of their
+    structures (:func:`fits_pattern`): one whose structure was changed since it was returned
+    (``eliminate_zeros()``) would otherwise be left alone and a new matrix returned, which a
+    caller relying on ``out`` being refilled would not see.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sparsejac.pattern import as_pattern
+    >>> from sparsejac.validation import check_out_matrix
+    >>> eye = as_pattern(np.eye(2))
+    >>> check_out_matrix(sp.csr_array(np.eye(2)), eye, fits=(eye,))
+    >>> check_out_matrix(sp.csr_array(np.diag([1.0, 0.0])), eye, fits=(eye,))
+    Traceback (most recent call last):
+        ...
+    ValueError: `out` does not have this Jacobian's structure (1 stored entries, 2 expected): ...
+    """
+    if not (format == "csr" and isinstance(out, sp.csr_array) and out.shape == pattern.shape
+            and out.dtype == np.float64 and out.data.flags.writeable):
+        raise ValueError("`out` must be a csr_array returned by this SparseJacobian "
+                         f"(shape {pattern.shape}, float64, writeable data)")
+    if fits is not None and not any(fits_pattern(out, p) for p in fits):
+        raise ValueError(
+            f"`out` does not have this Jacobian's structure ({out.nnz} stored entries, "
+            f"{pattern.nnz} expected): a matrix whose structure was changed (eliminate_zeros, "
+            "a new sparsity) or one returned before a preparation that changed the structure; "
+            "pass the matrix the last call returned, or no `out`")
 
 
 def fits_pattern(out: Any, pattern: Any) -> bool:

@@ -703,28 +703,59 @@ def test_out_is_only_filled_when_it_has_the_plans_structure():
     """out= after new arguments prepared again with another pattern (more nonzeros, or as
     many elsewhere) filled the old matrix: stale or misplaced values, silently; a matrix of
     another SparseJacobian with as many nonzeros took values at the wrong places. Now a
-    matrix of another structure is left alone and a new one returned. Oracle: np.roll by
-    hand."""
+    matrix of the structure before the call's new preparation is left alone and a new one
+    returned; one of neither structure (another Jacobian's, one from two preparations ago)
+    is refused, since a caller who relies on it being refilled would keep stale values
+    (found from outside: out=J after J.eliminate_zeros() silently left J stale). Oracle:
+    np.roll by hand."""
     def f(x, k):
         return x ** 2 + np.roll(x, k) if k else x ** 2
 
     x = np.arange(1.0, 6.0)
     jac = sparsejac.SparseJacobian(f, x, args=(1,))
     J = jac(x, 1)
-    for k in (0, -1):  # 5 nonzeros, then 10 elsewhere
-        got = jac(x, k, out=J)
-        want = np.diag(2 * x) + (np.roll(np.eye(5), k, axis=0) if k else 0)
-        np.testing.assert_array_equal(got.toarray(), want)
+    kept = J.toarray()
+    got = jac(x, 0, out=J)  # 5 nonzeros: a new matrix, J left alone
+    assert got is not J
+    np.testing.assert_array_equal(got.toarray(), np.diag(2 * x))
+    np.testing.assert_array_equal(J.toarray(), kept)
+    with pytest.raises(ValueError, match="does not have this Jacobian's structure"):
+        jac(x, -1, out=J)  # J is of neither the k = 0 nor the k = -1 structure
     J = jac(x, -1)
+    np.testing.assert_array_equal(J.toarray(), np.diag(2 * x) + np.roll(np.eye(5), -1, 0))
     assert jac(x, -1, out=J) is J
     other = sparsejac.SparseJacobian(lambda x: x ** 2 + np.roll(x, 2), x)(x)
     before = other.toarray()
-    got = jac(x, -1, out=other)
-    assert got is not other
-    np.testing.assert_array_equal(got.toarray(), np.diag(2 * x) + np.roll(np.eye(5), -1, 0))
+    with pytest.raises(ValueError, match="does not have this Jacobian's structure"):
+        jac(x, -1, out=other)
     np.testing.assert_array_equal(other.toarray(), before)
     with pytest.raises(ValueError, match="`out` must be a csr_array"):
         jac(x, -1, out=sp.csc_array(J))
+    J.eliminate_zeros()  # (no explicit zeros here: the structure stays, J is refilled)
+    assert jac(x + 1.0, -1, out=J) is J
+
+
+def test_out_whose_structure_the_caller_changed_is_refused():
+    """Found from outside: jac(x, out=J) after J.eliminate_zeros() dropped explicit zeros
+    returned a new matrix and left J with the old values, which a caller relying on out=
+    being refilled kept using. Now refused, naming `out`; the values stay exact otherwise.
+    Oracle: the derivatives by hand."""
+    def g(x):
+        return np.concatenate([x[1:] * x[:-1], [np.sum(x)]])
+
+    jac = sparsejac.SparseJacobian(g, np.ones(6))
+    xz = np.ones(6)
+    xz[3] = 0.0  # explicit zeros in J at this point
+    J = jac(xz)
+    J.eliminate_zeros()
+    with pytest.raises(ValueError, match="`out` does not have this Jacobian's structure"):
+        jac(np.arange(1.0, 7.0), out=J)
+    x = np.arange(1.0, 7.0)
+    want = np.zeros((6, 6))
+    want[np.arange(5), np.arange(1, 6)] = x[:-1]
+    want[np.arange(5), np.arange(5)] += x[1:]
+    want[5] = 1.0
+    np.testing.assert_array_equal(jac(x).toarray(), want)
 
 
 def test_linear_operator_of_a_complex_vector():

@@ -1,0 +1,150 @@
+"""What ``verify`` watches besides the check point: values ``f`` reads through the user's code.
+
+Found from outside (a hunt of the prepared call path): each scenario below prepared at
+``x0 = 0`` a function ``np.where(x > 2, K * x ** 2, x)`` whose ``K`` is reached some way
+other than a global of ``f``'s own code, then changed ``K``. At the check point near ``x0``
+the change does not show, so only the watch can see it; each of these went unwatched and the
+Jacobian at ``x = 3, 3.1, ...`` stayed ``2 x`` instead of ``2 K x`` (error 0.8), silently.
+Oracle: ``2 K x`` by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+from sparsejac.watching import changed, settle, watch
+
+X = 3.0 + 0.1 * np.arange(6)
+
+_COMMON = "import numpy as np\nK = 1.0\n"
+
+SCENARIOS: dict[str, str] = {
+    # f is a callable object whose __call__ reads a module global
+    "callable object": _COMMON + (
+        "class Model:\n"
+        "    def __call__(self, x):\n"
+        "        return np.where(x > 2, K * x ** 2, x)\n"
+        "f = Model()\n"
+        "def change():\n    global K\n    K = 5.0\n"),
+    # a global read four calls deep in f's own module
+    "four calls deep": _COMMON + (
+        "def h4(x):\n    return np.where(x > 2, K * x ** 2, x)\n"
+        "def h3(x):\n    return h4(x)\n"
+        "def h2(x):\n    return h3(x)\n"
+        "def h1(x):\n    return h2(x)\n"
+        "def f(x):\n    return h1(x)\n"
+        "def change():\n    global K\n    K = 5.0\n"),
+    # a parameter dict that f also uses as an evaluation counter
+    "dict with a counter": (
+        "import numpy as np\nP = {'k': 1.0, 'nfev': 0}\n"
+        "def f(x):\n    P['nfev'] += 1\n    return np.where(x > 2, P['k'] * x ** 2, x)\n"
+        "def change():\n    P['k'] = 5.0\n"),
+    # a function reached through a registry dict, reading a module global
+    "registry of functions": _COMMON + (
+        "def reaction(x):\n    return np.where(x > 2, K * x ** 2, x)\n"
+        "TERMS = {'reaction': reaction}\n"
+        "def f(x):\n    return TERMS['reaction'](x)\n"
+        "def change():\n    global K\n    K = 5.0\n"),
+    # a nested configuration, three levels deep, changed in place
+    "nested config": (
+        "import numpy as np\nCFG = {'reactions': {'r1': {'k': 1.0}}}\n"
+        "def f(x):\n    return np.where(x > 2, CFG['reactions']['r1']['k'] * x ** 2, x)\n"
+        "def change():\n    CFG['reactions']['r1']['k'] = 5.0\n"),
+    # a method of the user's class reading an attribute
+    "method attribute": (
+        "import numpy as np\n"
+        "class Model:\n"
+        "    def __init__(self):\n        self.k = 1.0\n        self.calls = 0\n"
+        "    def rhs(self, x):\n        self.calls += 1\n"
+        "        return np.where(x > 2, self.k * x ** 2, x)\n"
+        "model = Model()\nf = model.rhs\n"
+        "def change():\n    model.k = 5.0\n"),
+}
+
+
+def _module(name: str, source: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_change_reached_through_the_users_code_is_noticed(scenario: str) -> None:
+    m = _module("user_model", SCENARIOS[scenario])
+    jac = sparsejac.SparseJacobian(m.f, np.zeros(6))
+    np.testing.assert_allclose(jac(X).diagonal(), 2 * X, rtol=1e-12)
+    m.change()
+    np.testing.assert_allclose(jac(X).diagonal(), 10 * X, rtol=1e-12)
+    assert jac.stats()["preparations"] == 2
+    for _ in range(3):  # and what f changes itself (a counter) prepares nothing again
+        jac(X + 0.1)
+    assert jac.stats()["preparations"] == 2
+
+
+def test_a_helper_of_the_users_other_module_is_followed(tmp_path: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``from physics import rate``: rate reads physics.K, rebound by the user."""
+    (tmp_path / "physics_model.py").write_text(
+        "import numpy as np\nK = 1.0\n"
+        "def rate(x):\n    return np.where(x > 2, K * x ** 2, x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    physics = importlib.import_module("physics_model")
+    try:
+        user = _module("user_script", "from physics_model import rate\n"
+                                      "def f(x):\n    return rate(x) + 0.0\n")
+        jac = sparsejac.SparseJacobian(user.f, np.zeros(6))
+        np.testing.assert_allclose(jac(X).diagonal(), 2 * X, rtol=1e-12)
+        physics.K = 5.0
+        np.testing.assert_allclose(jac(X).diagonal(), 10 * X, rtol=1e-12)
+    finally:
+        sys.modules.pop("physics_model", None)
+
+
+def test_library_code_is_not_followed() -> None:
+    """numpy's and scipy's functions are watched by identity only: their module globals (a
+    library's caches) are not what ``f``'s value depends on between calls."""
+    import scipy.special
+
+    def f(x: Any) -> Any:
+        return scipy.special.expit(x) + np.linalg.norm(x)
+
+    names = {(type(space).__name__, name) for space, name, _, _ in watch(f)}
+    assert all(space in ("dict", "cell") for space, _ in names)
+    assert len(names) <= 2
+
+
+def test_settle_stops_watching_only_the_items_f_changed() -> None:
+    """A counter in a dictionary of parameters: that item is no change of ``f``, the others
+    stay watched (before, the whole dictionary stopped being watched)."""
+    m = _module("counter_model", SCENARIOS["dict with a counter"])
+    watched = watch(m.f)
+    m.f(np.ones(2))  # f's own call bumps the counter
+    settle(watched)
+    assert not changed(watched)
+    m.P["nfev"] += 5  # a counter moving between calls is no change either
+    assert not changed(watched)
+    m.P["k"] = 2.0
+    assert changed(watched)
+
+
+def test_nested_watching_is_bounded() -> None:
+    """Containers are watched item by item to four levels and 512 items per value: a large
+    nested structure is compared by identity below that (one call of changed stays cheap)."""
+    big = {f"k{i}": {f"j{j}": [float(j)] * 4 for j in range(60)} for i in range(60)}
+    small = {"a": {"b": {"c": [1.0]}}}
+
+    def f(x: Any) -> Any:
+        return x * big["k0"]["j0"][0] + small["a"]["b"]["c"][0]
+
+    watched = watch(f)
+    small["a"]["b"]["c"][0] = 2.0
+    assert changed(watched)
+    small["a"]["b"]["c"][0] = 1.0
+    assert not changed(watched)
