@@ -738,7 +738,8 @@ def best_bicoloring(
             break
         if not (mandatory or s.fits("star-step")):
             continue  # a later, mandatory step may still run
-        if skip_mandatory(s.costs["star-step"], s.fits("star-step"), s.n_passes, s.target):
+        if skip_mandatory(s.costs["star-step"], s.fits("star-step"), s.n_passes, s.target,
+                          lines=m + n):
             s.candidates.append(Candidate(f"{name}(skipped)", -1, 0.0))
             continue
         order = BIDIRECTIONAL_ORDERS[name](graph, "bidirectional", rng)  # type: ignore[arg-type]

@@ -41,11 +41,13 @@ from typing import Any
 __all__ = [
     "DEFAULT_EFFORT",
     "EFFORT_UNIT",
+    "MANDATORY_MIN_WORK",
     "MANDATORY_WORK",
     "NEAR_BOUND_PASSES",
     "NEAR_BOUND_SHARE",
     "PREPARED_EFFORT",
     "PREPARED_WORK_PER_NONZERO",
+    "PRODUCT_WORK_PER_LINE",
     "Budget",
     "PassCosts",
     "check_effort",
@@ -130,6 +132,16 @@ class PassCosts:
 #: the best colouring so far is already near the lower bound (:func:`near_bound`): on a
 #: nearly dense pattern such a pass costs ``O(n * nnz)`` and can gain only those few colours.
 MANDATORY_WORK = EFFORT_UNIT
+#: What a product (a Jacobian-vector or vector-Jacobian product) is assumed to cost at least,
+#: in nominal nanoseconds per row and column of the pattern: its seed and result vectors
+#: through a few operations of the function. A pass that runs whatever the budget is also
+#: skipped when it costs more than the products it could save in one Jacobian at that price
+#: (:func:`skip_mandatory`): a star bicolouring of a lower-triangular pattern of 1,000
+#: columns (``O(n * nnz)``, 1.5 s) to save at most 1,000 products of 2,000 entries each.
+PRODUCT_WORK_PER_LINE = 50.0
+#: ... when the pass predicts more work than this (about a tenth of a second: a pass of
+#: linear cost on 10^5 nonzeros runs, whatever it may save).
+MANDATORY_MIN_WORK = 1e8
 #: "Near the lower bound": at most this many colours (passes) above it ...
 NEAR_BOUND_PASSES = 2
 #: ... or this share of it, whichever is larger.
@@ -149,20 +161,34 @@ def near_bound(n_colors: int, lower_bound: int) -> bool:
                                          math.ceil(NEAR_BOUND_SHARE * lower_bound))
 
 
-def skip_mandatory(cost: float, fits: bool, n_colors: int, lower_bound: int) -> bool:
+def skip_mandatory(cost: float, fits: bool, n_colors: int, lower_bound: int,
+                   lines: int = 0) -> bool:
     """Whether a pass that runs whatever the budget is skipped this time.
 
-    Only when it does not fit in the budget, its predicted ``cost`` exceeds
-    :data:`MANDATORY_WORK`, and the best colouring so far is already near the lower bound
-    (:func:`near_bound`): a nearly dense pattern, where the pass costs ``O(n * nnz)``.
+    Only when it does not fit in the budget, and either its predicted ``cost`` exceeds
+    :data:`MANDATORY_WORK` while the best colouring so far is already near the lower bound
+    (:func:`near_bound`: a nearly dense pattern, where the pass costs ``O(n * nnz)``), or it
+    exceeds :data:`MANDATORY_MIN_WORK` and what the colours it could save at most are worth
+    in one Jacobian: ``n_colors - lower_bound`` products of :data:`PRODUCT_WORK_PER_LINE`
+    per row and column (``lines``: rows plus columns; 0 leaves this test out). A search
+    given the budget for it runs it.
 
     Examples
     --------
     >>> from sparsejac.coloring.budget import skip_mandatory
     >>> skip_mandatory(5e9, False, 1000, 999), skip_mandatory(5e9, False, 1000, 2)
     (True, False)
+    >>> skip_mandatory(3e9, False, 1000, 2, lines=2000)   # a triangle of 1,000 columns
+    True
+    >>> skip_mandatory(3e7, False, 7, 2, lines=32_000)  # a cheap pass runs whatever it saves
+    False
     """
-    return not fits and cost > MANDATORY_WORK and near_bound(n_colors, lower_bound)
+    if fits:
+        return False
+    if cost > MANDATORY_WORK and near_bound(n_colors, lower_bound):
+        return True
+    return lines > 0 and cost > max(MANDATORY_MIN_WORK,
+                                    (n_colors - lower_bound) * lines * PRODUCT_WORK_PER_LINE)
 
 
 def prepared_effort(nnz: int) -> float:

@@ -154,7 +154,8 @@ def best_groups(graph: BipartiteGraph, rng: np.random.Generator, budget: Budget)
     s.run("natural", "natural", lambda: greedy_color(graph))
     if s.done:
         return s
-    if skip_mandatory(s.cost("dsatur"), s.fits("dsatur"), s.n_colors, s.target):
+    if skip_mandatory(s.cost("dsatur"), s.fits("dsatur"), s.n_colors, s.target,
+                      lines=sum(graph.pattern.shape)):
         s.candidates.append(Candidate("dsatur(skipped)", -1, 0.0))
     else:
         s.run("dsatur", "dsatur", lambda: dsatur_color(graph)[0])
