@@ -599,6 +599,14 @@ CASES: list[Case] = [
          shape=(4,)),
     Case("scipy.linalg.cho_solve", "constant_factor", lambda x: sla.cho_solve(_CHO4, np.sin(x)),
          shape=(4,)),
+    Case("scipy.linalg.inv", "general", lambda x: sla.inv(_shift(x)), shape=(3, 3)),
+    Case("scipy.linalg.inv", "pos_reads_upper", lambda x: sla.inv(
+        _shift(x) @ _shift(x).T, assume_a="pos"), shape=(3, 3)),
+    Case("scipy.linalg.inv", "sym_lower", lambda x: sla.inv(
+        _shift(x), assume_a="sym", lower=True), shape=(3, 3)),
+    Case("scipy.linalg.det", "det", lambda x: sla.det(_shift(x)), shape=(3, 3)),
+    Case("scipy.linalg.det", "batched", lambda x: sla.det(_shift(x.reshape(2, 2, 2))),
+         shape=(2, 4)),
     Case("scipy.linalg.expm", "expm", sla.expm, shape=(3, 3)),
     Case("scipy.linalg.expm", "batched", lambda x: sla.expm(x.reshape(2, 2, 2)), shape=(2, 4)),
     Case("scipy.sparse.linalg.spsolve", "reducible", lambda x: spla.spsolve(_BLK6, x**2),

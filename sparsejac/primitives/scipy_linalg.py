@@ -472,6 +472,36 @@ def _expm(A: Any) -> Any:
     return batched(EXPM, (A,), (2,))
 
 
+#: The structures of ``scipy.linalg.inv`` traced: those whose inverse is dense, so that its
+#: pattern is exact (a triangular inverse is triangular, with a sparser dependence than a
+#: dense inverse's; with ``"diagonal"`` scipy 1.17 returns ``a``'s off-diagonal entries).
+_INV_ASSUME = (None, "general", "gen", "sym", "pos", "her")
+
+
+@register_library(sla.inv, name="scipy.linalg.inv", family="linalg", via="inv",
+                  note="general, sym, her, pos (the triangle it reads), batched")
+def _scipy_inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
+               assume_a: Any = None, lower: bool = False) -> Any:
+    if assume_a not in _INV_ASSUME:
+        raise UnsupportedPrimitiveError(
+            "scipy.linalg.inv", f"assume_a={assume_a!r}; traced: "
+            f"{', '.join(map(repr, _INV_ASSUME))}; a triangular matrix: scipy.linalg.solve(a, "
+            "np.eye(n), assume_a=...), a diagonal one: 1 / np.diagonal(a)")
+    shape = _shape(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Expected square matrix, got a.shape={shape}")
+    return np.linalg.inv(_read_matrix(a, _ASSUME[assume_a], bool(lower)))
+
+
+@register_library(sla.det, name="scipy.linalg.det", family="linalg", via="det",
+                  note="as np.linalg.det (exact at singular matrices), batched")
+def _scipy_det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    shape = _shape(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Expected square matrix, got a.shape={shape}")
+    return np.linalg.det(a)
+
+
 _INSTEAD = ("factorise a constant matrix, or solve with the traced matrix itself: "
             "scipy.linalg.solve(a, b) or np.linalg.solve(a, b)")
 

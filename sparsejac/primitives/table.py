@@ -63,12 +63,14 @@ NOT_SUPPORTED: list[tuple[str, str, str]] = [
      "keep the shape with `np.where(cond, a, b)`, or ask for a local pattern "
      "(`local=True`)"),
     ("`np.linalg.eig`, `eigvals` (non-symmetric), `tensorsolve`, `tensorinv`; `scipy.linalg` "
-     "functions other than `solve`, `lu_solve`, `cho_solve`, `expm` (`lu_factor`, `cholesky`, "
-     "`inv`, `det`, ... of a traced matrix); `scipy.sparse.linalg` iterative solvers and a "
-     "traced sparse matrix",
+     "functions other than `solve`, `lu_solve`, `cho_solve`, `expm`, `inv`, `det` "
+     "(`lu_factor`, `cholesky`, `solve_triangular`, ... of a traced matrix; `inv` of a "
+     "triangular or diagonal one); `scipy.sparse.linalg` iterative solvers and a traced "
+     "sparse matrix",
      "complex eigenvalues; no rules yet for the others",
      "`np.linalg.eigh` for a symmetric matrix; the `np.linalg` function of the same name "
-     "(`np.linalg.cholesky`, `inv`, `det` take traced matrices); `spsolve` for a sparse system"),
+     "(`np.linalg.cholesky` takes traced matrices); `scipy.linalg.solve(a, b, "
+     "assume_a='lower triangular')`; `spsolve` for a sparse system"),
     ("`lu.solve(u)` with a `scipy.sparse.linalg.splu` factorisation (or `factorized(A)`) made "
      "before `f` is traced",
      "the factorisation's `solve` is compiled code that converts its argument; numpy gives no "

@@ -153,3 +153,28 @@ def test_newton_inner_solve_prepared_in_every_mode(mode: str) -> None:
 
 _M3 = np.array([[3.0, 1.0, 0.0], [1.0, 2.0, 0.5], [0.0, 0.5, 4.0]])
 _CHO = sla.cho_factor(_M3)
+
+
+def test_inv_and_det_of_a_traced_matrix() -> None:
+    """Found from outside: scipy.linalg.inv and det of a traced matrix raised an
+    AttributeError about ndarray.flags that named neither. They are traced now (as
+    np.linalg.inv and det, reading the triangle assume_a says); inv of a triangular or
+    diagonal matrix, whose exact pattern is sparser, is refused by name. Oracles: the
+    inverse's derivative -A^-1 E A^-1 and Jacobi's formula det(A) A^-T, by hand."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 4)) + 4 * np.eye(4)
+    inv = np.linalg.inv(a)
+    J = sparsejac.jacobian(lambda x: sla.inv(x.reshape(4, 4)).ravel(), a.ravel()).toarray()
+    want = -np.einsum("ik,lj->ijkl", inv, inv).reshape(16, 16)
+    np.testing.assert_allclose(J, want, rtol=1e-12, atol=1e-14)
+    d = sparsejac.jacobian(lambda x: np.atleast_1d(sla.det(x.reshape(4, 4))), a.ravel())
+    np.testing.assert_allclose(d.toarray().reshape(4, 4), np.linalg.det(a) * inv.T, rtol=1e-12)
+    s = a @ a.T  # pos, reading the upper triangle: the lower one is never looked at
+    up = np.triu(s) + 5.0 * np.tril(np.ones((4, 4)), -1)
+    got = sparsejac.jacobian(lambda x: sla.inv(x.reshape(4, 4), assume_a="pos").ravel(),
+                             up.ravel()).toarray().reshape(16, 4, 4)
+    assert not got[:, np.tril_indices(4, -1)[0], np.tril_indices(4, -1)[1]].any()
+    for assume in ("lower triangular", "diagonal"):
+        with pytest.raises(sparsejac.UnsupportedPrimitiveError, match=r"scipy\.linalg\.inv"):
+            sparsejac.jacobian(lambda x, a=assume: sla.inv(x.reshape(4, 4), assume_a=a),
+                               a.ravel())
