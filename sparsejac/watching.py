@@ -186,14 +186,14 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
     def add(space: Any, name: Any, v: Any) -> None:
         out.append((space, name, v, _snapshot(v)))
 
-    def follow(v: Any, depth: int) -> None:
+    def follow(v: Any, depth: int, level: int = 0) -> None:
         """The user's functions and callable objects ``v`` holds or is (a registry)."""
-        if isinstance(v, (tuple, list)) and len(v) <= _WATCH_ITEMS_MAX:
-            for item in v:
-                follow(item, depth)
-        elif isinstance(v, dict) and len(v) <= _WATCH_ITEMS_MAX:
-            for item in v.values():
-                follow(item, depth)
+        if isinstance(v, (tuple, list, dict)):
+            if level >= _WATCH_NESTING or len(v) > _WATCH_ITEMS_MAX or id(v) in seen:
+                return
+            seen.add(id(v))  # (a container that holds itself)
+            for item in (v.values() if isinstance(v, dict) else v):
+                follow(item, depth, level + 1)
         elif _users(v):
             visit(v, depth + 1)
 

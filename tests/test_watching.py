@@ -148,3 +148,21 @@ def test_nested_watching_is_bounded() -> None:
     assert changed(watched)
     small["a"]["b"]["c"][0] = 1.0
     assert not changed(watched)
+
+
+def test_containers_that_hold_themselves() -> None:
+    """A list or dictionary that holds itself is followed once, not without end."""
+    box: list[Any] = [1.0]
+    box.append(box)
+    cfg: dict[str, Any] = {"k": 2.0}
+    cfg["self"] = cfg
+
+    def f(x: Any) -> Any:
+        return x * box[0] * cfg["k"]
+
+    watched = watch(f)
+    assert not changed(watched)
+    jac = sparsejac.SparseJacobian(f, np.ones(3))
+    np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [2.0] * 3)
+    cfg["k"] = 3.0
+    np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [3.0] * 3)
