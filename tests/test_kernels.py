@@ -359,7 +359,7 @@ def test_first_use_after_installing_warns_and_warm_up_prevents_it(tmp_path: Any)
         "with warnings.catch_warnings(record=True) as seen:\n"
         "    warnings.simplefilter('always')\n"
         "    f = lambda x: x[1:] ** 2 - 2.5 * x[:-1] + np.sin(x[1:])\n"
-        "    x = np.linspace(0, 1, 200_000)\n"  # large enough for compiled kernels
+        "    x = np.linspace(0, 1, 1_000_000)\n"  # large enough for compiled kernels
         "    J = sparsejac.SparseJacobian(f, x)\n"
         "    J(x)\n"
         "print(sum(w.category is sparsejac.KernelCompilationWarning for w in seen))\n")
