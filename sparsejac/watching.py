@@ -181,7 +181,8 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
     True
     """
     out: list[tuple[Any, Any, Any, Any]] = []
-    seen: set[int] = set()
+    seen: set[int] = set()  # functions, objects and containers already followed
+    functions = [0]  # how many functions were read
 
     def add(space: Any, name: Any, v: Any) -> None:
         out.append((space, name, v, _snapshot(v)))
@@ -209,7 +210,7 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
             follow(a, depth)
 
     def visit(fn: Any, depth: int) -> None:
-        while True:
+        for _ in range(_WATCH_DEPTH):  # (wrappers of wrappers; an object answering any name)
             if isinstance(fn, (_Bound, functools.partial)):  # bound args and kwargs
                 kw = fn.kwargs if isinstance(fn, _Bound) else fn.keywords
                 for i, a in enumerate(fn.args):
@@ -233,9 +234,10 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
             else:
                 break
         if (not isinstance(fn, types.FunctionType) or id(fn) in seen or depth > _WATCH_DEPTH
-                or len(seen) >= _WATCH_FUNCTIONS_MAX):
+                or functions[0] >= _WATCH_FUNCTIONS_MAX):
             return
         seen.add(id(fn))
+        functions[0] += 1
         for i, a in enumerate(fn.__defaults__ or ()):  # mutable defaults: def f(x, th=[0.5])
             add(fn, ("defaults", i), a)
         for k, a in (fn.__kwdefaults__ or {}).items():

@@ -166,3 +166,19 @@ def test_containers_that_hold_themselves() -> None:
     np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [2.0] * 3)
     cfg["k"] = 3.0
     np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [3.0] * 3)
+
+
+def test_an_object_that_answers_every_attribute_does_not_hang() -> None:
+    """An object whose __getattr__ answers any name (a proxy, a mock) has a `__wrapped__`
+    that has one too: unwrapping it went on without end; it stops after a few levels."""
+
+    class Proxy:
+        def __getattr__(self, name: str) -> Any:
+            return Proxy()
+
+        def __call__(self, x: Any) -> Any:
+            return x * 2.0
+
+    assert watch(Proxy()) == ()
+    jac = sparsejac.SparseJacobian(Proxy(), np.ones(3))
+    np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [2.0] * 3)
