@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dis
 import functools
+import inspect
 import os
 import site
 import sys
@@ -99,7 +100,7 @@ def _snapshot(v: Any, depth: int = 0, budget: list[int] | None = None) -> _Snap:
     if (depth < _WATCH_NESTING and isinstance(v, (tuple, list, dict))
             and len(v) <= min(_WATCH_ITEMS_MAX, budget[0])):
         budget[0] -= len(v)
-        items = v.items() if isinstance(v, dict) else enumerate(v)
+        items = list(dict.items(v)) if isinstance(v, dict) else enumerate(_items(v))
         return _Snap("items", v, [(k, _snapshot(item, depth + 1, budget)) for k, item in items])
     return _Snap("identity", v)
 
@@ -132,12 +133,19 @@ def _same_as(now: Any, snap: _Snap) -> bool:
         return False
     for k, sub in snap.data:
         try:
-            item = now[k]
+            item = _item(now, k)
         except (KeyError, IndexError):
             return False
         if sub.active and not _same_as(item, sub):  # (inactive: what f changes itself)
             return False
     return True
+
+
+def _item(v: Any, k: Any) -> Any:
+    """``v[k]`` by the base type's own access (:func:`_items`)."""
+    if isinstance(v, dict):
+        return dict.__getitem__(v, k)
+    return (list.__getitem__ if isinstance(v, list) else tuple.__getitem__)(v, k)
 
 
 def _settle_snap(now: Any, snap: _Snap) -> None:
@@ -150,7 +158,7 @@ def _settle_snap(now: Any, snap: _Snap) -> None:
         if not sub.active:
             continue
         try:
-            item = now[k]
+            item = _item(now, k)
         except (KeyError, IndexError):
             snap.active = False
             return
@@ -160,11 +168,14 @@ def _settle_snap(now: Any, snap: _Snap) -> None:
 def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
     """The values ``call``'s code reads from globals, closures and bound arguments, now.
 
-    ``f``'s own code, its nested functions and lambdas, and the plain functions of its own
-    module it calls by global name (three levels), and the ``args``/``kwargs`` bound to it:
-    ``(namespace, cell or bound arguments; name; value; snapshot)``. Numbers, strings and
-    arrays are watched by value (small arrays, tuples, lists and dicts item by item, so a
-    change in place counts too: :data:`WATCH_COPY_MAX`), functions by identity.
+    ``f``'s own code, its nested functions and lambdas, the user's functions it calls (by
+    name, through registries and callable objects, methods through ``self``; up to
+    :data:`_WATCH_DEPTH` calls deep), the ``args``/``kwargs`` bound to it, and the
+    attributes those codes read of the user's objects and classes they reach (not those they
+    assign: state the code keeps itself): ``(namespace, cell, bound arguments or object;
+    name; value; snapshot)``. Numbers, strings and arrays are watched by value (small
+    arrays, tuples, lists and dicts item by item, so a change in place counts too:
+    :data:`WATCH_COPY_MAX`), functions and other objects by identity.
     :func:`changed` tells whether any changed since: a threshold ``thresh = 0.5`` set between
     calls shows there even when ``f``'s value at the check point does not change.
 
@@ -181,50 +192,78 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
     True
     """
     out: list[tuple[Any, Any, Any, Any]] = []
-    seen: set[int] = set()  # functions, objects and containers already followed
+    seen: set[Any] = set()  # functions, containers and (object, attribute) pairs followed
     functions = [0]  # how many functions were read
 
-    def add(space: Any, name: Any, v: Any) -> None:
+    def add(space: Any, name: Any, v: Any, reads: frozenset[str], depth: int) -> None:
         out.append((space, name, v, _snapshot(v)))
+        follow(v, reads, depth)
 
-    def follow(v: Any, depth: int, level: int = 0) -> None:
-        """The user's functions and callable objects ``v`` holds or is (a registry)."""
+    def follow(v: Any, reads: frozenset[str], depth: int, level: int = 0) -> None:
+        """What ``v`` holds that the code reads: functions (a registry), objects' attributes."""
         if isinstance(v, (tuple, list, dict)):
             if level >= _WATCH_NESTING or len(v) > _WATCH_ITEMS_MAX or id(v) in seen:
                 return
             seen.add(id(v))  # (a container that holds itself)
-            for item in (v.values() if isinstance(v, dict) else v):
-                follow(item, depth, level + 1)
+            for item in _items(v):
+                follow(item, reads, depth, level + 1)
+        elif isinstance(v, types.ModuleType):
+            return
         elif _users(v):
             visit(v, depth + 1)
+        elif level < _WATCH_NESTING and _user_code(v if isinstance(v, type) else type(v)):
+            members(v, reads, depth, level + 1)
 
-    def attributes(obj: Any, depth: int) -> None:
-        """An instance of the user's class whose method ``f`` is: its attributes, watched."""
-        attrs = getattr(obj, "__dict__", None)
-        if (id(obj) in seen or not isinstance(attrs, dict) or len(attrs) > _WATCH_ITEMS_MAX
-                or not _user_code(type(obj))):
-            return
-        seen.add(id(obj))
-        for k, a in list(attrs.items()):
-            add(obj, ("attr", k), a)
-            follow(a, depth)
+    def members(obj: Any, reads: frozenset[str], depth: int, level: int = 0) -> None:
+        """What the code reads of the user's object or class, watched or followed.
+
+        Its attributes (``self.k``, ``self.params.k``, ``Model.K``) are watched; the methods
+        it calls (``self._rate()``) and the getters of its properties are followed.
+        """
+        for name in sorted(reads):
+            if (id(obj), name) in seen:
+                continue
+            seen.add((id(obj), name))
+            raw = _static(obj, name)
+            if raw is _MISSING:
+                continue
+            if isinstance(raw, (staticmethod, classmethod)):
+                fn = raw.__func__
+                visit(types.MethodType(fn, obj if isinstance(obj, type) else type(obj))
+                      if isinstance(raw, classmethod) else fn, depth + 1)
+            elif isinstance(raw, property):  # computed from what its getter reads
+                if raw.fget is not None and not isinstance(obj, type):
+                    visit(types.MethodType(raw.fget, obj), depth + 1)
+            elif isinstance(raw, types.FunctionType):  # a method it calls: self._rate()
+                visit(raw if isinstance(obj, type) else types.MethodType(raw, obj), depth + 1)
+            elif _is_descriptor(raw):  # another computed attribute: not read here
+                continue
+            else:
+                value = _current(obj, ("attr", name))
+                if value is not _MISSING:
+                    out.append((obj, ("attr", name), value, _snapshot(value)))
+                    follow(value, reads, depth, level)
 
     def visit(fn: Any, depth: int) -> None:
+        bound: list[Any] = []  # objects whose attributes the function's code may read
         for _ in range(_WATCH_DEPTH):  # (wrappers of wrappers; an object answering any name)
             if isinstance(fn, (_Bound, functools.partial)):  # bound args and kwargs
                 kw = fn.kwargs if isinstance(fn, _Bound) else fn.keywords
                 for i, a in enumerate(fn.args):
-                    add(fn, ("args", i), a)
+                    out.append((fn, ("args", i), a, _snapshot(a)))
+                    bound.append(a)
                 for k, a in kw.items():
-                    add(fn, ("kwargs", k), a)
+                    out.append((fn, ("kwargs", k), a, _snapshot(a)))
+                    bound.append(a)
                 fn = fn.f if isinstance(fn, _Bound) else fn.func
             elif isinstance(fn, types.MethodType):
-                attributes(fn.__self__, depth)  # (self.k in a method of the user's class)
+                bound.append(fn.__self__)  # (self.k in a method of the user's class)
                 fn = fn.__func__
-            elif not isinstance(fn, types.FunctionType) and hasattr(fn, "__wrapped__"):
-                fn = fn.__wrapped__  # an adapter's wrapper (ode_jacobian's argument order)
+            elif not isinstance(fn, types.FunctionType) and _static(fn, "__wrapped__") \
+                    is not _MISSING:
+                fn = _current(fn, ("attr", "__wrapped__"))  # an adapter's wrapper
             elif _users(fn) and not isinstance(fn, types.FunctionType):
-                attributes(fn, depth)  # a callable object of the user's class
+                bound.append(fn)  # a callable object of the user's class: self in __call__
                 fn = type(fn).__call__
             elif type(fn).__module__.startswith("sparsejac."):  # a wrapper of this package
                 for a in list(getattr(fn, "__dict__", {}).values()):
@@ -238,21 +277,28 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
             return
         seen.add(id(fn))
         functions[0] += 1
-        for i, a in enumerate(fn.__defaults__ or ()):  # mutable defaults: def f(x, th=[0.5])
-            add(fn, ("defaults", i), a)
-        for k, a in (fn.__kwdefaults__ or {}).items():
-            add(fn, ("kwdefaults", k), a)
-        space = fn.__globals__
         names, stored = _names(fn.__code__)
+        reads = _attributes(fn.__code__)
+        for obj in bound:  # (self: what the code reads of it, even if it is callable)
+            follow(obj, reads, depth)
+            if _users(obj) and not isinstance(obj, (types.FunctionType, types.MethodType)):
+                members(obj, reads, depth)
+        for i, a in enumerate(fn.__defaults__ or ()):  # mutable defaults: def f(x, th=[0.5])
+            add(fn, ("defaults", i), a, reads, depth)
+        for k, a in (fn.__kwdefaults__ or {}).items():
+            add(fn, ("kwdefaults", k), a, reads, depth)
+        space = fn.__globals__
         for name in names - stored:  # (a counter f itself updates is no change of f)
             v = space.get(name, _MISSING)
-            if v is _MISSING or isinstance(v, (types.ModuleType, type)):
+            if v is _MISSING or isinstance(v, types.ModuleType):
                 continue
-            add(space, name, v)
+            if isinstance(v, type):  # a class: the attributes the code reads of it
+                if _user_code(v):
+                    members(v, reads, depth)
+                continue
+            add(space, name, v, reads, depth)
             if isinstance(v, types.FunctionType) and v.__module__ == fn.__module__:
                 visit(v, depth + 1)
-            else:  # the user's functions of other modules, in registries, callable objects
-                follow(v, depth)
         cells = zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False)
         for name, cell in cells:
             if name in stored:
@@ -261,15 +307,58 @@ def watch(call: Callable[..., Any]) -> tuple[tuple[Any, Any, Any, Any], ...]:
                 v = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            add(cell, None, v)
+            add(cell, None, v, reads, depth)
             visit(v, depth + 1)
-            follow(v, depth)
 
     visit(call, 0)
     return tuple(out)
 
 
 _MISSING = object()
+_RAISED = object()
+
+
+def _items(v: Any) -> Any:
+    """A tuple's, list's or dict's items by the base type's own access.
+
+    A subclass may wrap what its ``__getitem__`` returns (a table of parameter objects).
+    """
+    if isinstance(v, dict):
+        return list(dict.values(v))
+    return list(list.__iter__(v) if isinstance(v, list) else tuple.__iter__(v))
+
+
+def _static(obj: Any, name: str) -> Any:
+    """``name`` of ``obj`` as stored (no property run, no ``__getattr__``), or ``_MISSING``."""
+    try:
+        return inspect.getattr_static(obj, name, _MISSING)
+    except Exception:  # an exotic object: not followed
+        return _MISSING
+
+
+def _is_descriptor(raw: Any) -> bool:
+    """A computed class attribute (not a slot, whose value is the instance's own)."""
+    return (hasattr(type(raw), "__get__") and not isinstance(raw, types.MemberDescriptorType))
+
+
+@functools.lru_cache(maxsize=1024)
+def _attributes(code: types.CodeType) -> frozenset[str]:
+    """The attribute names ``code`` reads and does not assign, its nested functions' too.
+
+    ``self.k`` is read; ``self.calls += 1`` or ``self.last_t = t`` is state the code keeps
+    itself, not watched.
+    """
+    loaded, stored = set(), set()
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_SUPER_ATTR"):
+                loaded.add(ins.argval)
+            elif ins.opname in ("STORE_ATTR", "DELETE_ATTR"):
+                stored.add(ins.argval)
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return frozenset(loaded - stored)
 
 
 def _users(v: Any) -> bool:
@@ -291,8 +380,10 @@ def _user_code(obj: Any) -> bool:
         code = getattr(obj, "__func__", obj).__code__
         filename = code.co_filename
     except AttributeError:
-        module = sys.modules.get(getattr(obj, "__module__", "") or "")
-        filename = getattr(module, "__file__", None) or "<unknown>"
+        name = getattr(obj, "__module__", "") or ""
+        if name.partition(".")[0] in sys.stdlib_module_names:  # (builtins, types ...)
+            return False
+        filename = getattr(sys.modules.get(name), "__file__", None) or "<unknown>"
     return _user_file(filename)
 
 
@@ -339,7 +430,10 @@ def _names(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]]:
 
 def _current(space: Any, name: Any) -> Any:
     if type(name) is tuple and name[0] == "attr":  # an attribute of the user's object
-        return getattr(space, name[1], _MISSING)
+        try:
+            return getattr(space, name[1], _MISSING)
+        except Exception:  # raising now where it did not: a change
+            return _RAISED
     if isinstance(space, types.FunctionType):
         kind, key = name
         if kind == "defaults":

@@ -57,6 +57,68 @@ SCENARIOS: dict[str, str] = {
         "import numpy as np\nCFG = {'reactions': {'r1': {'k': 1.0}}}\n"
         "def f(x):\n    return np.where(x > 2, CFG['reactions']['r1']['k'] * x ** 2, x)\n"
         "def change():\n    CFG['reactions']['r1']['k'] = 5.0\n"),
+    # a class attribute read as self.K
+    "class attribute": (
+        "import numpy as np\n"
+        "class Model:\n    K = 1.0\n"
+        "    def rhs(self, x):\n        return np.where(x > 2, self.K * x ** 2, x)\n"
+        "f = Model().rhs\n"
+        "def change():\n    Model.K = 5.0\n"),
+    # a class with __slots__ (no instance dictionary)
+    "slots": (
+        "import numpy as np\n"
+        "class Model:\n    __slots__ = ('k',)\n"
+        "    def __init__(self):\n        self.k = 1.0\n"
+        "    def rhs(self, x):\n        return np.where(x > 2, self.k * x ** 2, x)\n"
+        "model = Model()\nf = model.rhs\n"
+        "def change():\n    model.k = 5.0\n"),
+    # a helper method reached through self, reading a module global
+    "method via self": _COMMON + (
+        "class Model:\n"
+        "    def _rate(self):\n        return K\n"
+        "    def rhs(self, x):\n        return np.where(x > 2, self._rate() * x ** 2, x)\n"
+        "f = Model().rhs\n"
+        "def change():\n    global K\n    K = 5.0\n"),
+    # a classmethod reading cls.K
+    "classmethod": (
+        "import numpy as np\n"
+        "class Kin:\n    K = 1.0\n"
+        "    @classmethod\n    def rate(cls):\n        return cls.K\n"
+        "def f(x):\n    return np.where(x > 2, Kin.rate() * x ** 2, x)\n"
+        "def change():\n    Kin.K = 5.0\n"),
+    # a parameter object held by the model (self.params.K)
+    "parameter object": (
+        "import numpy as np\n"
+        "class Params:\n    def __init__(self):\n        self.K = 1.0\n"
+        "class Model:\n    def __init__(self):\n        self.params = Params()\n"
+        "    def rhs(self, x):\n        return np.where(x > 2, self.params.K * x ** 2, x)\n"
+        "model = Model()\nf = model.rhs\n"
+        "def change():\n    model.params.K = 5.0\n"),
+    # a closure over the model object
+    "closure over an object": (
+        "import numpy as np\n"
+        "class Model:\n    def __init__(self):\n        self.K = 1.0\n"
+        "def make(model):\n"
+        "    def f(x):\n        return np.where(x > 2, model.K * x ** 2, x)\n"
+        "    return f\n"
+        "model = Model()\nf = make(model)\n"
+        "def change():\n    model.K = 5.0\n"),
+    # a module-level list of plain objects
+    "list of objects": (
+        "import numpy as np\n"
+        "class Reaction:\n    def __init__(self, k):\n        self.k = k\n"
+        "REACTIONS = [Reaction(1.0)]\n"
+        "def f(x):\n    return np.where(x > 2, REACTIONS[0].k * x ** 2, x)\n"
+        "def change():\n    REACTIONS[0].k = 5.0\n"),
+    # callable objects held in a list attribute, their own attribute changed in place
+    "callable objects in a list": (
+        "import numpy as np\n"
+        "class RateLaw:\n    def __init__(self, k):\n        self.k = k\n"
+        "    def __call__(self, x):\n        return np.where(x > 2, self.k * x ** 2, x)\n"
+        "class Model:\n    def __init__(self):\n        self.rates = [RateLaw(1.0)]\n"
+        "    def rhs(self, x):\n        return sum(r(x) for r in self.rates)\n"
+        "model = Model()\nf = model.rhs\n"
+        "def change():\n    model.rates[0].k = 5.0\n"),
     # a method of the user's class reading an attribute
     "method attribute": (
         "import numpy as np\n"
@@ -101,7 +163,7 @@ def test_a_helper_of_the_users_other_module_is_followed(tmp_path: Any,
                                       "def f(x):\n    return rate(x) + 0.0\n")
         jac = sparsejac.SparseJacobian(user.f, np.zeros(6))
         np.testing.assert_allclose(jac(X).diagonal(), 2 * X, rtol=1e-12)
-        physics.K = 5.0
+        setattr(physics, "K", 5.0)  # noqa: B010  (a module attribute, rebound)
         np.testing.assert_allclose(jac(X).diagonal(), 10 * X, rtol=1e-12)
     finally:
         sys.modules.pop("physics_model", None)
@@ -182,3 +244,65 @@ def test_an_object_that_answers_every_attribute_does_not_hang() -> None:
     assert watch(Proxy()) == ()
     jac = sparsejac.SparseJacobian(Proxy(), np.ones(3))
     np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [2.0] * 3)
+
+
+def test_what_f_does_not_read_of_its_object_prepares_nothing_again() -> None:
+    """Found from outside: once the attributes of the object whose method f is were watched,
+    every attribute counted, so a time loop storing self.t / self.y (never read by the
+    right-hand side), a hook stored on the object, or the right-hand side's own
+    self.last_t = t prepared again at every call (10-40 times slower). Only the attribute
+    names f's code reads, and does not assign, are watched."""
+    m = _module("loop_model", (
+        "import numpy as np\n"
+        "class Model:\n"
+        "    def __init__(self):\n"
+        "        self.k = 1.0\n        self.t = 0.0\n        self.y = None\n"
+        "        self.tables = [np.zeros(4096) for _ in range(4)]\n"
+        "        self.on_step = lambda: None\n        self.nfev = 0\n"
+        "    def rhs(self, x):\n"
+        "        self.nfev += 1\n        self.last_x = x\n"
+        "        return self.k * x ** 2\n"
+        "model = Model()\n"))
+    jac = sparsejac.SparseJacobian(m.model.rhs, np.ones(4))
+    for step in range(10):
+        m.model.t += 0.1
+        m.model.y = np.full(4, float(step))
+        m.model.tables[0][step] = 1.0
+        m.model.on_step = lambda step=step: step
+        np.testing.assert_array_equal(jac(np.ones(4)).diagonal(), [2.0] * 4)
+    assert jac.stats()["preparations"] == 1
+    m.model.k = 3.0
+    np.testing.assert_array_equal(jac(np.ones(4)).diagonal(), [6.0] * 4)
+    assert jac.stats()["preparations"] == 2
+
+
+def test_unusual_containers_and_objects() -> None:
+    """Found from outside: an attribute-style config (``__getattr__`` answering from its
+    items, raising KeyError) crashed the watch; a dict subclass whose ``__getitem__`` wraps
+    its values looked changed at every call. Items are read by the base type's own access
+    and attributes as stored."""
+
+    class AttrDict(dict):  # type: ignore[type-arg]
+        def __getattr__(self, name: str) -> Any:
+            return self[name]
+
+    class Param:
+        def __init__(self, v: float) -> None:
+            self.v = v
+
+    class Table(dict):  # type: ignore[type-arg]
+        def __getitem__(self, key: str) -> Any:
+            return Param(dict.__getitem__(self, key))
+
+    cfg = AttrDict(k=2.0)
+    table = Table(k=2.0)
+
+    def f(x: Any) -> Any:
+        return x * cfg.k * table["k"].v
+
+    jac = sparsejac.SparseJacobian(f, np.ones(3))
+    for _ in range(5):
+        np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [4.0] * 3)
+    assert jac.stats()["preparations"] == 1
+    cfg["k"] = 3.0
+    np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [6.0] * 3)
