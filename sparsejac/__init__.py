@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sparsejac.errors import (
     ConcretizationError,
     KernelCompilationWarning,
+    PreparedAgainWarning,
     TracedConversionError,
     TraceMismatchError,
     UnsupportedPrimitiveError,
@@ -98,6 +99,7 @@ __all__ = [
     "LagrangianHessian",
     "LeastSquaresJacobian",
     "OdeJacobian",
+    "PreparedAgainWarning",
     "ProductJacobian",
     "RootJacobian",
     "SparseHessian",

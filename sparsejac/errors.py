@@ -10,6 +10,7 @@ __all__ = [
     "SUPPORTED_FUNCTIONS_DOC",
     "ConcretizationError",
     "KernelCompilationWarning",
+    "PreparedAgainWarning",
     "TracedConversionError",
     "UnsupportedPrimitiveError",
     "with_hint",
@@ -144,5 +145,23 @@ class KernelCompilationWarning(UserWarning):
     --------
     >>> from sparsejac import KernelCompilationWarning
     >>> issubclass(KernelCompilationWarning, UserWarning)
+    True
+    """
+
+
+class PreparedAgainWarning(UserWarning):
+    """A prepared Jacobian keeps preparing again at calls: what ``f`` reads keeps changing.
+
+    Issued once per prepared object, when calls have made it prepare again
+    :data:`sparsejac.verifying.PREPARED_AGAIN_WARN` times: new argument objects at every call
+    (arguments are compared by identity), or a value ``f`` reads (an argument array updated
+    in place, a global) changed between calls. Each such call costs a preparation. Values
+    that change at every call, such as a time loop's previous state or a sweep's parameter,
+    belong in ``params=`` (traced: the recording replays with their new values) or in ``x``.
+
+    Examples
+    --------
+    >>> from sparsejac import PreparedAgainWarning
+    >>> issubclass(PreparedAgainWarning, UserWarning)
     True
     """

@@ -52,6 +52,7 @@ from sparsejac.verifying import (
     check_flat_x,
     check_structure,
     for_params,
+    prepared_again,
     watch,
 )
 
@@ -601,6 +602,7 @@ class SparseJacobian(PlanView):
             with self._lock:  # (another thread may have prepared for other arguments)
                 if self._state is state or not _same_args(self._state, state.args,
                                                           state.kwargs):
+                    prepared_again(self, state, new_args=False)
                     self._prepare(state.args, state.kwargs, ps)
                 state = for_params(self, self._state, ps)
             plan = state.plan
@@ -667,6 +669,7 @@ class SparseJacobian(PlanView):
         args, kwargs = check_args(args), check_kwargs(kwargs)
         with self._lock:
             if not _same_args(self._state, args, kwargs):
+                prepared_again(self, None, new_args=True)
                 self._prepare(args, kwargs)
             return self._state
 
@@ -763,16 +766,13 @@ class SparseJacobian(PlanView):
         -------
         dict
             JSON-ready: ``shape``, ``nnz``, ``mode``, ``reason``, ``n_products``, ``exact``,
-            ``retraced_each_call``, ``colors`` (products per candidate mode), ``products``
-            (``[forward, reverse]`` per candidate mode), ``costs`` (the cost rule's value per
-            candidate mode), ``lower_bound`` (column and row), ``coloring_budget`` (the
-            search effort, spent or deferred), ``deferred_search`` (None, or the deferred
-            search's ``effort``, the call it is due after and the calls so far),
-            ``coloring_work`` (the work it spent), ``seconds`` (detection,
-            coloring, preparation, and with ``calibrate=True`` calibration per timed mode),
-            ``engine``, ``preparations`` and ``branches`` (preparations for other branches
-            of ``f`` on its parameters, :func:`~sparsejac.verifying.for_params`: kept, made).
-            ``engine["kernel"]``: how a tape's calls run (:func:`~sparsejac.ad.fused.describe`).
+            ``retraced_each_call``; per candidate mode ``colors`` (products), ``products``
+            (``[forward, reverse]``), ``costs`` (the cost rule's value); ``lower_bound`` (column,
+            row), ``coloring_budget`` (search effort, spent or deferred), ``deferred_search``
+            (None, or its ``effort``, the call it is due after, the calls so far),
+            ``coloring_work``, ``seconds`` (detection, coloring, preparation, calibration per
+            timed mode), ``engine`` (``["kernel"]``: how a tape's calls run), ``preparations``,
+            ``branches`` (for branches of ``f`` on its parameters: kept, made).
         """
         out = plan_stats(self._plan, self._calls, self._n_prepared,
                          [len(self._branches), self._branch_preparations])

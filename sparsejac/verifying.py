@@ -14,11 +14,58 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.errors import PreparedAgainWarning
 from sparsejac.tracing.guards import PARAM_HINT
-from sparsejac.watching import WATCH_COPY_MAX, bind_arguments, changed, settle, watch
+from sparsejac.watching import (
+    WATCH_COPY_MAX,
+    bind_arguments,
+    changed,
+    settle,
+    watch,
+    what_changed,
+)
 
-__all__ = ["VERIFY_RTOL", "WATCH_COPY_MAX", "Verifier", "bind_arguments", "changed", "param_key",
-           "settle", "watch"]
+__all__ = ["PREPARED_AGAIN_WARN", "VERIFY_RTOL", "WATCH_COPY_MAX", "Verifier", "bind_arguments",
+           "changed", "param_key", "prepared_again", "settle", "watch"]
+
+#: Preparations that calls of one prepared Jacobian cause (new arguments, a changed value
+#: ``f`` reads) after which it says so, once (:class:`~sparsejac.errors.PreparedAgainWarning`).
+PREPARED_AGAIN_WARN = 10
+
+
+def prepared_again(owner: Any, state: Any, new_args: bool) -> None:
+    """Count a preparation a call of ``owner`` caused; warn once when they keep coming.
+
+    ``new_args``: the call passed other argument objects; else a value ``f`` reads changed
+    (named from ``state``'s watch where it can be).
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, sparsejac
+    >>> jac = sparsejac.SparseJacobian(lambda x, c: c * x, np.ones(2), args=(1.0,))
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     for i in range(12):
+    ...         _ = jac(np.ones(2), float(i))   # a new argument object at every call
+    >>> [type(w.message).__name__ for w in seen]
+    ['PreparedAgainWarning']
+    """
+    n = owner.__dict__.get("_prepared_again", 0) + 1
+    owner.__dict__["_prepared_again"] = n
+    if n != PREPARED_AGAIN_WARN:
+        return
+    from sparsejac.engines import user_stacklevel
+
+    why = ("other argument objects were passed (arguments are compared by identity: an equal "
+           "copy prepares again too)" if new_args else
+           f"{what_changed(getattr(state, 'watched', ())) or 'a value f reads'} changed")
+    warnings.warn(PreparedAgainWarning(
+        f"this prepared Jacobian was prepared again at {n} calls, the last because {why}. "
+        "Each costs a preparation: pass values that change at every call (a time loop's "
+        "previous state, a sweep's parameter) as `params=` (traced: no new preparation) or "
+        "in x, and keep the same argument objects between calls."),
+        stacklevel=user_stacklevel())
+
 
 #: Relative tolerance of ``verify``: the replayed ``f(x)`` must equal a real call to this,
 #: relative to the largest |f(x)| (the replay runs the same numpy operations, so it agrees to

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WATCH_COPY_MAX", "bind_arguments", "changed", "settle", "watch"]
+__all__ = ["WATCH_COPY_MAX", "bind_arguments", "changed", "settle", "watch", "what_changed"]
 
 
 def bind_arguments(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -463,6 +463,34 @@ def changed(watched: tuple[tuple[Any, Any, Any, Any], ...]) -> bool:
         if not _same_as(now, snap):
             return True
     return False
+
+
+def what_changed(watched: tuple[tuple[Any, Any, Any, Any], ...]) -> str | None:
+    """A name for the first watched value that changed (for a message), or None.
+
+    Examples
+    --------
+    >>> from sparsejac.watching import watch, what_changed
+    >>> k = [2.0]
+    >>> w = watch(lambda x: k[0] * x)
+    >>> k[0] = 3.0
+    >>> what_changed(w)
+    'the global `k`'
+    """
+    for space, name, _, snap in watched:
+        try:
+            same = not snap.active or _same_as(_current(space, name), snap)
+        except ValueError:
+            same = False
+        if same:
+            continue
+        if isinstance(name, tuple):
+            kind, key = name
+            return {"attr": f"the attribute `{key}` of a {type(space).__name__}",
+                    "args": f"the argument `args[{key}]`",
+                    "kwargs": f"the argument `{key}=`"}.get(kind, "a default argument")
+        return "a closure variable" if name is None else f"the global `{name}`"
+    return None
 
 
 def settle(watched: tuple[tuple[Any, Any, Any, Any], ...]) -> None:

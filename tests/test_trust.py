@@ -587,6 +587,7 @@ def test_a_prepared_jacobian_goes_to_a_process_pool():
         np.testing.assert_array_equal(g, jac(x, 2.0).toarray())
 
 
+@pytest.mark.filterwarnings("ignore::sparsejac.PreparedAgainWarning")  # (by design)
 def test_threads_calling_with_different_args_each_get_their_own_jacobian():
     """Threads calling one prepared Jacobian (and Hessian) with different ``args`` objects:
     each call uses the preparation for its own arguments. The call read the shared state

@@ -306,3 +306,38 @@ def test_unusual_containers_and_objects() -> None:
     assert jac.stats()["preparations"] == 1
     cfg["k"] = 3.0
     np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [6.0] * 3)
+
+
+def test_preparing_again_at_call_after_call_says_so_once() -> None:
+    """Found from outside: an implicit Euler step whose previous state is an argument
+    updated in place prepared again at every call, 50 times slower, silently. After
+    PREPARED_AGAIN_WARN such preparations a PreparedAgainWarning names what changed and
+    points to params=, once; params= then replays without preparing again."""
+    import warnings
+
+    from sparsejac.verifying import PREPARED_AGAIN_WARN
+
+    m = _module("sweep_model", _COMMON + "def f(x):\n    return K * x ** 2\n")
+    jac = sparsejac.SparseJacobian(m.f, np.ones(3))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for i in range(PREPARED_AGAIN_WARN + 5):
+            m.K = float(i + 2)
+            np.testing.assert_array_equal(jac(np.ones(3)).diagonal(), [2.0 * (i + 2)] * 3)
+    again = [w for w in seen if issubclass(w.category, sparsejac.PreparedAgainWarning)]
+    assert len(again) == 1
+    assert "the global `K`" in str(again[0].message)
+    assert "params=" in str(again[0].message)
+    assert again[0].filename == __file__  # at the user's line
+
+    def step(u: Any, uprev: Any, dt: float) -> Any:
+        return u - uprev - dt * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+
+    u = np.linspace(0.0, 1.0, 50)
+    uprev = u.copy()
+    traced = sparsejac.SparseJacobian(step, u, params=(uprev, 0.1))
+    for _ in range(PREPARED_AGAIN_WARN + 2):
+        uprev += 0.01
+        J = traced.evaluate(u, params=(uprev, 0.1))
+    assert traced.stats()["preparations"] == 1
+    np.testing.assert_allclose(J.diagonal(), [1.2] * 50)
