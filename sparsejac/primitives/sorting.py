@@ -105,6 +105,50 @@ class SortPermute(Primitive):
 
         return [LocalJac(rows, cols, dyn=dyn)]
 
+    def _sources(self, node: Node, x: Any) -> np.ndarray:
+        """For every output position (flat), the input position it reads at ``x``."""
+        axis, how = node.params["axis"], node.params.get("how", "sort")
+        idx = _lanes(node.out.shape, axis)
+        src = np.empty(idx.size, dtype=np.int64)
+        src[idx.ravel()] = np.take_along_axis(idx, self._select(x, axis, how), axis=-1).ravel()
+        return src
+
+    def jvp(
+        self, node: Node, vals: Sequence[Any], tangents: Sequence[np.ndarray | None], out: Any
+    ) -> np.ndarray | None:
+        """The tangents gathered as the values are: O(p n).
+
+        The derived rule would apply the local Jacobian's whole lanes (kept for the global
+        structure), O(p n²): a prepared call of a dense Jacobian through ``np.sort`` at
+        n = 2,000 took 0.15 s, now 0.03 s.
+        """
+        t = tangents[0]
+        if t is None:
+            return None
+        p = t.shape[0]
+        src = self._sources(node, vals[0])
+        return np.take(t.reshape(p, -1), src, axis=1).reshape((p, *node.out.shape))
+
+    def vjp(
+        self, node: Node, vals: Sequence[Any], out: Any, ct: np.ndarray
+    ) -> list[np.ndarray | None]:
+        """The cotangents added back to the positions read.
+
+        A permutation reads each input once; a running extremum reads one input for several
+        outputs (summed).
+        """
+        if not node.inputs[0].active:
+            return [None]
+        q = ct.shape[0]
+        src = self._sources(node, vals[0])
+        g = np.zeros((q, src.size))
+        how = node.params.get("how", "sort")
+        if isinstance(how, str) and how.endswith("accumulate"):
+            np.add.at(g.T, src, ct.reshape(q, -1).T)  # (rows of g.T: the positions)
+        else:  # a permutation of every lane: each input read once
+            g[:, src] = ct.reshape(q, -1)
+        return [g.reshape((q, *node.inputs[0].shape))]
+
     def pattern(self, node: Node, deps: Sequence[Deps | None], local: bool) -> Deps | None:
         """The reachable block of each lane (global); the selection at ``x`` (local)."""
         d = deps[0]
