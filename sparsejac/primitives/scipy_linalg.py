@@ -487,19 +487,22 @@ def _scipy_inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
             "scipy.linalg.inv", f"assume_a={assume_a!r}; traced: "
             f"{', '.join(map(repr, _INV_ASSUME))}; a triangular matrix: scipy.linalg.solve(a, "
             "np.eye(n), assume_a=...), a diagonal one: 1 / np.diagonal(a)")
-    shape = _shape(a)
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ValueError(f"Expected square matrix, got a.shape={shape}")
+    _square(a)
     return np.linalg.inv(_read_matrix(a, _ASSUME[assume_a], bool(lower)))
 
 
 @register_library(sla.det, name="scipy.linalg.det", family="linalg", via="det",
                   note="as np.linalg.det (exact at singular matrices), batched")
 def _scipy_det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    _square(a)
+    return np.linalg.det(a)
+
+
+def _square(a: Any) -> None:
+    """Refuse, as scipy does, a matrix (or stack) that is not square."""
     shape = _shape(a)
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"Expected square matrix, got a.shape={shape}")
-    return np.linalg.det(a)
 
 
 _INSTEAD = ("factorise a constant matrix, or solve with the traced matrix itself: "

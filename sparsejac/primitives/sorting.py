@@ -157,12 +157,7 @@ class SortPermute(Primitive):
         if not local:
             glob: Deps | None = derived_pattern(node, deps, local)
             return glob
-        axis, how = node.params["axis"], node.params.get("how", "sort")
-        idx = _lanes(node.out.shape, axis)
-        sel = self._select(node.inputs[0].value, axis, how)
-        rows = np.empty(idx.size, dtype=np.int64)
-        rows[idx.ravel()] = np.take_along_axis(idx, sel, axis=-1).ravel()
-        return depsets.take_rows(d, rows)
+        return depsets.take_rows(d, self._sources(node, node.inputs[0].value))
 
 
 SORT_PERMUTE = SortPermute()
