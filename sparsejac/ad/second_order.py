@@ -41,6 +41,7 @@ from sparsejac.primitives.core import LocalJac, Primitive, bind
 from sparsejac.primitives.dense_linalg import MatrixFunction
 from sparsejac.primitives.derive import local_jacobians
 from sparsejac.primitives.linear import apply_sparse_map
+from sparsejac.primitives.sorting import SortPermute
 from sparsejac.tracing import Program, trace
 from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer
@@ -142,9 +143,12 @@ def _transposed(s: Any) -> sp.csr_array:
 
 
 def _by_formula(node: Node) -> bool:
-    """A large dense matrix function: its cotangent formula, not its local Jacobian."""
+    """A node pulled back by its cotangent formula, not its local Jacobian.
+
+    A large dense matrix function, a sort (a scatter, not the lanes' whole local Jacobian).
+    """
     prim = node.prim
-    return isinstance(prim, MatrixFunction) and prim.pulls_by_formula(node)
+    return isinstance(prim, MatrixFunction | SortPermute) and prim.pulls_by_formula(node)
 
 
 def _needed_values(prog: Program) -> set[int]:
@@ -184,7 +188,7 @@ def _traced_gradient(prog: Program, x: Any, params: Sequence[Any]) -> Any:
         args = [vals.get(v.id, v.value) for v in node.inputs]
         out = vals.get(node.out.id, node.out.value)  # read only by value-dependent rules
         if _by_formula(node):
-            assert isinstance(node.prim, MatrixFunction)
+            assert isinstance(node.prim, MatrixFunction | SortPermute)
             return node.prim.traced_cotangents(node, args, out, value(ct))
         held = [ct]
 
