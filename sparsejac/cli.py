@@ -333,8 +333,8 @@ def _main_matrix(args: argparse.Namespace) -> int:
         rep, found = matrix_report(pattern, partitions, orders, seed=args.seed,
                                    effort=args.effort, time_budget=args.time_budget,
                                    return_colorings=True)
-    except (TypeError, ValueError) as exc:  # e.g. a negative --time-budget
-        print(f"{PROG} report: error: {exc}", file=sys.stderr)
+    except (TypeError, ValueError) as exc:  # a negative --time-budget, a non-square pattern
+        print(f"{PROG} report: error: {args.file}: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"file": args.file, **rep}))
@@ -344,20 +344,21 @@ def _main_matrix(args: argparse.Namespace) -> int:
         best = min(rep["results"], key=lambda r: r["n_colors"])
         result = found[result_key(best)]
         return _plot(result, args.plot,
-                     f"{args.file}: {best['partition']} colouring, {result.n_colors} colours")
+                     f"{args.file}: {best['partition']} colouring, {result.n_colors} colours",
+                     f"{PROG} report: error:")
     return 0
 
 
-def _plot(result: Any, path: str, title: str) -> int:
+def _plot(result: Any, path: str, title: str, err: str) -> int:
     from sparsejac.plot import plot_coloring
 
     try:
         plot_coloring(result, path, title=title)
     except ImportError as exc:
-        print(f"{PROG} report: error: {exc}", file=sys.stderr)
+        print(f"{err} {exc}", file=sys.stderr)
         return 2
     except (OSError, ValueError) as exc:  # no such directory, a format matplotlib lacks
-        print(f"{PROG} report: error: `--plot`: cannot write {path!r} ({exc})", file=sys.stderr)
+        print(f"{err} `--plot`: cannot write {path!r} ({exc})", file=sys.stderr)
         return 2
     return 0
 
@@ -455,7 +456,7 @@ def _main_function(args: argparse.Namespace) -> int:
         _print_function(args.function, rep, sys.stdout)
     if args.plot:
         return _plot(jac.coloring, args.plot,
-                     f"{args.function}: {jac.mode} mode, {jac.n_products} products")
+                     f"{args.function}: {jac.mode} mode, {jac.n_products} products", err)
     return 0
 
 

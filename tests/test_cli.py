@@ -212,6 +212,16 @@ def test_errors_after_the_options_are_one_line_messages(tmp_path, capsys, monkey
     assert "`seed` must be" in err
     assert "fns:bad raised RuntimeError: boom" in err
     assert "Traceback" not in err
+    rect = tmp_path / "rect.npz"
+    sp.save_npz(rect, sp.csr_array(np.ones((2, 3))))
+    assert main(["report", str(rect), "--partition", "symmetric"]) == 2
+    (tmp_path / "fns2.py").write_text("def good(x):\n    return x[1:] * x[:-1]\n")
+    assert main(["report", "function", "fns2:good", "--size", "3", "--plot",
+                 str(tmp_path / "no" / "x.png")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"sparsejac report: error: {rect}: a symmetric colouring")
+    assert err[1].startswith("sparsejac report function: error:")
+    assert "--plot" in err[1]
     with pytest.raises(ValueError, match="unknown order 'foo'"):
         matrix_report(sp.csr_array(np.eye(3)), ["column"], ["foo"])
     assert len(matrix_report(sp.csr_array(np.eye(3)), "column", "natural")["results"]) == 1
