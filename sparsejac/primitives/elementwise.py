@@ -75,7 +75,15 @@ def _entries(c: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _eval_partial(part: Callable[..., Any], vals: Sequence[Any], out: Any) -> Any:
-    """A partial derivative's value; its inf/nan (1/x at 0) are not the user's warnings."""
+    """A partial derivative's value; its inf/nan (1/x at 0) are not the user's warnings.
+
+    Operands are read as the ufunc's loop read them: a ``float32`` (``float16``) constant
+    in a ``float64`` operation is cast first, so ``np.float32(2.5) ** x`` is differentiated
+    with the ``float64`` logarithm of 2.5, not the ``float32`` one (a relative error of 3e-8).
+    """
+    if getattr(out, "dtype", None) == np.float64:
+        vals = [v.astype(np.float64) if isinstance(v, np.ndarray | np.generic)
+                and v.dtype.kind == "f" and v.dtype.itemsize < 8 else v for v in vals]
     with np.errstate(all="ignore"):  # (an underflow too, under np.errstate(all="raise"))
         return part(*vals, out)
 
