@@ -13,7 +13,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
@@ -296,17 +296,27 @@ class FdEngine:
     out_dtype: Any = None
     #: flat ``(lb, ub)`` that no evaluation point leaves (:func:`sparsejac.fd.bounded_steps`)
     bounds: tuple[np.ndarray, np.ndarray] | None = None
+    #: whether a complex step was checked against real steps (the first call does it)
+    checked: list[bool] = field(default_factory=list)
 
     def evaluate(self, mode: str, c: ColoringResult, x: np.ndarray, params: Sequence[Any],
                  out: np.ndarray | None) -> tuple[np.ndarray, Any]:
-        """``p + 1`` (``2p`` for 3-point) evaluations of ``f``, on ``workers`` if given."""
+        """``p + 1`` (``2p`` for 3-point) evaluations of ``f``, on ``workers`` if given.
+
+        The first call of ``"cs"`` also checks that ``f`` carries the complex step
+        (:func:`sparsejac.fd.check_complex_step_of`).
+        """
         if self.bounds is not None:
             check_within(x, self.bounds, "x", " given at preparation")
+        check = self.method == "cs" and not self.checked
         with _fd.worker_map(self.workers) as evaluate_all:
-            return _fd.fd_jacobian_data(_fd.BoundParams(self.call, tuple(params)), x, c,
+            data = _fd.fd_jacobian_data(_fd.BoundParams(self.call, tuple(params)), x, c,
                                         method=self.method, n_out=self.n_out, out=out,
                                         map=evaluate_all, out_dtype=self.out_dtype,
-                                        bounds=self.bounds), None
+                                        bounds=self.bounds, check_complex_step=check)
+        if check:
+            self.checked.append(True)
+        return data, None
 
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""

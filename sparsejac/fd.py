@@ -30,6 +30,7 @@ __all__ = [
     "METHODS",
     "BoundParams",
     "bounded_steps",
+    "check_complex_step_of",
     "check_method",
     "check_workers",
     "evaluate_output",
@@ -324,6 +325,7 @@ def fd_jacobian_data(
     map: Callable[..., Any] | None = None,
     out_dtype: Any = None,
     bounds: tuple[np.ndarray, np.ndarray] | None = None,
+    check_complex_step: bool = False,
 ) -> np.ndarray:
     """Nonzeros of an *approximate* Jacobian (CSR order) by compressed finite differences.
 
@@ -355,6 +357,9 @@ def fd_jacobian_data(
     bounds : (lb, ub), optional
         Flat float64 bounds that every evaluation point stays within (:func:`bounded_steps`;
         a one-sided ``"3-point"`` column costs one more evaluation, at ``x``, in all).
+    check_complex_step : bool
+        With ``"cs"`` (and no ``bounds``), compare the first complex step with real steps
+        (:func:`check_complex_step`; two to three more evaluations of ``fun``).
 
     Returns
     -------
@@ -466,6 +471,8 @@ def fd_jacobian_data(
             if b_fwd is not None:
                 assert f0 is not None
                 b_fwd[:, c] = lo - f0
+    if cs and check_complex_step and p and bounds is None:
+        check_complex_step_of(fun, x, h, order[bounds_of[0]:bounds_of[1]], b[:, 0], n_out)
     data = coloring.decompress_data(B=b, out=out)
     if b_one is not None:
         assert one_sided is not None
@@ -480,6 +487,55 @@ def fd_jacobian_data(
         scale = np.where(forward, h, scale)
     data /= scale[coloring.pattern.indices]
     return data
+
+
+def check_complex_step_of(fun: Callable[[np.ndarray], Any], x: np.ndarray, h: np.ndarray,
+                          cols: np.ndarray, b0: np.ndarray, n_out: int) -> None:
+    """Refuse a complex step that ``fun`` does not carry: ``b0`` against real steps.
+
+    ``b0`` is the imaginary part of ``fun`` at ``x + i dx`` (``dx`` = ``h`` on ``cols``, the
+    first colour's columns): ``J dx`` where ``fun`` is analytic. ``np.abs``, ``np.real``,
+    ``np.conj`` or ``np.linalg.norm`` of the complex argument drop or flip the imaginary part
+    and leave entries zero or negated, with nothing to show for it in the output's dtype.
+    The real differences along ``dx`` (central, then forward and backward, which a kink at
+    ``x`` matches) must agree with it to about a thousandth, or a ``ValueError`` says so.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.fd import check_complex_step_of
+    >>> x, h, cols = np.array([0.5, -2.0]), np.full(2, 1e-8), np.arange(2)
+    >>> check_complex_step_of(lambda z: z ** 2, x, h, cols, np.imag((x + 1j * h) ** 2), 2)
+    >>> check_complex_step_of(np.abs, x, h, cols, np.imag(np.abs(x + 1j * h)), 2)
+    Traceback (most recent call last):
+        ...
+    ValueError: fd_method='cs' (complex step) differentiates this f wrongly: ...
+    """
+    xf = x.ravel()
+    dx = np.zeros(xf.size)
+    dx[cols] = h[cols]
+    up = _evaluate(fun, (xf + dx).reshape(x.shape), n_out)
+    down = _evaluate(fun, (xf - dx).reshape(x.shape), n_out)
+    scale = 1e-11 * (1.0 + np.abs(up) + np.abs(down))  # rounding of the differences
+
+    def off(d: np.ndarray) -> np.ndarray:
+        far: np.ndarray = np.abs(b0 - d) > 1e-3 * np.maximum(np.abs(b0), np.abs(d)) + scale
+        return far
+
+    bad = off(0.5 * (up - down))
+    if bad.any():  # a kink at x: the complex step takes one side's slope
+        mid = _evaluate(fun, x, n_out)
+        bad &= off(up - mid) & off(mid - down)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"fd_method='cs' (complex step) differentiates this f wrongly: along a step of "
+            f"columns {cols[:5].tolist()}{' ...' if cols.size > 5 else ''}, output {i} changes "
+            f"by {0.5 * (up[i] - down[i]):.3g} for a real step and by {b0[i]:.3g} for the "
+            f"complex one ({int(bad.sum())} output(s) disagree). f does not carry the "
+            "imaginary part through: np.abs, np.real, np.conj, np.linalg.norm or a comparison "
+            "of the complex argument drop or flip it. Use the exact modes (the default mode) "
+            "or fd_method='2-point' / '3-point'.")
 
 
 def missing_entries(

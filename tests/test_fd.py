@@ -82,7 +82,8 @@ def test_fd_error_is_not_zero_for_curved_f(method, rng):
 
 def test_fd_products_are_colours_plus_base_point():
     """``n_products`` counts the evaluations of f that happen: one per colour plus the base
-    point (2-point), two per colour (3-point), one per colour (complex step)."""
+    point (2-point), two per colour (3-point), one per colour (complex step; its first call
+    also checks two real steps against the first complex one)."""
     s = by_name("burgers_zeros_like")
     calls = {"n": 0}
 
@@ -93,6 +94,9 @@ def test_fd_products_are_colours_plus_base_point():
     for method, per_colour, base in (("2-point", 1, 1), ("3-point", 2, 0), ("cs", 1, 0)):
         jac = sparsejac.SparseJacobian(counted, s.x0, mode="fd", fd_method=method,
                                        sparsity=s.pattern)
+        calls["n"] = 0
+        jac(s.x0)
+        assert calls["n"] == jac.n_products + (2 if method == "cs" else 0)
         calls["n"] = 0
         jac(s.x0)
         assert jac.coloring.n_colors == 3  # tridiagonal
@@ -180,6 +184,38 @@ def test_complex_step_needs_f_to_keep_the_imaginary_part():
                                    sparsity=np.eye(4))
     with pytest.raises(TypeError, match=r"fd_method='cs' needs `f` to carry complex input"):
         jac(np.ones(4))
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.abs(x) * np.roll(x, 1),      # |z|: the modulus, the step dropped
+    lambda x: np.conj(x) ** 2 + x,            # conj: the step flipped
+    lambda x: np.real(x) * np.exp(x),         # real: dropped, the output still complex
+    lambda x: np.linalg.norm(x) * x,          # the norm takes |z|
+])
+def test_complex_step_that_f_does_not_carry_is_refused(f):
+    """Found from outside: an f that drops or flips the imaginary part on the way (np.abs in
+    an upwind flux) got silent zeros from fd_method='cs', its output being complex still.
+    The first complex step is checked against real steps and the call refused."""
+    x = np.array([0.3, -1.2, 0.7, 2.0, -0.4])
+    with pytest.raises(ValueError, match=r"fd_method='cs' \(complex step\) differentiates"):
+        sparsejac.jacobian(f, x, mode="fd", fd_method="cs")
+    jac = sparsejac.SparseJacobian(f, x, mode="fd", fd_method="cs")
+    with pytest.raises(ValueError, match=r"np\.abs, np\.real, np\.conj"):
+        jac(x)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.maximum(x, 0.0) * 3.0 + x ** 2,   # a kink at x = 0: one side's slope
+    lambda x: np.sqrt(x * x + 1.0) / (2.0 + np.cos(x)),
+    lambda x: np.exp(x) * np.roll(x, 1) ** 3,
+])
+def test_complex_step_of_a_carrying_f_is_not_refused(f):
+    """Kinks at the point itself and analytic functions pass the check."""
+    for x in (np.zeros(5), np.linspace(0.5, 1.5, 5)):
+        got = sparsejac.jacobian(f, x, mode="fd", fd_method="cs").toarray()
+        if x[0] != 0.0:
+            np.testing.assert_allclose(got, sparsejac.jacobian(f, x).toarray(), rtol=1e-13,
+                                       atol=1e-13)
 
 
 # ---------------------------------------------------------------------------------------------
