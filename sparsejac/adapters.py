@@ -158,6 +158,10 @@ class OdeJacobian:
             _StateFirst(fun), y0, params=(_time(t0, "t0"),),
             args=check_args(args), name=str(getattr(fun, "__name__", "fun")), **options)
         n = int(np.size(y0))
+        m = int(self.prepared.plan.shape[0])
+        if m != n:  # (solve_ivp needs dy/dt of y's size; found from outside)
+            raise ValueError(f"`fun` must return dy/dt, an array of y0's size {n}; at (t0, y0) "
+                             f"it returned {m} values")
         #: what ``jac(t, y)`` returns: ``"csr"`` or ``"dense"`` (``format="auto"``: dense for
         #: at most :data:`DENSE_ODE_MAX` unknowns)
         self.format = ("dense" if n <= DENSE_ODE_MAX else "csr") if format == "auto" else format
@@ -525,6 +529,9 @@ class BvpJacobian:
         y, x = check_x(y, name="y"), check_x(x, name="x")
         if y.ndim != 2:
             raise ValueError(f"`y` must have shape (n, m); got shape {y.shape}")
+        if x.shape != (y.shape[1],):  # (found from outside: only a later call noticed)
+            raise ValueError(f"`x` must be the mesh of y's {y.shape[1]} nodes, shape "
+                             f"({y.shape[1]},); got shape {x.shape}")
         self._fun, self._n = check_callable(fun, y, name="fun"), y.shape[0]
         self._p0 = None if p is None else np.atleast_1d(np.asarray(p, dtype=np.float64))
         self._k = 0 if self._p0 is None else self._p0.size

@@ -40,7 +40,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
@@ -71,8 +71,17 @@ def _add_common(p: argparse.ArgumentParser, orders: Sequence[str],
                    help="draw the pattern coloured by colour class (needs matplotlib)")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A report parser whose usage errors are one line on standard error (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: message`` and where the options are listed; exit 2."""
+        usage = self.prog.replace("[matrix]", "matrix")
+        self.exit(2, f"{self.prog}: error: {message} (usage: {usage} --help)\n")
+
+
 def _matrix_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _OneLineParser(
         prog=f"{PROG} report [matrix]",
         description="Colour the columns (forward mode) and/or rows (reverse mode) of the "
         "sparsity pattern in FILE and report colours, lower bounds, compression and time.",
@@ -102,7 +111,7 @@ def _matrix_parser() -> argparse.ArgumentParser:
 
 
 def _function_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _OneLineParser(
         prog=f"{PROG} report function",
         description="Trace the numpy function ATTR of MODULE and report its Jacobian: pattern, "
         "products per mode, the mode auto picks, and the time of one Jacobian against f.",
@@ -281,9 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(exc.code) if isinstance(exc.code, int) else 2
     rest = argv[1:]
     if not rest:
-        print(f"usage: {PROG} report [matrix] FILE ... | {PROG} report function MODULE:ATTR ...",
-              file=sys.stderr)
-        print(f"{PROG} report: error: give a pattern FILE or a function MODULE:ATTR",
+        print(f"{PROG} report: error: give a pattern FILE or a function MODULE:ATTR (usage: "
+              f"{PROG} report [matrix] FILE ... | {PROG} report function MODULE:ATTR ...)",
               file=sys.stderr)
         return 2
     try:
@@ -334,7 +342,8 @@ def _main_matrix(args: argparse.Namespace) -> int:
                                    effort=args.effort, time_budget=args.time_budget,
                                    return_colorings=True)
     except (TypeError, ValueError) as exc:  # a negative --time-budget, a non-square pattern
-        print(f"{PROG} report: error: {args.file}: {exc}", file=sys.stderr)
+        msg = str(exc).replace("`sparsity`", "pattern")  # (the API's name for the file's)
+        print(f"{PROG} report: error: {args.file}: {msg}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"file": args.file, **rep}))
@@ -445,7 +454,9 @@ def _main_function(args: argparse.Namespace) -> int:
         x0 = _load_x0(args)
         rep, jac = function_report(fn, x0, order=order, return_jacobian=True)
     except (ValueError, TypeError, ConcretizationError, UnsupportedPrimitiveError) as exc:
-        print(f"{err} {exc}", file=sys.stderr)
+        # (Python's own TypeError, a call that does not fit f's signature, names no function)
+        named = type(exc) is not TypeError or args.function in str(exc) or str(exc)[:1] == "`"
+        print(f"{err} {'' if named else args.function + ': '}{exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # the user's function raised (or x0 does not fit in memory)
         print(f"{err} {args.function} raised {type(exc).__name__}: {exc}", file=sys.stderr)

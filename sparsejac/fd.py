@@ -439,7 +439,12 @@ def fd_jacobian_data(
     expected = p + need_f0 if method != "3-point" else 2 * p + need_f0
     if cs:
         expected = p
-    results = iter((builtins.map if map is None else map)(fun, points()))
+    mapped = (builtins.map if map is None else map)(fun, points())
+    try:
+        results = iter(mapped)
+    except TypeError:
+        raise TypeError(f"`workers` must return the results of f at the points (an iterable); "
+                        f"got {type(mapped).__name__}") from None
     got = 0
 
     def take() -> np.ndarray:
@@ -471,6 +476,8 @@ def fd_jacobian_data(
             if b_fwd is not None:
                 assert f0 is not None
                 b_fwd[:, c] = lo - f0
+    if next(results, _MISSING) is not _MISSING:
+        raise ValueError(f"`workers` returned more results than the {expected} points")
     if cs and check_complex_step and p and bounds is None:
         check_complex_step_of(fun, x, h, order[bounds_of[0]:bounds_of[1]], b[:, 0], n_out)
     data = coloring.decompress_data(B=b, out=out)

@@ -146,11 +146,12 @@ def hessian_sparsity(f: Callable[..., Any], x: Any, *, local: bool = False,
     """
     fn = check_callable(f, x)
     xa = check_x(x, name="x")
+    local = check_flag(local, "local")
+    params = check_params(params)
     call = bind_arguments(fn, check_args(args), check_kwargs(kwargs))
-    prog = _scalar_program(call, xa, tuple(params), "f", local=local)
+    prog = _scalar_program(call, xa, params, "f", local=local)
     with np.errstate(all="ignore"):  # (derivatives: inf * 0 at a singular point)
-        gprog = trace_gradient(prog, xa, params=tuple(params), name="gradient of f",
-                               local=local)
+        gprog = trace_gradient(prog, xa, params=params, name="gradient of f", local=local)
     return _symmetric(program_sparsity(gprog, local=local))
 
 
@@ -189,6 +190,7 @@ def hessian(f: Callable[..., Any], x: Any, *, method: str = "star", params: Sequ
            [0., 4., 0.]])
     """
     xa = check_x(x, name="x")  # messages name the caller's argument
+    params = check_params(params)
     try:
         return SparseHessian(f, xa, method=method, params=params, args=args, kwargs=kwargs,
                              effort=0.0, verify=False)(xa)
@@ -353,7 +355,7 @@ class SparseHessian(PlanView):
         self._effort = effort
         self._x0 = check_x(x0, name="x0")
         self._name = "f" if name is None else str(name)
-        self._params0 = tuple(params)
+        self._params0 = check_params(params)
         self._verify = check_flag(verify, "verify")
         self._check = Verifier(self._x0)
         self._user_sparsity = sparsity

@@ -18,6 +18,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from sparsejac.ad import InterpretedLinearization, Linearization, PreparedProgram
 from sparsejac.engines import PreparedEngine, ReplayEngine
+from sparsejac.validation import check_args
 from sparsejac.verifying import Verifier, for_params
 
 __all__ = ["DENSE_PRODUCTS", "DENSE_PRODUCTS_MIN", "JacobianOperator", "KrylovMethod", "linearized"]
@@ -337,7 +338,13 @@ class KrylovMethod:
                                                                sp.spmatrix)):
                 raise TypeError("`jacobian` must be a SparseJacobian (with `linear_operator`) "
                                 f"or the function F; got {type(jacobian).__name__}")
-            jacobian = _TracedAtEachPoint(jacobian, shape, tuple(args))
+            if shape is not None:
+                try:
+                    shape = tuple(int(k) for k in np.atleast_1d(shape))
+                except (TypeError, ValueError):
+                    raise TypeError("`shape` must be the shape of F's argument (a tuple of "
+                                    f"ints) or None; got {shape!r:.60}") from None
+            jacobian = _TracedAtEachPoint(jacobian, shape, check_args(args))
         elif shape is not None or args:
             raise ValueError("`shape` and `args` are for KrylovMethod(F, ...); a "
                              "SparseJacobian knows its x0's shape and its arguments")
@@ -382,8 +389,14 @@ class KrylovMethod:
             options.setdefault("maxiter", 1)
         if maxiter is not None:
             options.setdefault("maxiter", maxiter)
-        x, info = self.solver(counted, rhs, rtol=rtol, **options)
-        return np.asarray(x), int(info)
+        got = self.solver(counted, rhs, rtol=rtol, **options)
+        try:
+            x, info = got
+            return np.asarray(x, dtype=np.float64).reshape(rhs.shape), int(info)
+        except (TypeError, ValueError):
+            raise TypeError("`solver` must return (x, info) as scipy.sparse.linalg's solvers "
+                            f"do, x of shape {rhs.shape}; got {type(got).__name__} "
+                            f"{got!r:.60}") from None
 
     def _counted(self, A: JacobianOperator) -> Any:
         def matvec(v: np.ndarray) -> np.ndarray:

@@ -491,41 +491,43 @@ def as_pattern(obj: Any, *, name: str = "sparsity") -> SparsityPattern:
         ...
     ValueError: `sparsity` must be 2-D; got an array of shape (2,)
     """
+    label = name if " " in name else f"`{name}`"  # (an argument, or a phrase)
     if isinstance(obj, SparsityPattern):
         pattern = obj
-    elif isinstance(obj, (str, os.PathLike)):
-        if not os.fspath(obj):
-            raise ValueError(f"`{name}` is an empty file name; give a .mtx or .npz file")
+    elif isinstance(obj, (str, bytes, os.PathLike)):
+        obj = os.fsdecode(obj)
+        if not obj:
+            raise ValueError(f"{label} is an empty file name; give a .mtx or .npz file")
         pattern = read_pattern_file(obj)
     elif sp.issparse(obj):
         if len(obj.shape) != 2:
-            raise ValueError(f"`{name}` must be 2-D; got a sparse array of shape {obj.shape}")
+            raise ValueError(f"{label} must be 2-D; got a sparse array of shape {obj.shape}")
         _check_indices(obj, name)
         pattern = _from_scipy(obj)
     else:
         if obj is None or isinstance(obj, (dict, set)):
             raise TypeError(
-                f"`{name}` must be a scipy sparse matrix or array, a dense array or a matrix "
+                f"{label} must be a scipy sparse matrix or array, a dense array or a matrix "
                 f"file path; got {type(obj).__name__}"
             )
         try:
             a = np.asarray(obj)
         except Exception as exc:
             raise TypeError(
-                f"`{name}` must be a scipy sparse matrix or array, a dense array or a matrix "
+                f"{label} must be a scipy sparse matrix or array, a dense array or a matrix "
                 f"file path; got {type(obj).__name__}"
             ) from exc
         if a.dtype.kind not in "biufc":
             raise TypeError(
-                f"`{name}` must hold numbers or booleans; got an array of dtype {a.dtype}"
+                f"{label} must hold numbers or booleans; got an array of dtype {a.dtype}"
             )
         if a.ndim != 2:
-            raise ValueError(f"`{name}` must be 2-D; got an array of shape {a.shape}")
+            raise ValueError(f"{label} must be 2-D; got an array of shape {a.shape}")
         r, c = np.nonzero(a)
         pattern = SparsityPattern(a.shape, r, c)
     m, n = pattern.shape
     if m == 0 or n == 0:
         raise ValueError(
-            f"`{name}` must have at least one row and one column; got shape {pattern.shape}"
+            f"{label} must have at least one row and one column; got shape {pattern.shape}"
         )
     return pattern

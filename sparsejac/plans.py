@@ -54,6 +54,8 @@ def save(jac: SparseJacobian, path: str | os.PathLike[str]) -> None:
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path) or isinstance(
             os.fspath(path), bytes) or os.fspath(path).endswith(("/", os.sep)):
         raise TypeError(f"`path` must name a file (a str or path-like); got {path!r:.80}")
+    if os.path.isdir(path):  # (numpy would write `path`.npz beside it; found from outside)
+        raise ValueError(f"`path` {os.fspath(path)!r} is a directory; give a file name")
     plan = jac.plan
     pat = plan.pattern
     x0 = jac.x0

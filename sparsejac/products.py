@@ -81,11 +81,22 @@ class ProductsEngine:
 
 
 def _block(value: Any, shape: tuple[int, int], name: str, what: str) -> np.ndarray:
+    raw = value.toarray() if sp.issparse(value) else value
+    kind = getattr(raw, "dtype", None)
+    if kind is None:  # a list or a scalar: numpy's reading of it
+        try:
+            kind = np.asarray(raw).dtype
+        except (TypeError, ValueError):
+            kind = np.dtype(object)
     try:
-        arr = np.asarray(value, dtype=np.float64) if not sp.issparse(value) else value.toarray()
+        if kind.kind not in "biuf":  # complex, strings, objects (None): not cast silently
+            raise TypeError
+        arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):
+        got = (f"an array of dtype {kind}" if isinstance(raw, np.ndarray)
+               else f"{type(value).__name__} {value!r:.60}")
         raise ValueError(f"`{name}` must return {what}: an array of real numbers of shape "
-                         f"{shape}; got {type(value).__name__} {value!r:.60}") from None
+                         f"{shape}; got {got}") from None
     if arr.shape != shape:
         raise ValueError(f"`{name}` must return {what} of shape {shape}; got an array of shape "
                          f"{arr.shape}")

@@ -7,7 +7,7 @@ message: the argument in backticks, what was received, what is allowed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from sparsejac.coloring import check_reverse_cost
 from sparsejac.fd import check_method, check_workers
 from sparsejac.pattern import SparsityPattern
-from sparsejac.tracing import as_float_input
+from sparsejac.tracing import as_float_input, check_args, check_kwargs
 
 __all__ = [
     "ENGINES",
@@ -199,45 +199,6 @@ comes first, then the point: jacobian(f, x).
         hint = (" The arguments look swapped: the function comes first, then the point: "
                 "jacobian(f, x).")
     raise TypeError(f"`{name}` must be callable; got {type(f).__name__}.{hint}")
-
-
-def check_args(args: Any) -> tuple[Any, ...]:
-    """``args`` as a tuple: the further positional arguments of ``f``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsejac.validation import check_args
-    >>> check_args([1, 2])
-    (1, 2)
-    >>> check_args(np.ones(3))
-    Traceback (most recent call last):
-        ...
-    TypeError: `args` must be a tuple of further arguments of f; got ndarray (for one \
-argument write args=(value,)).
-    """
-    if isinstance(args, (tuple, list)):
-        return tuple(args)
-    raise TypeError(
-        f"`args` must be a tuple of further arguments of f; got {type(args).__name__} (for "
-        "one argument write args=(value,)).")
-
-
-def check_kwargs(kwargs: Any) -> dict[str, Any]:
-    """``kwargs`` (or None) as a dict: the keyword arguments of ``f``.
-
-    Examples
-    --------
-    >>> from sparsejac.validation import check_kwargs
-    >>> check_kwargs(None), check_kwargs({"a": 1})
-    ({}, {'a': 1})
-    """
-    if kwargs is None:
-        return {}
-    if isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs):
-        return dict(kwargs)
-    raise TypeError(
-        f"`kwargs` must be a dict of keyword arguments of f; got {type(kwargs).__name__}.")
 
 
 def check_fd_method(fd_method: Any, mode: str) -> str:

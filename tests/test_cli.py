@@ -159,9 +159,13 @@ def test_bad_file(case, tmp_path, capsys):
     ],
 )
 def test_bad_arguments(argv, capsys):
-    """Bad arguments exit with 2 and argparse's usage message."""
+    """Bad arguments exit with 2 and a usage message; a report's on one line (found from
+    outside: argparse's usage block before it)."""
     assert main(argv) == 2
-    assert "usage: sparsejac" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "usage: sparsejac" in err
+    if argv[:1] == ["report"]:
+        assert len(err.strip().splitlines()) == 1
 
 
 def test_bad_budget(mtx, capsys):
@@ -220,6 +224,7 @@ def test_errors_after_the_options_are_one_line_messages(tmp_path, capsys, monkey
                  str(tmp_path / "no" / "x.png")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"sparsejac report: error: {rect}: a symmetric colouring")
+    assert "`sparsity`" not in err[0]
     assert err[1].startswith("sparsejac report function: error:")
     assert "--plot" in err[1]
     with pytest.raises(ValueError, match="unknown order 'foo'"):

@@ -4,6 +4,7 @@ and its message names the offending call and says what to do instead."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -645,3 +646,113 @@ def test_a_refusal_swallowed_by_compiled_code_is_raised():
     with pytest.raises(sparsejac.TracedConversionError, match=r"scipy\.optimize\.fsolve") as e:
         sparsejac.jacobian(f, np.array([8.0, 1.0]))
     assert "it then surfaced as" in "".join(getattr(e.value, "__notes__", []))
+
+
+# -- found from outside: a hunt of the API contract -----------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (numpy's, about np.matrix)
+def test_matrix_and_masked_points_are_refused() -> None:
+    """``np.matrix`` (``*`` a matrix product) and masked arrays were silently read as plain
+    arrays: the Jacobian of another function (the elementwise square; the mask dropped)."""
+    xm = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(TypeError, match=r"`x` must be a plain numpy array; got a numpy\.matrix"):
+        sparsejac.jacobian(lambda x: x * x, xm)
+    xk = np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    with pytest.raises(TypeError, match=r"`x0` must be a plain numpy array; got a masked"):
+        sparsejac.SparseJacobian(lambda x: np.atleast_1d(np.sum(x)), xk)
+    jac = sparsejac.SparseJacobian(lambda x: x ** 2, np.ones(4))
+    with pytest.raises(TypeError, match=r"`x` must be a plain numpy array"):
+        jac(np.matrix(np.ones(4)))
+
+
+def test_arguments_are_checked_by_every_entry_point() -> None:
+    """``args``, ``kwargs``, ``params`` and ``local`` got foreign errors (or were taken:
+    ``local="no"`` gave the local Hessian pattern, ``args="ab"`` was splatted into f)."""
+    from sparsejac import ad
+
+    f = lambda x, *a, **k: x ** 2  # noqa: E731
+    s = lambda x, *a, **k: np.sum(x ** 2)  # noqa: E731
+    x = np.ones(3)
+    calls: list[tuple[str, Callable[[], Any]]] = [
+        ("args", lambda: sparsejac.jacobian_sparsity(f, x, args=5)),
+        ("args", lambda: sparsejac.jacobian_sparsity(f, x, args="ab")),
+        ("kwargs", lambda: sparsejac.jacobian_sparsity(f, x, kwargs=[1])),
+        ("args", lambda: ad.jvp(f, x, np.ones(3), args=5)),
+        ("args", lambda: ad.vjp(f, x, np.ones(3), args=None)),
+        ("args", lambda: ad.hvp(s, x, np.ones(3), args="ab")),
+        ("params", lambda: sparsejac.SparseHessian(s, x, params=5)),
+        ("params", lambda: sparsejac.hessian(s, x, params=5)),
+        ("params", lambda: sparsejac.hessian_sparsity(s, x, params=5)),
+        ("params[0]", lambda: sparsejac.SparseHessian(lambda x, t: np.sum(x * t), x,
+                                                      params=("a",))),
+        ("local", lambda: sparsejac.hessian_sparsity(s, x, local="no")),
+    ]
+    for name, call in calls:
+        with pytest.raises(TypeError, match=f"`{re.escape(name)}` must be"):
+            call()
+
+
+def test_products_of_other_kinds_are_refused_not_cast() -> None:
+    """``from_products`` cast complex blocks to their real part (a warning only), None to
+    NaN and strings to numbers."""
+    import scipy.sparse as sp
+
+    P = sp.csr_array(np.eye(3, dtype=bool))
+    D = np.diag([1 + 2j, 3j, 1.0])
+    with pytest.raises(ValueError, match=r"`jvp` must return .* got an array of dtype complex"):
+        sparsejac.from_products(sparsity=P, jvp=lambda x, S: D @ S)(np.ones(3))
+    with pytest.raises(ValueError, match=r"`vjp` must return .* got an array of dtype complex"):
+        sparsejac.from_products(sparsity=P, vjp=lambda x, W: W @ D)(np.ones(3))
+    with pytest.raises(ValueError, match=r"got an array of dtype object"):
+        sparsejac.from_products(sparsity=P, jvp=lambda x, S: np.full(S.shape, None))(np.ones(3))
+    with pytest.raises(ValueError, match=r"got NoneType None"):
+        sparsejac.from_products(sparsity=P, jvp=lambda x, S: None)(np.ones(3))
+    J = sparsejac.from_products(sparsity=P, jvp=lambda x, S: [[1], [2], [3]])(np.ones(3))
+    np.testing.assert_array_equal(J.diagonal(), [1.0, 2.0, 3.0])  # lists still work
+
+
+def test_workers_results_are_counted_both_ways() -> None:
+    """A ``workers`` map returning None, or more results than points, was not refused."""
+    f = lambda x: x ** 2  # noqa: E731
+    x = np.ones(3)
+    with pytest.raises(TypeError, match=r"`workers` must return"):
+        sparsejac.jacobian(f, x, mode="fd", sparsity=np.eye(3), workers=lambda g, pts: None)
+    with pytest.raises(ValueError, match=r"`workers` returned more results"):
+        sparsejac.jacobian(f, x, mode="fd", sparsity=np.eye(3),
+                           workers=lambda g, pts: [*map(g, pts), g(x)])
+
+
+def test_adapter_shapes_and_paths_are_checked_at_preparation(tmp_path: Any) -> None:
+    """An ODE right-hand side of another size, a mesh that does not fit y, a directory as
+    the plan's path, and KrylovMethod's shape, args and solver were taken silently."""
+    x = np.linspace(0.5, 1.5, 5)
+    with pytest.raises(ValueError, match=r"`fun` must return dy/dt, an array of y0's size 5"):
+        sparsejac.ode_jacobian(lambda t, y: y[1:], 0.0, x)
+    with pytest.raises(ValueError, match=r"`x` must be the mesh of y's 4 nodes"):
+        sparsejac.bvp_jacobian(lambda x, y: y, lambda a, b: a - b, x, np.ones((2, 4)))
+    with pytest.raises(ValueError, match=r"is a directory; give a file name"):
+        sparsejac.SparseJacobian(lambda x: x ** 2, x).save(tmp_path)
+    F = lambda x, *a: 4 * x - np.roll(x, 1) + x ** 3 - 1.0  # noqa: E731
+    with pytest.raises(TypeError, match=r"`shape` must be"):
+        sparsejac.KrylovMethod(F, shape="a")
+    with pytest.raises(TypeError, match=r"`args` must be"):
+        sparsejac.KrylovMethod(F, args=5)
+    from scipy.optimize import newton_krylov
+
+    bad = sparsejac.KrylovMethod(F, solver=lambda *a, **k: None)
+    with pytest.raises(TypeError, match=r"`solver` must return \(x, info\)"):
+        newton_krylov(F, np.zeros(10), **bad.jac_options)
+
+
+def test_a_bytes_path_is_a_pattern_file(tmp_path: Any) -> None:
+    """``sparsity=b"pattern.mtx"`` was read as an array of strings."""
+    import os
+
+    import scipy.io as sio
+    import scipy.sparse as sp
+
+    path = os.path.join(tmp_path, "pattern.mtx")
+    sio.mmwrite(path, sp.eye_array(3))
+    J = sparsejac.jacobian(lambda x: x ** 2, np.ones(3), sparsity=os.fsencode(path))
+    np.testing.assert_array_equal(J.toarray(), 2.0 * np.eye(3))

@@ -1032,13 +1032,13 @@ def test_a_slow_rate_beside_a_fast_one_is_watched_row_by_row():
     assert jac(1.0, y)[2, 2] == -0.5
 
     def cancelling(t, y):
-        return np.concatenate([[(y @ y) * 1e12 - np.sum(y * y) * 1e12], np.cos(t) * y])
+        return np.concatenate([[(y @ y) * 1e12 - np.sum(y * y) * 1e12], np.cos(t) * y[1:]])
 
     ode = sparsejac.ode_jacobian(cancelling, 0.0, np.ones(40), format="csr")
     rng = np.random.default_rng(0)
     for t in np.linspace(0.1, 2.0, 12):
         np.testing.assert_allclose(ode(t, rng.normal(size=40)).toarray()[1:],
-                                   np.cos(t) * np.eye(40))
+                                   np.cos(t) * np.eye(40)[1:])
     assert ode.prepared.stats()["preparations"] <= 3
 
 

@@ -21,7 +21,7 @@ from sparsejac.ad.interpret import InterpretedLinearization, evaluate, program_j
 from sparsejac.ad.prepared import Linearization, PreparedProgram
 from sparsejac.ad.second_order import hvp
 from sparsejac.ad.tape import Tape
-from sparsejac.tracing import trace
+from sparsejac.tracing import check_args, trace
 
 __all__ = ["InterpretedLinearization", "Linearization", "PreparedProgram", "Tape", "evaluate",
            "hvp", "jvp", "program_jvp", "program_vjp", "vjp"]
@@ -76,6 +76,7 @@ def jvp(f: Callable[..., Any], x: Any, S: Any, *, args: tuple[Any, ...] = ()) ->
     >>> jvp(f, np.array([0.0, 3.0]), np.eye(2)).round(12)  # J @ I: one row, two seeds
     array([[4., 0.]])
     """
+    args = check_args(args)
     prog = trace(lambda xt: f(xt, *args), x, local=True)
     seeds, vec = _seed(S, "S", prog.n_in, 0, "one row per element of x")
     p = seeds.shape[1]
@@ -117,6 +118,7 @@ def vjp(f: Callable[..., Any], x: Any, W: Any, *, args: tuple[Any, ...] = ()) ->
     >>> vjp(f, np.array([0.0, 3.0]), np.array([1.0])).round(12)
     array([4., 0.])
     """
+    args = check_args(args)
     prog = trace(lambda xt: f(xt, *args), x, local=True)
     seeds, vec = _seed(W, "W", prog.n_out, 1, "one column per element of f(x)")
     q = seeds.shape[0]

@@ -42,7 +42,7 @@ from sparsejac.primitives.dense_linalg import MatrixFunction
 from sparsejac.primitives.derive import local_jacobians
 from sparsejac.primitives.linear import apply_sparse_map
 from sparsejac.primitives.sorting import SortPermute
-from sparsejac.tracing import Program, trace
+from sparsejac.tracing import Program, check_args, trace
 from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer
 from sparsejac.tracing.walk import pull_back
@@ -383,6 +383,7 @@ def hvp(f: Callable[..., Any], x: Any, V: Any, *, args: tuple[Any, ...] = ()) ->
     """
     from sparsejac.ad import _seed
 
+    args = check_args(args)
     x = np.asarray(x, dtype=np.float64)
     call = (lambda z: f(z, *args)) if args else f
     prog = gradient_program(call, x)

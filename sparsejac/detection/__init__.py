@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.primitives import depsets
-from sparsejac.tracing import Program, trace
+from sparsejac.tracing import Program, check_args, check_kwargs, trace
 from sparsejac.tracing.walk import check_block, dead_after
 
 __all__ = ["jacobian_sparsity", "program_sparsity"]
@@ -152,7 +152,7 @@ def jacobian_sparsity(
     """
     if not callable(f):
         raise TypeError(f"`f` must be callable; got {type(f).__name__}")
-    kw = dict(kwargs or {})
+    args, kw = check_args(args), check_kwargs(kwargs)
     if not isinstance(local, (bool, np.bool_)):
         raise TypeError(f"`local` must be True or False; got {type(local).__name__} "
                         f"{local!r:.60}")

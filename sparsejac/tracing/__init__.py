@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import gc
 import re
+import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,12 +36,70 @@ from sparsejac.tracing.program import (
 )
 from sparsejac.tracing.tracer import Tracer
 
-__all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "check_traced_value",
-           "no_cyclic_gc", "trace"]
+__all__ = ["Node", "Program", "Tracer", "Var", "as_float_input", "check_args", "check_kwargs",
+           "check_traced_value", "no_cyclic_gc", "trace"]
 
 
 #: how compiled extension code words a type error about an argument it cannot take
 _COMPILED_REFUSAL = re.compile(r"\bnot Tracer\b")
+
+
+def check_args(args: Any) -> tuple[Any, ...]:
+    """``args`` as a tuple: the further positional arguments of ``f``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.validation import check_args
+    >>> check_args([1, 2])
+    (1, 2)
+    >>> check_args(np.ones(3))
+    Traceback (most recent call last):
+        ...
+    TypeError: `args` must be a tuple of further arguments of f; got ndarray (for one \
+argument write args=(value,)).
+    """
+    if isinstance(args, (tuple, list)):
+        return tuple(args)
+    raise TypeError(
+        f"`args` must be a tuple of further arguments of f; got {type(args).__name__} (for "
+        "one argument write args=(value,)).")
+
+
+def check_kwargs(kwargs: Any) -> dict[str, Any]:
+    """``kwargs`` (or None) as a dict: the keyword arguments of ``f``.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import check_kwargs
+    >>> check_kwargs(None), check_kwargs({"a": 1})
+    ({}, {'a': 1})
+    """
+    if kwargs is None:
+        return {}
+    if isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs):
+        return dict(kwargs)
+    raise TypeError(
+        f"`kwargs` must be a dict of keyword arguments of f; got {type(kwargs).__name__}.")
+
+
+def _refuse_subclass(x: Any, name: str) -> None:
+    """Refuse a ``numpy.matrix`` or masked array: its operators are not an ndarray's.
+
+    Found from outside: ``x * x`` of a matrix ``x0`` was differentiated as the elementwise
+    square.
+    """
+    ma = sys.modules.get("numpy.ma")
+    if isinstance(x, np.matrix):
+        what, way = ("a numpy.matrix (its `*` and `**` are matrix products)",
+                     f"pass np.asarray({name}) and write f with `@` for matrix products")
+    elif ma is not None and isinstance(x, ma.MaskedArray):
+        what, way = ("a masked array (the mask would be dropped)",
+                     f"pass {name}.filled(...) or {name}.compressed() and apply the mask in f")
+    else:
+        return
+    raise TypeError(f"`{name}` must be a plain numpy array; got {what}: f would be traced on "
+                    f"a plain array, a different function. To differentiate it, {way}")
 
 
 def as_float_input(x: Any, name: str = "x") -> np.ndarray:
@@ -69,6 +128,7 @@ def as_float_input(x: Any, name: str = "x") -> np.ndarray:
         return arr
     if isinstance(x, Tracer):
         raise TypeError(f"`{name}` is already a traced array; nested tracing is not supported")
+    _refuse_subclass(x, name)
     try:
         arr = np.array(x, copy=True)
     except Exception as exc:
