@@ -55,6 +55,10 @@ NOT = 18  # logical: 1.0 or 0.0 (no derivative)
 LOG2, LOG10, EXP2, ARCSIN, ARCCOS, ARCSINH, ARCCOSH, ARCTANH = 19, 20, 21, 22, 23, 24, 25, 26
 ERF, ERFC, EXPIT = 27, 28, 29  # scipy.special's
 SIGN = 30  # np.sign (no derivative: the partials of abs, a Hessian's gradient)
+#: np.sign of one element checked for a tie (traced with a tie check, an element loop's
+#: ``np.sign(u[i] - u[i - 1])``): NaN at exactly 0, which makes the call decline (the chain
+#: engine then refuses the tie by name, as it does for every tie-checked node)
+SIGN_TIE = 31
 # binary (>= 32)
 ADD, SUB, MUL, DIV, POW, ARCTAN2, REMAINDER = 32, 33, 34, 35, 36, 37, 38
 MAXIMUM, MINIMUM, HYPOT = 39, 40, 50
@@ -111,6 +115,8 @@ def _unary(op: int, a: float) -> float:  # pragma: no cover - compiled
         return 1.0 if a == 0.0 else 0.0
     if op == SIGN:  # numpy's: 0.0 at either zero, NaN kept
         return _sign(a) if a != 0.0 else 0.0
+    if op == SIGN_TIE:
+        return _sign(a) if a != 0.0 else math.nan
     if op >= LOG2:
         return _unary2(op, a)
     return math.atan(a)  # ARCTAN
@@ -239,7 +245,7 @@ def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compi
         return math.sinh(a)
     if op == TANH:
         return 1.0 - out * out
-    if op in (NOT, SIGN):
+    if op in (NOT, SIGN, SIGN_TIE):
         return 0.0
     if op >= LOG2:
         return _dunary2(op, a, out)

@@ -76,6 +76,8 @@ def _unary(op: int, a: np.ndarray) -> Any:
         return (a == 0.0).astype(np.float64)
     if op == k.SIGN:
         return np.sign(a)
+    if op == k.SIGN_TIE:  # NaN at a tie: the call declines (see the kernel's)
+        return np.where(a == 0.0, np.nan, np.sign(a))
     if op == k.NEG:
         return -a
     if op == k.POS:
@@ -97,7 +99,7 @@ def _sign(a: np.ndarray) -> Any:
 
 
 def _dunary(op: int, a: np.ndarray, out: np.ndarray) -> Any:
-    if op in (k.NOT, k.SIGN):
+    if op in (k.NOT, k.SIGN, k.SIGN_TIE):
         return np.zeros(a.shape)
     if op == k.NEG:
         return np.full(a.shape, -1.0)

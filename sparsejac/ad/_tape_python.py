@@ -155,7 +155,7 @@ def _values(w: _Writer, n_x: int) -> list[Expr]:
 _UNARY_VALUE = {k.NEG: "-{a}", k.POS: "{a}", k.ABS: "abs({a})", k.SQUARE: "{a} * {a}",
                 k.EXP: "(inf if {a} > EXP_MAX else exp({a}))", k.SIN: "sin({a})",
                 k.COS: "cos({a})",
-                k.SQRT: "(sqrt({a}) if {a} >= 0.0 else nan)"}
+                k.SQRT: "(sqrt({a}) if {a} >= 0.0 else nan)", k.SIGN_TIE: "TIE({a})"}
 _BINARY_VALUE = {k.ADD: "{a} + {b}", k.SUB: "{a} - {b}", k.MUL: "{a} * {b}",
                  k.DIV: "{a} / {b}"}
 
@@ -234,7 +234,7 @@ def _unary_partial(w: _Writer, op: int, a: Expr, out: Expr) -> Expr:
         return -1.0
     if op == k.POS:
         return 1.0
-    if op in (k.NOT, k.SIGN):
+    if op in (k.NOT, k.SIGN, k.SIGN_TIE):
         return 0.0
     if op == k.EXP:
         return out
@@ -552,7 +552,18 @@ def _namespace() -> dict[str, Any]:
             "sqrt": math.sqrt,
             "isfinite": math.isfinite, "inf": math.inf, "nan": math.nan,
             "U": _scalar(k._unary), "B": _scalar(k._binary), "DU": _scalar(k._dunary),
-            "DB": _scalar(k._dbinary)}
+            "DB": _scalar(k._dbinary), "TIE": _tie}
+
+
+def _tie(a: float) -> float:
+    """``np.sign`` of a tie-checked element; a tie (exactly 0) declines the call.
+
+    (The kernel's own code then answers it, whose NaN value makes the call decline again,
+    and the chain engine refuses the tie by name.)
+    """
+    if a == 0.0:
+        raise ArithmeticError("a tie")
+    return 1.0 if a > 0.0 else -1.0 if a < 0.0 else a
 
 
 def _generate(ints: np.ndarray, floats: np.ndarray, n_x: int

@@ -67,6 +67,7 @@ from sparsejac.primitives.depsets import broadcast_rows
 from sparsejac.primitives.elementwise import ABS_POWER, WHERE, AsType, Elementwise
 from sparsejac.primitives.movement import Gather, GatherPlan
 from sparsejac.tracing import Node, Program
+from sparsejac.tracing.program import GuardChecked, TieChecked
 
 _NO_POINT = np.zeros(0)
 
@@ -650,6 +651,14 @@ _BITWISE = (np.invert, np.bitwise_and, np.bitwise_or, np.bitwise_xor)
 
 def _elementwise_op(node: Node) -> int | None:
     prim = node.prim
+    if isinstance(prim, TieChecked) and not isinstance(prim, GuardChecked):
+        # np.sign of one element (an element loop's): NaN at a tie, which declines the call
+        inner = prim._prim
+        if (isinstance(inner, Elementwise) and inner.fn is np.sign and not node.params
+                and node.out.size == 1 and node.out.dtype == np.float64
+                and node.inputs[0].dtype == np.float64):
+            return k.SIGN_TIE
+        return None
     if prim is ABS_POWER and not node.params:  # |u| ** p: the power of |u| (first order)
         return k.POW
     if isinstance(prim, AsType) and not prim.zero_derivative and \

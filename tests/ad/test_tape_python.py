@@ -218,3 +218,33 @@ def test_an_overflowing_exp_is_infinite_as_compiled_not_an_exception() -> None:
         "      np.isfinite(edge[0]), edge[1:3] == [float('inf')] * 2, edge[3] != edge[3])\n")
     out = _child_output(code)
     assert out == ["True", "True", "False", "True", "True", "True"]
+
+
+def test_a_tie_in_generated_code_declines_the_call(rng: np.random.Generator) -> None:
+    """An element's tie-checked ``np.sign`` at exactly 0 makes the generated code hand the
+    call to the kernel, whose verdict (False: a value is NaN) it returns; the numpy twin
+    agrees; elsewhere the generated code is the kernel bit for bit."""
+    from sparsejac.ad._tape_numpy import jacobian_packed_numpy
+
+    from .test_tape import _sign_loop
+
+    x0 = rng.uniform(-1.0, 1.0, 10)
+    tape = Tape.build(trace(_sign_loop, x0))
+    assert tape is not None
+    c = sparsejac.color(sparsejac.jacobian_sparsity(_sign_loop, x0), "column")
+    _, _, ints, floats, nnz, m, _, _ = tape.fused_call(c)
+    compiled = getattr(k.jacobian_packed, "compiled", k.jacobian_packed)
+    fused = Fused(_Loaded(k.jacobian_packed), None, 0, ints, floats, 10, False)  # type: ignore[arg-type]
+    fused.straight = straight_line(ints, floats, 10)
+    assert fused.straight
+    pv, none = np.zeros(0), np.zeros(0)
+    tie = x0.copy()
+    tie[3] = tie[2]
+    for x, verdict in ((x0, True), (tie, False)):
+        want = _kernel_call(compiled, ints, floats, x, pv, none, m, nnz)
+        assert want[0] is verdict
+        assert _kernel_call(fused.run, ints, floats, x, pv, none, m, nnz)[0] is verdict
+        twin = _kernel_call(jacobian_packed_numpy, ints, floats, x, pv, none, m, nnz)
+        assert twin[0] is verdict
+        if verdict:
+            assert _kernel_call(fused.run, ints, floats, x, pv, none, m, nnz) == want
