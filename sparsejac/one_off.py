@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from sparsejac.coloring import DEFAULT_REVERSE_COST
 from sparsejac.pipeline import prepare
 from sparsejac.sparse_jacobian import bind_arguments
+from sparsejac.tracing import no_cyclic_gc
 from sparsejac.validation import (
     Mode,
     check_args,
@@ -127,4 +128,7 @@ def jacobian(
                    fd_method=method, reverse_cost=check_reverse_cost(reverse_cost),
                    one_shot=True, workers=check_fd_workers(workers, mode),
                    bounds=check_fd_bounds(bounds, xa, mode, name="x"))
-    return plan.matrix(plan.evaluate(xa))
+    # (the one evaluation walks the program as the preparation did: each automatic collection
+    # would walk all of it too, 1.9 of 5.0 s for a 160,000-node element loop)
+    with no_cyclic_gc():
+        return plan.matrix(plan.evaluate(xa))
