@@ -23,6 +23,7 @@ from sparsejac import fd as _fd
 from sparsejac.ad import PreparedProgram, program_jvp, program_vjp
 from sparsejac.ad.tape import MAX_BLOCK, Tape, elements_per_pass
 from sparsejac.coloring import ColoringResult
+from sparsejac.coloring.by_mode import colour_modes
 from sparsejac.detection import program_sparsity
 from sparsejac.errors import ConcretizationError
 from sparsejac.pattern import SparsityPattern
@@ -194,6 +195,42 @@ class EagerEngine:
     def stats(self) -> dict[str, Any] | None:
         """None: nothing is prepared."""
         return None
+
+
+def mend_non_finite(engine: Any, mode: str, got: tuple[np.ndarray, Any], x: np.ndarray,
+                    params: Sequence[Any], colorings: dict[str, ColoringResult],
+                    pattern: SparsityPattern) -> tuple[np.ndarray, Any]:
+    """Entries that are not finite in ``mode``, from the other one-sided mode where finite.
+
+    At a singular point (``sqrt`` at 0, its partial infinite) ``0 · inf = 0`` holds along a
+    path whose tangent (forward) or cotangent (reverse) is zero, and the two modes meet the
+    zeros at different places: ``sqrt(sum(x) - x[0])`` at ``(1, 0, 0)`` has the derivative 0
+    in ``x[0]`` (its two paths cancel before the infinite factor) in forward mode and NaN in
+    reverse mode (``inf - inf`` after it), ``sqrt(x[0]) * c - sqrt(x[0]) * c`` the reverse.
+    A finite value either mode gives is the derivative; the entries neither gives stay as
+    they are. Found from outside: a prepared Jacobian (reverse mode on the tape) had NaN where
+    the one-off one (forward) had 0. The check costs one pass over the entries; the other
+    mode runs only where an entry is not finite.
+    """
+    data = got[0]
+    if mode == "fd" or np.isfinite(data).all() or not isinstance(
+            engine, PreparedEngine | EagerEngine | ReplayEngine):
+        return got
+    if isinstance(engine, PreparedEngine) and engine.direct is not None:
+        return got  # (entries assembled directly: the same in every mode)
+    bad = ~np.isfinite(data)
+    for other in ("forward", "reverse"):
+        if other == mode:
+            continue
+        c = colorings.get(other) or colour_modes(pattern, [other], "natural", 0.0, None,
+                                                 1.0)[other]
+        alt = engine.evaluate(other, c, x, params, None)[0]
+        take = bad & np.isfinite(alt)
+        data[take] = alt[take]
+        bad &= ~take
+        if not bad.any():
+            break
+    return data, got[1]
 
 
 #: A Jacobian at least this dense, with at least :data:`REPLAY_MIN_ENTRIES` entries, is

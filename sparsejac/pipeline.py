@@ -59,6 +59,7 @@ from sparsejac.engines import (
     _groups,
     _tape_by_rule,
     choose_engine,
+    mend_non_finite,
     replays_dense,
     trace_for_plan,
 )
@@ -229,7 +230,8 @@ class Plan:
                 _, p, _, q = _groups(c)
                 check_compressed_size(mode, self.pattern.shape, p, q)
             self._sized.add(mode)
-        return self.engine.evaluate(mode, c, x, params, out)
+        return mend_non_finite(self.engine, mode, self.engine.evaluate(mode, c, x, params, out),
+                               x, params, self.colorings, self.pattern)
 
     def matrix(self, data: np.ndarray, format: str = "csr") -> sp.csr_array | sp.csc_array:
         """A new ``csr_array`` (or ``csc_array``) holding ``data`` (CSR order) on the pattern.

@@ -22,6 +22,7 @@ from sparsejac.ad.prepared import Linearization, PreparedProgram
 from sparsejac.ad.second_order import hvp
 from sparsejac.ad.tape import Tape
 from sparsejac.tracing import check_args, trace
+from sparsejac.tracing.program import check_ties
 
 __all__ = ["InterpretedLinearization", "Linearization", "PreparedProgram", "Tape", "evaluate",
            "hvp", "jvp", "program_jvp", "program_vjp", "vjp"]
@@ -78,6 +79,7 @@ def jvp(f: Callable[..., Any], x: Any, S: Any, *, args: tuple[Any, ...] = ()) ->
     """
     args = check_args(args)
     prog = trace(lambda xt: f(xt, *args), x, local=True)
+    check_ties(prog)  # a special case taken at exactly this x: its derivative is not f's
     seeds, vec = _seed(S, "S", prog.n_in, 0, "one row per element of x")
     p = seeds.shape[1]
     _, t_out = program_jvp(prog, np.ascontiguousarray(seeds.T).reshape((p, *prog.x.shape)))
@@ -120,6 +122,7 @@ def vjp(f: Callable[..., Any], x: Any, W: Any, *, args: tuple[Any, ...] = ()) ->
     """
     args = check_args(args)
     prog = trace(lambda xt: f(xt, *args), x, local=True)
+    check_ties(prog)  # a special case taken at exactly this x: its derivative is not f's
     seeds, vec = _seed(W, "W", prog.n_out, 1, "one column per element of f(x)")
     q = seeds.shape[0]
     _, ct_x = program_vjp(prog, np.ascontiguousarray(seeds).reshape((q, *prog.out.shape)))

@@ -171,21 +171,21 @@ def _root(v: float) -> float:  # pragma: no cover - compiled
 def _dunary2(op: int, a: float, out: float) -> float:  # pragma: no cover - compiled
     """The partials of opcodes 19 and up, as :mod:`sparsejac.primitives.partials` writes them."""
     if op == LOG2:
-        return _div(1.0, a * LN2)
+        return _div(1.0, (a + 0.0) * LN2)
     if op == LOG10:
-        return _div(1.0, a * LN10)
+        return _div(1.0, (a + 0.0) * LN10)
     if op == EXP2:
         return out * LN2
     if op == ARCSIN:
-        return _div(1.0, _root(1.0 - a * a))
+        return _div(1.0, _root((1.0 - a) * (1.0 + a)))
     if op == ARCCOS:
-        return _div(-1.0, _root(1.0 - a * a))
+        return _div(-1.0, _root((1.0 - a) * (1.0 + a)))
     if op == ARCSINH:
-        return _div(1.0, _root(a * a + 1.0))
+        return _div(1.0, math.hypot(1.0, a))
     if op == ARCCOSH:
-        return _div(1.0, _root(a * a - 1.0))
+        return _div(1.0, _root(a - 1.0) * _root(a + 1.0))
     if op == ARCTANH:
-        return _div(1.0, 1.0 - a * a)
+        return _div(1.0, (1.0 - a) * (1.0 + a))
     if op == ERF:
         return TWO_OVER_SQRT_PI * math.exp(-a * a)
     if op == ERFC:
@@ -220,7 +220,7 @@ def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compi
     if op == ABS:
         return _sign(a)
     if op == SQRT:
-        return _div(0.5, out)
+        return _div(0.5, out + 0.0)  # (sqrt(-0.0) is -0.0: the partial is +inf there)
     if op == SQUARE:
         return 2.0 * a
     if op == RECIP:
@@ -228,9 +228,9 @@ def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compi
     if op == EXP:
         return out
     if op == EXPM1:
-        return out + 1.0
+        return math.exp(a) if a <= EXP_MAX else math.inf
     if op == LOG:
-        return _div(1.0, a)
+        return _div(1.0, a + 0.0)
     if op == LOG1P:
         return _div(1.0, 1.0 + a)
     if op == SIN:
@@ -243,8 +243,9 @@ def _dunary(op: int, a: float, out: float) -> float:  # pragma: no cover - compi
         return math.cosh(a)
     if op == COSH:
         return math.sinh(a)
-    if op == TANH:
-        return 1.0 - out * out
+    if op == TANH:  # sech^2 (1 - tanh^2 lost its digits: 0 beyond |x| = 19)
+        c = math.cosh(a) if abs(a) < 710.0 else math.inf
+        return _div(1.0, c * c)
     if op in (NOT, SIGN, SIGN_TIE):
         return 0.0
     if op >= LOG2:
@@ -572,8 +573,10 @@ def _jacobian_into(code, idx, ptr, col, val, buf, x, meta, cg, rg, gather, data,
     m, n_saved, p, q]``; ``cg`` (``rg``) the column (row) groups, -1 where unseeded, empty
     without forward (reverse) colours. ``gather[k] >= 0`` reads nonzero ``k`` from the
     tangent block (flat index), ``~gather[k]`` from the cotangent block. ``fx`` receives the
-    value. Returns False, with ``data`` unfilled, when a value is not finite (the caller then
-    takes the chain engine, as :class:`~sparsejac.ad.tape.Tape` does).
+    value. Returns False, with ``data`` unfilled, when a value or an entry is not finite (the
+    caller then takes the chain engine, as :class:`~sparsejac.ad.tape.Tape` does, or the
+    unfused sweeps, whose non-finite entries the plan mends from the other mode:
+    :func:`sparsejac.engines.mend_non_finite`).
     """
     x_slot = meta[0]
     out_slot = meta[1]
@@ -605,6 +608,8 @@ def _jacobian_into(code, idx, ptr, col, val, buf, x, meta, cg, rg, gather, data,
     for k in range(gather.size):
         g = gather[k]
         data[k] = tf[g] if g >= 0 else cf[~g]
+        if not math.isfinite(data[k]):  # a singular point: the other mode may give it
+            return False
     return True
 
 

@@ -108,26 +108,22 @@ def _dunary(op: int, a: np.ndarray, out: np.ndarray) -> Any:
     if op == k.ABS:
         return _sign(a)
     if op == k.SQRT:
-        return 0.5 / out
+        return 0.5 / (out + 0.0)
     if op == k.SQUARE:
         return 2.0 * a
     if op == k.RECIP:
         return -out * out
     if op == k.EXP:
         return out.copy()
-    if op == k.EXPM1:
-        return out + 1.0
     if op == k.LOG:
-        return 1.0 / a
+        return 1.0 / (a + 0.0)
     if op == k.LOG1P:
         return 1.0 / (1.0 + a)
     if op == k.TAN:
         return 1.0 + out * out
-    if op == k.TANH:
-        return 1.0 - out * out
     if op == k.ARCTAN:
         return 1.0 / (1.0 + a * a)
-    scalar = _scalar(k._dunary)  # sin, cos, sinh, cosh: the C library's functions
+    scalar = _scalar(k._dunary)  # sin, cos, sinh, cosh, tanh, expm1: the C library's
     return _each(lambda v, w: scalar(op, v, w), a, out)
 
 
@@ -441,4 +437,4 @@ def jacobian_packed_numpy(ints: np.ndarray, floats: np.ndarray, x: np.ndarray,
     fwd = gather >= 0
     data[fwd] = tf[gather[fwd]]
     data[~fwd] = cf[~gather[~fwd]]
-    return True
+    return bool(np.isfinite(data).all())  # (False: as the kernel, a singular point)

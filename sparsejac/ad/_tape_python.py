@@ -238,9 +238,10 @@ def _unary_partial(w: _Writer, op: int, a: Expr, out: Expr) -> Expr:
         return 0.0
     if op == k.EXP:
         return out
-    forms = {k.SQUARE: "2.0 * {a}", k.RECIP: "-{o} * {o}", k.TANH: "1.0 - {o} * {o}",
+    forms = {k.SQUARE: "2.0 * {a}", k.RECIP: "-{o} * {o}",
              k.TAN: "1.0 + {o} * {o}", k.SIN: "cos({a})", k.COS: "-sin({a})",
-             k.SQRT: "0.5 / {o}", k.LOG: "1.0 / {a}", k.EXPM1: "{o} + 1.0"}
+             k.SQRT: "0.5 / ({o} + 0.0)", k.LOG: "1.0 / ({a} + 0.0)",
+             k.EXPM1: "(inf if {a} > EXP_MAX else exp({a}))"}
     form = forms.get(op)
     source = (form.format(a=_lit(a), o=_lit(out)) if form is not None
               else f"DU({op}, {_lit(a)}, {_lit(out)})")

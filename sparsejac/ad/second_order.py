@@ -43,7 +43,7 @@ from sparsejac.primitives.derive import local_jacobians
 from sparsejac.primitives.linear import apply_sparse_map
 from sparsejac.primitives.sorting import SortPermute
 from sparsejac.tracing import Program, check_args, trace
-from sparsejac.tracing.program import Node
+from sparsejac.tracing.program import Node, check_ties
 from sparsejac.tracing.tracer import Tracer
 from sparsejac.tracing.walk import pull_back
 
@@ -386,7 +386,9 @@ def hvp(f: Callable[..., Any], x: Any, V: Any, *, args: tuple[Any, ...] = ()) ->
     args = check_args(args)
     x = np.asarray(x, dtype=np.float64)
     call = (lambda z: f(z, *args)) if args else f
-    prog = gradient_program(call, x)
+    first = trace(call, x)
+    check_ties(first)  # a special case taken at exactly this x: its derivatives are not f's
+    prog = trace_gradient(first, x, name="gradient")
     seeds, vec = _seed(V, "V", x.size, 0, "n = x.size")
     p = seeds.shape[1]
     _, t = program_jvp(prog, np.ascontiguousarray(seeds.T).reshape((p, *x.shape)))

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.numeric import einsum0
 from sparsejac.primitives.core import (
     LocalJac,
     Primitive,
@@ -200,7 +201,7 @@ class Contraction(Primitive):
                 continue
             specs = [z + s if i == k else s for i, s in enumerate(ins)]
             ops = [t if i == k else v for i, v in enumerate(vals)]
-            term = np.einsum(f"{','.join(specs)}->{z}{outs}", *ops, optimize=True)
+            term = _einsum0(f"{','.join(specs)}->{z}{outs}", ops)
             acc = term if acc is None else acc + term
         return acc
 
@@ -222,8 +223,7 @@ class Contraction(Primitive):
             avail = set(outs) | set("".join(others))
             keep = "".join(c for c in uniq if c in avail)
             ops = [v for i, v in enumerate(vals) if i != k]
-            g = np.einsum(f"{','.join([z + outs, *others])}->{z}{keep}", ct, *ops,
-                          optimize=True)
+            g = _einsum0(f"{','.join([z + outs, *others])}->{z}{keep}", [ct, *ops])
             q = ct.shape[0]
             if keep != uniq:  # indices summed inside operand k only: broadcast back
                 shape = [q] + [sizes[c] if c in keep else 1 for c in uniq]
@@ -237,6 +237,21 @@ class Contraction(Primitive):
 
 
 CONTRACTION = Contraction()
+
+
+def _einsum0(subscripts: str, ops: Sequence[Any]) -> np.ndarray:
+    """``np.einsum`` of a rule's operands, with :func:`~sparsejac.numeric.mul0`'s ``0 · inf = 0``.
+
+    Finite operands take numpy's optimised contraction; two with an infinity or a NaN (a
+    cotangent through ``sqrt`` at 0 times a zero residual) take
+    :func:`~sparsejac.numeric.einsum0`, so that a zero factor contributes nothing, as it does
+    in every other rule (found from outside: ``sqrt((x - c) @ (x - c))`` at ``x = c`` had a
+    NaN gradient in reverse mode, and ``sqrt(x @ x) + x`` at 0 an all-NaN Jacobian).
+    """
+    arrs = [np.asarray(o, dtype=np.float64) for o in ops]
+    if len(arrs) == 2 and not all(np.isfinite(a).all() for a in arrs):
+        return einsum0(subscripts, arrs[0], arrs[1])
+    return np.asarray(np.einsum(subscripts, *arrs, optimize=True))
 
 
 def contract(subscripts: str, *operands: Any) -> Any:

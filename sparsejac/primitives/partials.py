@@ -59,7 +59,8 @@ def sign(x: Any, out: Any) -> Any:
 
 
 def sqrt(x: Any, out: Any) -> Any:
-    return 0.5 / out
+    # (+ 0.0: sqrt(-0.0) is -0.0, and sqrt(-x) at 0 had +inf for its -inf derivative)
+    return 0.5 / (out + 0.0)
 
 
 def cbrt(x: Any, out: Any) -> Any:
@@ -85,19 +86,19 @@ def exp2(x: Any, out: Any) -> Any:
 
 
 def expm1(x: Any, out: Any) -> Any:
-    return out + 1.0
+    return np.exp(x)  # (expm1(x) + 1 lost the digits of exp(x) below 1: 0 below x = -37.4)
 
 
 def log(x: Any, out: Any) -> Any:
-    return 1.0 / x
+    return 1.0 / (x + 0.0)  # (at -0.0 as at +0.0: log(-x) at 0 had +inf for its -inf)
 
 
 def log2(x: Any, out: Any) -> Any:
-    return 1.0 / (x * np.log(2.0))
+    return 1.0 / ((x + 0.0) * np.log(2.0))
 
 
 def log10(x: Any, out: Any) -> Any:
-    return 1.0 / (x * np.log(10.0))
+    return 1.0 / ((x + 0.0) * np.log(10.0))
 
 
 def log1p(x: Any, out: Any) -> Any:
@@ -117,11 +118,11 @@ def tan(x: Any, out: Any) -> Any:
 
 
 def arcsin(x: Any, out: Any) -> Any:
-    return 1.0 / np.sqrt(1.0 - x * x)
+    return 1.0 / np.sqrt((1.0 - x) * (1.0 + x))  # (1 - x * x loses digits near +-1)
 
 
 def arccos(x: Any, out: Any) -> Any:
-    return -1.0 / np.sqrt(1.0 - x * x)
+    return -1.0 / np.sqrt((1.0 - x) * (1.0 + x))
 
 
 def arctan(x: Any, out: Any) -> Any:
@@ -143,15 +144,15 @@ def tanh(x: Any, out: Any) -> Any:
 
 
 def arcsinh(x: Any, out: Any) -> Any:
-    return 1.0 / np.sqrt(x * x + 1.0)
+    return 1.0 / np.hypot(1.0, x)  # (x * x overflowed beyond 1.3e154: 0, not 1 / x)
 
 
 def arccosh(x: Any, out: Any) -> Any:
-    return 1.0 / np.sqrt(x * x - 1.0)
+    return 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0))
 
 
 def arctanh(x: Any, out: Any) -> Any:
-    return 1.0 / (1.0 - x * x)
+    return 1.0 / ((1.0 - x) * (1.0 + x))
 
 
 @reads()
@@ -316,20 +317,21 @@ def hypot_b(a: Any, b: Any, out: Any) -> Any:
     return np.where(zero, 0.0, b / np.where(zero, 1.0, out))
 
 
+# the weights 1 / (1 + e^(b - a)): exp(a - out) was 1 where out rounds to a (|a| >= 1e16)
 def logaddexp_a(a: Any, b: Any, out: Any) -> Any:
-    return np.exp(np.subtract(a, out))
+    return sc.expit(np.subtract(a, b))
 
 
 def logaddexp_b(a: Any, b: Any, out: Any) -> Any:
-    return np.exp(np.subtract(b, out))
+    return sc.expit(np.subtract(b, a))
 
 
 def logaddexp2_a(a: Any, b: Any, out: Any) -> Any:
-    return np.exp2(np.subtract(a, out))
+    return sc.expit(np.subtract(a, b) * np.log(2.0))
 
 
 def logaddexp2_b(a: Any, b: Any, out: Any) -> Any:
-    return np.exp2(np.subtract(b, out))
+    return sc.expit(np.subtract(b, a) * np.log(2.0))
 
 
 def remainder_b(a: Any, b: Any, out: Any) -> Any:
