@@ -15,7 +15,59 @@ import numpy as np
 
 from sparsejac.kernels import kernel, use_fallback
 
-__all__ = ["einsum0", "is_arange", "mul0", "shared_arange", "sorted_unique"]
+__all__ = ["einsum0", "is_arange", "loud", "mul0", "quiet", "shared_arange", "sorted_unique"]
+
+try:  # numpy's own floating-point error state (what np.errstate sets)
+    from numpy._core import umath as _umath
+
+    _extobj_contextvar: Any = _umath._extobj_contextvar
+    _make_extobj: Any = _umath._make_extobj
+except (ImportError, AttributeError):  # pragma: no cover - another numpy: np.errstate itself
+    _extobj_contextvar = _make_extobj = None
+
+#: (an error state, the same state ignoring every floating-point error), the last asked for
+_QUIET: tuple[Any, Any] = (None, None)
+
+
+def quiet() -> Any:
+    """Ignore floating-point errors until :func:`loud` is given the token returned.
+
+    ``np.errstate(all="ignore")`` for one call on a hot path (verify's evaluation of ``f``
+    at every Jacobian): the same context variable set and reset, without building the
+    context object and its state each time (0.3 against 1.5 microseconds). The state
+    ignoring errors is derived from the caller's (its buffer size and error callback kept).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.numeric import loud, quiet
+    >>> before = np.geterr()
+    >>> token = quiet()
+    >>> np.geterr()["invalid"], float(np.sqrt(np.array(-1.0)))
+    ('ignore', nan)
+    >>> loud(token)
+    >>> np.geterr() == before
+    True
+    """
+    global _QUIET
+    if _extobj_contextvar is None:  # pragma: no cover - another numpy
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+    current = _extobj_contextvar.get()
+    hit = _QUIET
+    if hit[0] is not current:
+        hit = (current, _make_extobj(all="ignore"))
+        _QUIET = hit  # (one tuple, replaced whole: any thread sees a consistent pair)
+    return _extobj_contextvar.set(hit[1])
+
+
+def loud(token: Any) -> None:
+    """Restore the floating-point error state :func:`quiet` replaced."""
+    if isinstance(token, np.errstate):  # pragma: no cover - another numpy
+        token.__exit__(None, None, None)
+    else:
+        _extobj_contextvar.reset(token)
 
 
 def mul0(a: Any, b: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from sparsejac.errors import PreparedAgainWarning
+from sparsejac.numeric import loud, quiet
 from sparsejac.tracing.guards import PARAM_HINT
 from sparsejac.watching import (
     WATCH_COPY_MAX,
@@ -243,12 +244,13 @@ class Verifier:
             return False
         if changed(getattr(state, "watched", ())):
             return False
+        token = quiet()  # (np.errstate(all="ignore"): outside f's domain, NaN, no warnings)
         try:
-            with np.errstate(all="ignore"):  # (outside f's domain: NaN, no warnings)
-                got = state.call(self.y.copy(), *params)
+            got = state.call(self.y.copy(), *params)
         except Exception:  # outside f's domain at y: the general check handles it
             return False
         finally:
+            loud(token)
             _settle(state)
         if type(got) is np.ndarray and got.dtype == np.float64 and got.size <= 4096 and (
                 got.size == recorded.size and got.tobytes() == recorded.tobytes()):
