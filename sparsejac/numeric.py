@@ -63,7 +63,19 @@ def quiet() -> Any:
 
 
 def loud(token: Any) -> None:
-    """Restore the floating-point error state :func:`quiet` replaced."""
+    """Restore the floating-point error state :func:`quiet` replaced.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.numeric import loud, quiet
+    >>> with np.errstate(divide="raise"):
+    ...     token = quiet()
+    ...     _ = np.log(np.zeros(1))      # ignored
+    ...     loud(token)
+    ...     np.geterr()["divide"]
+    'raise'
+    """
     if isinstance(token, np.errstate):  # pragma: no cover - another numpy
         token.__exit__(None, None, None)
     else:

@@ -93,6 +93,7 @@ def _install() -> None:
         sync=views.sync,
         element=indexing.element,
         merge_writes=indexing.merge_writes,
+        read_writes=indexing.read_writes,
     ))
 
 

@@ -131,6 +131,47 @@ def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
     return res._var
 
 
+def read_writes(trace: Trace, var: Var, writes: dict[int, Any], positions: np.ndarray
+                ) -> Tracer:
+    """``x[key]`` at the flat ``positions`` of ``var`` with pending element ``writes``.
+
+    A small read of an array whose element writes are still pending (``R[t] += r_e`` in a
+    finite-element loop reads ``R[t]`` before it writes it) gathers the written values and
+    ``var``'s other elements directly, leaving the writes pending: merging them for each
+    read recorded one operation of the array's whole size per element, a program quadratic
+    in the loop's length (found from outside).
+    """
+    flat = positions.reshape(-1)
+    value = np.empty(flat.size, dtype=var.dtype)
+    pos = np.zeros(flat.size, dtype=np.int64)
+    base = np.asarray(var.value).reshape(-1)
+    in_vars: list[Var] = []
+    seen: dict[int, int] = {}
+    offset = 1
+    for i, p in enumerate(flat.tolist()):
+        item = writes.get(p)
+        if item is None:
+            value[i] = base[p]
+            if var.is_const:
+                continue  # (position 0: the constant value)
+            block, j = var, p
+        else:
+            block, j = item if type(item) is tuple else (item, 0)
+            if not isinstance(block, Var):  # a number written
+                value[i] = block
+                continue
+            value[i] = np.reshape(block.value, -1)[j]
+        start = seen.get(block.id)
+        if start is None:
+            start = seen[block.id] = offset
+            offset += block.size
+            in_vars.append(block)
+        pos[i] = start + j
+    result: Tracer = gather_from_positions(trace, in_vars, pos.reshape(positions.shape),
+                                           value.reshape(positions.shape))
+    return result
+
+
 def setitem(x: Tracer, key: Any, value: Any) -> Tracer:
     """The traced array equal to ``x`` after ``x[key] = value``."""
     if (isinstance(key, Tracer) and not key._var.is_const and key._var.dtype == bool

@@ -107,19 +107,24 @@ class GatherPlan:
 
 
 def _operand_plans(index: np.ndarray, sizes: Sequence[int]) -> list[_OperandPlan]:
-    plans = []
-    off = 0
-    for size in sizes:
-        if len(sizes) == 1 and not (index < 0).any():  # every output reads the operand:
+    if len(sizes) == 1:
+        if not (index < 0).any():  # every output reads the operand:
             # one shared read-only arange, and the index itself (no copies of nnz size)
-            plans.append(_OperandPlan(sel=shared_arange(index.size), src=index, size=size))
-            break
-        if len(sizes) == 1:
-            sel = np.flatnonzero(index >= 0)
-        else:
-            sel = np.flatnonzero((index >= off) & (index < off + size))
-        plans.append(_OperandPlan(sel=sel, src=index[sel] - off, size=size))
-        off += size
+            return [_OperandPlan(sel=shared_arange(index.size), src=index, size=sizes[0])]
+        sel = np.flatnonzero(index >= 0)
+        return [_OperandPlan(sel=sel, src=index[sel], size=sizes[0])]
+    # many operands (element writes merged: one per block written): each output's operand
+    # found by one search, and the outputs grouped by one stable sort, not one pass per operand
+    starts = np.cumsum([0, *sizes])
+    sel_all = np.flatnonzero(index >= 0)
+    owner = np.searchsorted(starts, index[sel_all], side="right") - 1
+    order = np.argsort(owner, kind="stable")
+    sel_sorted, owner_sorted = sel_all[order], owner[order]
+    bounds = np.searchsorted(owner_sorted, np.arange(len(sizes) + 1))
+    plans = []
+    for k, size in enumerate(sizes):
+        sel = sel_sorted[bounds[k]:bounds[k + 1]]
+        plans.append(_OperandPlan(sel=sel, src=index[sel] - starts[k], size=size))
     return plans
 
 

@@ -41,6 +41,9 @@ class Registry:
     merge_writes : callable
         ``(trace, var, writes) -> var``: ``var`` after the element writes ``{flat: value}``
         (a :class:`~sparsejac.tracing.program.Var` or a number each), as one operation.
+    read_writes : callable
+        ``(trace, var, writes, positions) -> tracer``: the elements at ``positions`` of
+        ``var`` with the pending element writes, which stay pending.
     """
 
     function: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -53,6 +56,7 @@ class Registry:
     sync: Callable[[Any], None]
     element: Callable[[Any, Any, int], Any]
     merge_writes: Callable[[Any, Any, dict[int, Any]], Any]
+    read_writes: Callable[[Any, Any, dict[int, Any], Any], Any]
 
 
 _INSTALLED: list[Registry] = []

@@ -34,7 +34,7 @@ from sparsejac.tracing.callers import (
     user_line,
 )
 from sparsejac.tracing.hooks import registry
-from sparsejac.tracing.keys import basic_positions
+from sparsejac.tracing.keys import basic_positions, fancy_positions, is_basic_key
 from sparsejac.tracing.operands import defers as _defers
 from sparsejac.tracing.operands import lift_objects
 from sparsejac.tracing.program import CONST, FROM_PARAMS, Trace, Var
@@ -96,8 +96,7 @@ class Tracer:
     def _flat_position(self, key: Any) -> int | None:
         """The C-order position of a key of one integer per axis (``x[i]``, ``x[i, j]``).
 
-        None for every other key (and for an index out of bounds, left to the general path
-        and numpy's error).
+        None for any other key (or out of bounds: the general path, numpy's error).
         """
         keys = key if isinstance(key, tuple) else (key,)
         shape = self._v.shape
@@ -326,6 +325,8 @@ class Tracer:
                 return Tracer(self._trace, item if isinstance(item, Var)
                               else self._trace.const(np.asarray(item)))
             return registry().element(self._trace, self._v, flat)
+        if self._pending and (at := fancy_positions(self._v.shape, key)) is not None:
+            return registry().read_writes(self._trace, self._v, self._pending, at)  # (R[t])
         return registry().getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -335,7 +336,7 @@ class Tracer:
             at: Any = self._flat_position(key)
             if at is None and isinstance(value, Tracer) and 0 < value.size <= 64 and \
                     self._v.value.flags.c_contiguous:  # a small block: x[2 * k:2 * k + 2] = v
-                at = basic_positions(self.shape, key)
+                at = (basic_positions if is_basic_key(key) else fancy_positions)(self.shape, key)
             if at is not None and self._write_element(at, value):
                 return
         value = lift_objects(value)
@@ -382,8 +383,7 @@ class Tracer:
     def _rebind(self, other: Any) -> Tracer:
         """Make this tracer stand for ``other`` (in-place update: ``y += 1``, ``y[i] = v``).
 
-        If it is a view of another traced array (or has views), the update reaches them, as
-        writes through numpy views do.
+        The update reaches the traced arrays it is a view of, and its views, as numpy's does.
         """
         if self._base is not None:
             registry().check_writeable(self)
