@@ -734,3 +734,42 @@ def test_a_store_through_a_mask_moving_with_x():
     jac = sparsejac.SparseJacobian(f, x)
     for p in (x, np.array([2.0, 0.1, -0.4, 0.9])):
         np.testing.assert_array_equal(jac(p).toarray(), by_hand(p))
+
+
+V_SET = np.array([1.04, 1.0, 1.02, 1.0])
+PQ = np.array([1, 3])
+
+
+def test_np_array_of_a_plain_array_in_f_is_a_buffer_as_np_copy() -> None:
+    """Found from outside: power-flow code starts with ``V = np.array(V_set, dtype=float)``
+    and writes the unknowns into it; that copy was plain (refused at the write) where
+    ``np.copy(V_set)`` was a buffer. ``np.asarray`` (the same object: writing into it would
+    change the caller's array) stays plain, and so does ``np.array(..., copy=False)``."""
+    def mismatch(x: Any, v_set: Any) -> Any:
+        v = np.array(v_set, dtype=float)
+        v[PQ] = x
+        return v[1:] * v[:-1] - 1.0
+
+    x = np.array([0.98, 0.97])
+    want = np.array([[1.04, 0.0], [1.02, 0.0], [0.0, 1.02]])
+    np.testing.assert_array_equal(sparsejac.jacobian(mismatch, x, args=(V_SET,)).toarray(),
+                                  want)
+    jac = sparsejac.SparseJacobian(mismatch, x, args=(V_SET,))
+    np.testing.assert_allclose(jac(np.array([1.0, 0.9])).toarray(), [[1.04, 0], [1.02, 0],
+                                                                      [0, 1.02]])
+    np.testing.assert_array_equal(V_SET, [1.04, 1.0, 1.02, 1.0])  # the caller's, untouched
+
+    def into_the_callers(x: Any) -> Any:
+        v = np.asarray(V_SET)
+        v[PQ] = x
+        return v
+
+    def no_copy(x: Any) -> Any:
+        v = np.array(V_SET, copy=False)
+        v[PQ] = x
+        return v
+
+    for f in (into_the_callers, no_copy):
+        with pytest.raises(sparsejac.TracedConversionError):
+            sparsejac.jacobian(f, x)
+    np.testing.assert_array_equal(V_SET, [1.04, 1.0, 1.02, 1.0])

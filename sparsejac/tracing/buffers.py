@@ -9,8 +9,9 @@ The most common way to write a right-hand side fills a buffer::
 ``np.zeros(n)`` has no traced argument, so numpy never asks the tracer, and a plain array
 cannot hold traced values. While a trace runs, the creation functions of :data:`CREATORS`
 (``numpy.zeros``, ``ones``, ``empty``, ``full``, ``eye``, ``identity``, ``copy`` and the
-``_like`` forms given a plain prototype; not ``arange`` and ``linspace``, which are grids and
-index arrays far more often than buffers, used as plain arrays) are replaced by
+``_like`` forms given a plain prototype, and ``np.array`` of a plain array, a float copy;
+not ``arange`` and ``linspace``, which are grids and index arrays far more often than
+buffers, used as plain arrays) are replaced by
 wrappers that, **when called from the traced function's own code in the tracing thread**,
 return a *constant* traced array with the same value, shape and
 dtype: it can then receive traced values (slices, masks, fancy indices, ``+=``, ``np.add.at``,
@@ -76,6 +77,15 @@ def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     def convert(*args: Any, **kwargs: Any) -> Any:
         obj: Any = args[0] if args else kwargs.get("object", kwargs.get("a"))
         kind: Any = type(obj)
+        if kind is np.ndarray and name == "array" and obj.dtype.kind != "O":
+            result = original(*args, **kwargs)
+            trace = current_trace()  # (f's own copy of a plain array: a buffer, see _buffer)
+            if trace is not None and _buffer(trace, result, args, kwargs) and \
+                    _from_user_code(LIFTERS):
+                from sparsejac.tracing.tracer import Tracer
+
+                return Tracer(trace, trace.const(result))
+            return result
         if kind in scalars or (kind is np.ndarray and obj.dtype.kind != "O"):
             return original(*args, **kwargs)  # the usual case (numpy's and sparsejac's calls)
         trace = current_trace()
@@ -104,6 +114,20 @@ def _lifter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     convert.__wrapped__ = original  # type: ignore[attr-defined]
     convert.sparsejac_buffer_wrapper = True  # type: ignore[attr-defined]
     return convert
+
+
+def _buffer(trace: Any, result: Any, args: Any, kwargs: Any) -> bool:
+    """Whether ``np.array(a)`` of a plain array, made in f's code, is a buffer.
+
+    As ``np.copy(a)`` (see :data:`CREATORS`): a float copy, which can receive traced values.
+    Power-flow code starts its voltage vector with ``V = np.array(V_set, dtype=float)`` and
+    writes the unknowns into it (found from outside: refused before, with a message about
+    the write). ``copy=False`` and calls from numpy, scipy or sparsejac give numpy's result.
+    """
+    copy = args[2] if len(args) > 2 else kwargs.get("copy", True)
+    return (not trace.closed and copy is True and isinstance(result, np.ndarray)
+            and result.dtype.kind == "f" and bool(result.ndim))
+
 
 
 _THROUGH = threading.local()  # .depth: library functions traced through their own code
