@@ -206,11 +206,12 @@ def mend_non_finite(engine: Any, mode: str, got: tuple[np.ndarray, Any], x: np.n
     path whose tangent (forward) or cotangent (reverse) is zero, and the two modes meet the
     zeros at different places: ``sqrt(sum(x) - x[0])`` at ``(1, 0, 0)`` has the derivative 0
     in ``x[0]`` (its two paths cancel before the infinite factor) in forward mode and NaN in
-    reverse mode (``inf - inf`` after it), ``sqrt(x[0]) * c - sqrt(x[0]) * c`` the reverse.
-    A finite value either mode gives is the derivative; the entries neither gives stay as
-    they are. Found from outside: a prepared Jacobian (reverse mode on the tape) had NaN where
-    the one-off one (forward) had 0. The check costs one pass over the entries; the other
-    mode runs only where an entry is not finite.
+    reverse mode (``inf - inf`` after it), ``y * c - y * c`` with ``y = sqrt(x[0])`` the
+    reverse. A finite value either mode gives is the derivative; the entries neither gives
+    stay as they are. Found from outside: a prepared Jacobian (reverse mode on the tape) had
+    NaN where the one-off one (forward) had 0. The check costs one pass over the entries; the
+    other mode runs only where an entry is not finite, and only if it needs at most four
+    times this mode's products (a dense row's forward mode is not run to mend it).
     """
     data = got[0]
     if mode == "fd" or np.isfinite(data).all() or not isinstance(
@@ -219,11 +220,14 @@ def mend_non_finite(engine: Any, mode: str, got: tuple[np.ndarray, Any], x: np.n
     if isinstance(engine, PreparedEngine) and engine.direct is not None:
         return got  # (entries assembled directly: the same in every mode)
     bad = ~np.isfinite(data)
+    _, p, _, q = _groups(colorings[mode])
     for other in ("forward", "reverse"):
         if other == mode:
             continue
         c = colorings.get(other) or colour_modes(pattern, [other], "natural", 0.0, None,
                                                  1.0)[other]
+        if c.n_colors > 4 * (p + q) + 8:
+            continue
         alt = engine.evaluate(other, c, x, params, None)[0]
         take = bad & np.isfinite(alt)
         data[take] = alt[take]
