@@ -254,12 +254,15 @@ def ode_jacobian(fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, .
 #: Largest problem (unknowns, and entries of the dense matrix) for which
 #: :func:`least_squares_jacobian` returns dense Jacobians by default. ``least_squares`` picks
 #: its trust-region solver by the type ``jac`` returns: ``"exact"`` (an SVD per iteration)
-#: for an ndarray, ``"lsmr"`` (iterative, inexact) for a sparse matrix. Up to 100 unknowns the
-#: SVD costs little and the exact steps never lose (measured on the Moré-Garbow-Hillstrom
-#: problems: the discrete boundary value problem at n = 100 takes 2 Jacobians and 1.2 ms
-#: dense, 166 Jacobians and 0.42 s sparse; tridiagonal ones 3.8 against 3.1 ms); from a few
-#: hundred up the sparse path wins on banded problems (n = 300: 3.4 against 41 ms).
-DENSE_LSQ_MAX = 100
+#: for an ndarray, ``"lsmr"`` (iterative, inexact) for a sparse matrix. The exact steps do not
+#: depend on the problem's conditioning; ``lsmr``'s do (its default tolerances): the
+#: Moré-Garbow-Hillstrom discrete boundary value problem at n = 100 takes 2 Jacobians and
+#: 1.2 ms dense, 166 Jacobians and 0.42 s sparse, and a 1-D Bratu residual scaled by 1/h²
+#: (found from outside) 4 Jacobians dense at n = 200 / 300 / 500 (20 / 39 / 136 ms) but does
+#: not converge in 200 sparse. On a well-conditioned banded problem the sparse path is
+#: faster (Broyden's tridiagonal function, n = 300 / 500: 6 / 5 ms against 47 / 196 ms), not
+#: by enough to risk the other case while an SVD costs at most some 50 ms (n = 500).
+DENSE_LSQ_MAX = 500
 DENSE_LSQ_ENTRIES = 1_000_000
 
 

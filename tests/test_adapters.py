@@ -195,7 +195,7 @@ def test_least_squares_matches_its_own_finite_differences(method):
                                atol=EXACT_TOL * np.abs(expected).max())
 
 
-@pytest.mark.parametrize(("n", "fmt", "dense"), [(100, "auto", True), (101, "auto", False),
+@pytest.mark.parametrize(("n", "fmt", "dense"), [(500, "auto", True), (501, "auto", False),
                                                  (20, "csr", False), (300, "dense", True)])
 def test_least_squares_jacobian_format(n: int, fmt: str, dense: bool) -> None:
     """Dense up to DENSE_LSQ_MAX unknowns (least_squares then takes exact SVD steps), a
@@ -270,7 +270,7 @@ def test_small_least_squares_takes_exact_steps() -> None:
 
 def test_least_squares_with_lsmr_accepts_the_sparse_matrix():
     """tr_solver='lsmr' works directly on the csr_array the adapter returns."""
-    n = 500
+    n = 600
     x0 = -np.ones(n)
     b = np.zeros(n)
     jac = sparsejac.least_squares_jacobian(broyden_residuals, x0, args=(b,),
@@ -624,3 +624,26 @@ def test_lsoda_with_args_gets_dense_jacobians_at_any_size():
     theirs = solve_ivp(rhs, (0.0, 1.0), u0, method="LSODA", args=args)
     assert ours.success
     np.testing.assert_allclose(ours.y[:, -1], theirs.y[:, -1], rtol=1e-6)
+
+
+def test_an_ill_conditioned_residual_gets_exact_steps_by_default() -> None:
+    """Found from outside: a 1-D Bratu residual scaled by 1/h^2 (n = 300) got a csr_array,
+    so least_squares took lsmr's steps and did not converge in 200 Jacobians, where
+    scipy's default (dense finite differences, exact steps) takes 4. Up to 500 unknowns
+    the Jacobian is dense by default."""
+    from scipy.optimize import least_squares
+
+    n = 300
+    h = 1.0 / (n + 1)
+
+    def bratu(u: Any, lam: float) -> Any:
+        up = np.r_[u[1:], 0.0]
+        um = np.r_[0.0, u[:-1]]
+        return (up - 2 * u + um) / h**2 + lam * np.exp(u)
+
+    jac = sparsejac.least_squares_jacobian(bratu, np.zeros(n), args=(0.1,))
+    assert jac.format == "dense"
+    got = least_squares(bratu, np.zeros(n), args=(0.1,), jac=jac, max_nfev=50)
+    assert got.status > 0
+    assert got.njev <= 10
+    assert np.abs(bratu(got.x, 0.1)).max() < 1e-8
