@@ -14,6 +14,7 @@ is always the one in use.
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 from collections.abc import Callable
@@ -96,6 +97,25 @@ def _densify(prepared: SparseJacobian, x: Any, params: Any, args: Any, kwargs: A
     return dense, cached
 
 
+#: the options an adapter passes on to :class:`SparseJacobian` (what its ``**options`` may hold)
+_OPTIONS = frozenset(inspect.signature(SparseJacobian.__init__).parameters) - {
+    "self", "f", "x0", "args", "kwargs", "name"}
+
+
+def _own_names(who: str, fun: Any, point: Any, name: str, options: dict[str, Any]) -> None:
+    """Check an adapter's arguments under its own names (``fun``, ``y0``), not SparseJacobian's.
+
+    Found from outside: ``ode_jacobian`` with a complex ``y0`` said "`x0` must be ...", and an
+    unknown keyword came back from ``SparseJacobian.__init__``.
+    """
+    check_callable(fun, point, name="fun")
+    check_x(point, name=name)
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise TypeError(f"{who}() got an unexpected keyword argument {unknown[0]!r} (its "
+                        f"options are SparseJacobian's: {', '.join(sorted(_OPTIONS))})")
+
+
 #: scipy's wrappers of Fortran integrators that need a dense Jacobian (``solve_ivp``'s LSODA
 #: and the ``ode`` class run through the first, ``odeint`` is the second): called from one of
 #: them, an :class:`OdeJacobian` with ``format="auto"`` returns a dense array at any size.
@@ -105,12 +125,18 @@ _DENSE_ONLY_CALLERS = frozenset({"scipy.integrate._ode", "scipy.integrate._odepa
 def _dense_only_caller() -> bool:
     """Whether ``OdeJacobian.__call__``'s caller is a wrapper of a dense-only integrator.
 
-    ``solve_ivp(..., args=...)`` puts a ``lambda`` of its own in between: it is skipped.
+    ``solve_ivp(..., args=...)`` puts a ``lambda`` of its own in between, and a user may put
+    a wrapper: the four callers above it are looked at (found from outside: LSODA through
+    a counting wrapper got a sparse matrix, and failed with numpy's message).
     """
     frame: Any = sys._getframe(2)
-    if frame is not None and frame.f_globals.get("__name__") == "scipy.integrate._ivp.ivp":
+    for _ in range(4):  # (a user's wrapper too: jac=lambda t, y: jac(t, y), a counter)
+        if frame is None:
+            return False
+        if frame.f_globals.get("__name__") in _DENSE_ONLY_CALLERS:
+            return True
         frame = frame.f_back
-    return frame is not None and frame.f_globals.get("__name__") in _DENSE_ONLY_CALLERS
+    return False
 
 
 class OdeJacobian:
@@ -248,6 +274,10 @@ def ode_jacobian(fun: Callable[..., Any], t0: float, y0: Any, args: tuple[Any, .
     >>> sol.success, sol.njev >= 1
     (True, True)
     """
+    _own_names("ode_jacobian", fun, y0, "y0", options)
+    if "params" in options:
+        raise TypeError("ode_jacobian() traces `t` as its parameter: pass the others in `args` "
+                        "(params= is SparseJacobian's)")
     return OdeJacobian(fun, t0, y0, args, format=format, **options)
 
 
@@ -365,13 +395,14 @@ def least_squares_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ..
     ...     r[1:] -= x[:-1]
     ...     r[:-1] -= 2 * x[1:]
     ...     return r
-    >>> jac = sparsejac.least_squares_jacobian(broyden, -np.ones(200))
+    >>> jac = sparsejac.least_squares_jacobian(broyden, -np.ones(1000))
     >>> jac.n_products, jac.format
     (3, 'csr')
-    >>> res = least_squares(broyden, -np.ones(200), jac=jac)
+    >>> res = least_squares(broyden, -np.ones(1000), jac=jac)
     >>> bool(res.success), bool(np.abs(broyden(res.x)).max() < 1e-8)
     (True, True)
     """
+    _own_names("least_squares_jacobian", fun, x0, "x0", options)
     return LeastSquaresJacobian(fun, x0, args, kwargs, format=format, **options)
 
 
@@ -455,6 +486,7 @@ def root_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
     >>> bool(sol.success), bool(np.allclose(sol.x, 1.0))
     (True, True)
     """
+    _own_names("root_jacobian", fun, x0, "x0", options)
     return RootJacobian(SparseJacobian(fun, x0, args=check_args(args),
                                        name=str(getattr(fun, "__name__", "fun")), **options))
 
@@ -593,6 +625,9 @@ class BvpJacobian:
 
     def _p(self, p: Any) -> np.ndarray | None:
         if self._k == 0:
+            if p is not None and np.size(p):  # (solve_bvp(p=...) with fun_jac of 2 blocks)
+                raise ValueError("`p` was given, but this BvpJacobian was prepared without "
+                                 "parameters: pass p=... to bvp_jacobian too")
             return None
         if p is None:
             raise ValueError(f"`p` is missing: the problem has {self._k} parameters")
@@ -607,8 +642,9 @@ class BvpJacobian:
         for name, a in zip(("ya", "yb"), parts, strict=True):
             if a.shape != (self._n,):
                 raise ValueError(f"`{name}` must have shape ({self._n},); got shape {a.shape}")
-        if self._k:
-            parts.append(self._p(p))  # type: ignore[arg-type]
+        pa = self._p(p)  # (refused when given to a BvpJacobian prepared without parameters)
+        if pa is not None:
+            parts.append(pa)
         J = self._bc(np.concatenate(parts)).toarray()
         n = self._n
         if self._k == 0:

@@ -366,6 +366,8 @@ class KrylovMethod:
 
     def update(self, x: np.ndarray) -> None:
         """Linearise at the new Newton point ``x``."""
+        if self.operator is not None and self.operator.shape[1] != np.size(x):
+            self._outer_v.clear()  # (another problem's size: LGMRES's kept vectors do not fit)
         self.operator = self.jacobian.linear_operator(x)
 
     def _solve(self, op: Any, rhs: np.ndarray, rtol: float = 1e-5, maxiter: int | None = None,

@@ -647,3 +647,69 @@ def test_an_ill_conditioned_residual_gets_exact_steps_by_default() -> None:
     assert got.status > 0
     assert got.njev <= 10
     assert np.abs(bratu(got.x, 0.1)).max() < 1e-8
+
+
+def test_adapters_check_their_arguments_under_their_own_names() -> None:
+    """Found from outside: ode_jacobian said "`x0` must be ..." for its y0, and an unknown
+    keyword came back from SparseJacobian.__init__."""
+    rhs = lambda t, y: -y  # noqa: E731
+    with pytest.raises(TypeError, match=r"`y0` must be an array of real numbers"):
+        sparsejac.ode_jacobian(rhs, 0.0, np.array([1 + 1j, 1.0]))
+    with pytest.raises(ValueError, match=r"`y0` must be finite"):
+        sparsejac.ode_jacobian(rhs, 0.0, np.array([1.0, np.inf]))
+    with pytest.raises(TypeError, match=r"`fun` must be callable"):
+        sparsejac.least_squares_jacobian(np.ones(3), np.ones(3))
+    with pytest.raises(TypeError, match=r"ode_jacobian\(\) got an unexpected keyword argument "
+                                        r"'jac_sparsity'"):
+        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3), jac_sparsity=np.eye(3))
+    with pytest.raises(TypeError, match=r"root_jacobian\(\) got an unexpected keyword"):
+        sparsejac.root_jacobian(lambda x: x ** 2, np.ones(3), tol=1e-3)
+    with pytest.raises(TypeError, match=r"traces `t` as its parameter"):
+        sparsejac.ode_jacobian(rhs, 0.0, np.ones(3), params=(1.0,))
+
+
+def test_lsoda_through_a_users_wrapper_gets_a_dense_matrix() -> None:
+    """LSODA needs a dense Jacobian; a counting wrapper between it and the adapter hid the
+    caller, and a sparse matrix failed with numpy's "setting an array element"."""
+    from scipy.integrate import solve_ivp
+
+    n = 100
+
+    def rd(t: float, u: Any) -> Any:
+        lap = np.empty_like(u)
+        lap[1:-1] = u[2:] - 2 * u[1:-1] + u[:-2]
+        lap[0], lap[-1] = 2 * (u[1] - u[0]), 2 * (u[-2] - u[-1])
+        return 50.0 * lap + 5 * u ** 2 * (1 - u)
+
+    u0 = np.exp(-50 * (np.linspace(0, 1, n) - 0.5) ** 2)
+    jac = sparsejac.ode_jacobian(rd, 0.0, u0)
+    calls: list[float] = []
+
+    def counting(t: float, y: Any) -> Any:
+        calls.append(t)
+        return jac(t, y)
+
+    sol = solve_ivp(rd, (0, 1), u0, method="LSODA", jac=counting)
+    ref = solve_ivp(rd, (0, 1), u0, method="LSODA", jac=jac)
+    assert sol.status == 0
+    assert calls
+    np.testing.assert_allclose(sol.y[:, -1], ref.y[:, -1], rtol=1e-8)
+    assert sp.issparse(jac(0.0, u0))  # (called directly by the user: the sparse matrix)
+
+
+def test_bvp_parameters_given_to_a_jacobian_prepared_without_are_refused() -> None:
+    """solve_bvp(p=...) with a BvpJacobian prepared without p failed with "not enough
+    values to unpack"; p is refused by name."""
+    def fun(x: Any, y: Any, p: Any = None) -> Any:
+        k = 1.0 if p is None else p[0]
+        return np.vstack([y[1], -k * y[0]])
+
+    def bc(ya: Any, yb: Any, p: Any = None) -> Any:
+        return np.array([ya[0], yb[0] - 1.0])
+
+    x = np.linspace(0, 1, 5)
+    jac = sparsejac.bvp_jacobian(fun, bc, x, np.ones((2, 5)))
+    for call in (lambda: jac.fun_jac(x, np.ones((2, 5)), np.array([6.0])),
+                 lambda: jac.bc_jac(np.ones(2), np.ones(2), np.array([6.0]))):
+        with pytest.raises(ValueError, match=r"prepared without parameters: pass p=\.\.\."):
+            call()

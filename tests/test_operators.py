@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -323,3 +325,17 @@ def test_fd_bounds_as_a_two_row_array():
     jac = sparsejac.SparseJacobian(lambda x: x**2, x0, mode="fd", sparsity=np.eye(2), bounds=b)
     np.testing.assert_allclose(jac(np.array([1.0, 0.0])).toarray(), np.diag([2.0, 0.0]),
                                atol=1e-6)
+
+
+def test_a_krylov_method_serves_problems_of_another_size() -> None:
+    """Found from outside: LGMRES's outer vectors were kept for the KrylovMethod's whole
+    life, so a second solve of another size failed with scipy's "dimension mismatch"."""
+    from scipy.optimize import newton_krylov
+
+    def F(x: Any) -> Any:
+        return 4 * x - np.roll(x, 1) - np.roll(x, -1) + x ** 3 - 1.0
+
+    km = sparsejac.KrylovMethod(F)
+    for n in (50, 80, 50):
+        u = newton_krylov(F, np.zeros(n), f_tol=1e-10, **km.jac_options)
+        assert np.abs(F(u)).max() < 1e-9
