@@ -11,7 +11,7 @@ and then, at every iteration, for the values in exactly that order:
 same problem is solved again with scipy's compressed finite differences
 (``approx_derivative`` with the pattern), and the two are printed side by side.
 
-    pip install 'sparsejac[ipopt]'            # cyipopt (or the cyipopt-wheels build)
+    pip install 'sparsejac-numpy[ipopt]'            # cyipopt (or the cyipopt-wheels build)
     python examples/ipopt_collocation.py      # N = 1000
     python examples/ipopt_collocation.py --quick
 
@@ -139,7 +139,7 @@ def main() -> None:
         import cyipopt
     except ImportError:
         print("ipopt_collocation: skipped, cyipopt is not installed "
-              "(pip install 'sparsejac[ipopt]', or the cyipopt-wheels build)")
+              "(pip install 'sparsejac-numpy[ipopt]', or the cyipopt-wheels build)")
         return
     z0 = initial_guess()
     t = time.perf_counter()

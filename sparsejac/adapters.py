@@ -199,6 +199,16 @@ class OdeJacobian:
         state["_dense_positions"] = None  # a cache, which may hold the preparation's objects
         return state
 
+    def __getattr__(self, name: str) -> Any:
+        """The prepared Jacobian's attributes (``mode``, ``reason``, ``stats``, ...).
+
+        Found from outside: ``jac.mode``, which the getting-started page shows on a
+        ``SparseJacobian``, raised an ``AttributeError`` on the ODE adapter.
+        """
+        if name.startswith("_") or name == "prepared":  # (unpickling: no recursion)
+            raise AttributeError(name)
+        return getattr(self.prepared, name)
+
     @property
     def sparsity(self) -> sp.csr_array:
         """The pattern in use (it follows a new preparation with other ``args``)."""
@@ -396,7 +406,7 @@ def least_squares_jacobian(fun: Callable[..., Any], x0: Any, args: tuple[Any, ..
     ...     r[:-1] -= 2 * x[1:]
     ...     return r
     >>> jac = sparsejac.least_squares_jacobian(broyden, -np.ones(1000))
-    >>> jac.n_products, jac.format
+    >>> jac.coloring.n_colors, jac.format
     (3, 'csr')
     >>> res = least_squares(broyden, -np.ones(1000), jac=jac)
     >>> bool(res.success), bool(np.abs(broyden(res.x)).max() < 1e-8)

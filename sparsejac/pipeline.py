@@ -187,15 +187,16 @@ class Plan:
 
     @property
     def n_products(self) -> int:
-        """Products per Jacobian: JVPs, VJPs, both, or (fd) the evaluations of ``f``.
+        """Products per Jacobian: JVPs, VJPs, both, (fd) evaluations of ``f``, or 0 (direct).
 
         Finite differences evaluate ``f`` ``p + 1`` times with ``"2-point"`` (the base point
-        too), ``2p`` times with ``"3-point"`` and ``p`` times with ``"cs"``, for ``p`` colours.
+        too), ``2p`` times with ``"3-point"`` and ``p`` times with ``"cs"``, for ``p`` colours;
+        entries assembled directly take no product (the colouring is not used).
         """
         p = int(self.coloring.n_colors)
         if isinstance(self.engine, FdEngine):
             return fd_evaluations(self.engine.method, p)
-        return p
+        return 0 if getattr(self.engine, "direct", None) is not None else p
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -713,3 +713,14 @@ def test_bvp_parameters_given_to_a_jacobian_prepared_without_are_refused() -> No
                  lambda: jac.bc_jac(np.ones(2), np.ones(2), np.array([6.0]))):
         with pytest.raises(ValueError, match=r"prepared without parameters: pass p=\.\.\."):
             call()
+
+
+def test_the_ode_adapter_shows_its_prepared_jacobians_attributes() -> None:
+    """getting_started shows ``jac.mode`` and ``jac.reason``; on ode_jacobian's result they
+    raised an AttributeError (found from outside)."""
+    jac = sparsejac.ode_jacobian(lambda t, y: -y ** 2, 0.0, np.ones(3))
+    assert jac.mode == jac.prepared.mode
+    assert jac.reason == jac.prepared.reason
+    assert jac.stats()["nnz"] == 3
+    with pytest.raises(AttributeError):
+        _ = jac.no_such_attribute
