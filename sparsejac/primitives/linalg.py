@@ -162,7 +162,7 @@ class Contraction(Primitive):
         ins: tuple[str, ...] = node.params["ins"]
         out: str = node.params["out"]
         letters, w = self._operand_map(node, k, None)
-        coords = np.nonzero(w != 0)
+        coords = np.nonzero(w != 0) if np.ndim(w) else ()  # (all 0-d: einsum(",", a, b))
         coord = dict(zip(letters, coords, strict=True))
         nnz = coords[0].size if coords else int(w != 0)
         rows = (np.ravel_multi_index(tuple(coord[c] for c in out), node.out.shape)

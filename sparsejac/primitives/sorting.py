@@ -43,8 +43,9 @@ __all__ = ["SortPermute", "SortScatter"]
 
 def _lanes(shape: tuple[int, ...], axis: int) -> np.ndarray:
     """Flat positions of every element, as ``(lanes, length)`` with the axis last."""
+    lanes = int(np.prod(shape[:axis] + shape[axis + 1:], dtype=np.int64))  # (empty arrays too)
     return np.moveaxis(np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape),
-                       axis, -1).reshape(-1, shape[axis])
+                       axis, -1).reshape(lanes, shape[axis])
 
 
 class SortPermute(Primitive):
@@ -61,7 +62,9 @@ class SortPermute(Primitive):
 
     @staticmethod
     def _select(x: np.ndarray, axis: int, how: Any) -> np.ndarray:
-        lanes = np.moveaxis(np.asarray(x), axis, -1).reshape(-1, np.shape(x)[axis])
+        shape = np.shape(x)
+        lanes = np.moveaxis(np.asarray(x), axis, -1).reshape(
+            int(np.prod(shape[:axis] + shape[axis + 1:], dtype=np.int64)), shape[axis])
         if how == "sort":
             return np.argsort(lanes, axis=-1, kind="stable")
         if isinstance(how, tuple):
@@ -347,8 +350,14 @@ def _quantile_sorted(s: Any, q: np.ndarray, ax: int, keepdims: bool,
     return res
 
 
+def _constant(q: Any) -> Any:
+    """``q`` made in ``f`` as a constant buffer (``np.array([25.0, 75.0])``): its value."""
+    return q._var.value if isinstance(q, Tracer) and q._var.is_const else q
+
+
 def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
               extra: dict[str, Any]) -> Any:
+    q = _constant(q)
     if isinstance(q, Tracer) or method not in QUANTILE_METHODS or \
             extra.get("out") is not None or extra.get("overwrite_input") or \
             extra.get("weights") is not None:
@@ -383,6 +392,7 @@ def _np_quantile(a: Any, q: Any, axis: Any = None, out: Any = None,
 def _np_percentile(a: Any, q: Any, axis: Any = None, out: Any = None,
                    overwrite_input: bool = False, method: str = "linear",
                    keepdims: bool = False, **kw: Any) -> Any:
+    q = _constant(q)
     if isinstance(q, Tracer):
         raise UnsupportedPrimitiveError("numpy.percentile", "a traced `q`")
     return _quantile("numpy.percentile", a, np.asarray(q, dtype=np.float64) / 100.0, axis,

@@ -1,0 +1,48 @@
+"""Zero-dimensional and empty operands, and constants made in ``f`` (found from outside).
+
+A hunt of numpy's argument variants found foreign errors from inside sparsejac where numpy
+itself answers: an ``np.einsum`` of 0-d operands only, a sort or running extremum of an empty
+array, and a percentile's ``q`` made in ``f`` with ``np.array`` (a constant, refused as a
+traced ``q``). Each case here compares with hand-derived Jacobians.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsejac
+
+X = np.array([0.5, -1.0, 2.0])
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_einsum_of_zero_dimensional_operands(mode: str) -> None:
+    def f(x: Any) -> Any:
+        return np.atleast_1d(np.einsum(",", x[0], x[1]) + np.einsum("->", x[2] ** 2)
+                             + np.tensordot(x[0], x[2], axes=0))
+
+    want = [[X[1] + X[2], X[0], 2 * X[2] + X[0]]]
+    np.testing.assert_allclose(sparsejac.jacobian(f, X, mode=mode).toarray(), want)
+
+
+@pytest.mark.parametrize("select", [np.sort, np.maximum.accumulate])
+def test_selections_of_empty_arrays(select: Any) -> None:
+    def f(x: Any) -> Any:
+        return np.concatenate([select(x[:0]), x ** 2])
+
+    np.testing.assert_array_equal(sparsejac.jacobian(f, X).toarray(), np.diag(2 * X))
+    np.testing.assert_array_equal(sparsejac.SparseJacobian(f, X)(X[::-1]).toarray(),
+                                  np.diag(2 * X[::-1]))
+
+
+def test_a_quantile_made_in_f_is_a_constant() -> None:
+    """``q = np.array([25.0, 75.0])`` in ``f`` is a constant buffer, not a traced ``q``."""
+    def f(x: Any) -> Any:
+        return np.percentile(x, np.array([0.0, 100.0])) + np.quantile(x, np.full(2, 0.5))
+
+    # min and max, then the median (x[0] = 0.5) twice
+    want = [[1.0, 1.0, 0.0], [1.0, 0.0, 1.0]]
+    np.testing.assert_allclose(sparsejac.jacobian(f, X).toarray(), want)
