@@ -46,3 +46,12 @@ def test_a_quantile_made_in_f_is_a_constant() -> None:
     # min and max, then the median (x[0] = 0.5) twice
     want = [[1.0, 1.0, 0.0], [1.0, 0.0, 1.0]]
     np.testing.assert_allclose(sparsejac.jacobian(f, X).toarray(), want)
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse", "mixed"])
+def test_an_empty_output_in_every_mode(mode: str) -> None:
+    """An f returning an empty array: a (0, n) Jacobian in every mode (a forced mode said
+    "`sparsity` must have at least one row", though no sparsity was given)."""
+    got = sparsejac.jacobian(lambda x: x[:0] * 2.0, X, mode=mode)
+    assert got.shape == (0, 3)
+    assert got.nnz == 0

@@ -26,6 +26,8 @@ def colour_modes(pattern: SparsityPattern, modes: Sequence[str], order: Any, eff
             time_budget: float | None, reverse_cost: float) -> dict[str, ColoringResult]:
     """The colouring of every mode (the one place the pipeline colours)."""
     partitions = {m: partition_for_mode(m) for m in modes}
+    if 0 in pattern.shape:  # an f returning an empty array (or of an empty x): no product
+        return {m: _no_products(pattern, p) for m, p in partitions.items()}
     wanted = sorted(set(partitions.values()))
     one_sided_only = False
     if callable(order) and len(wanted) > 1 and "bidirectional" in wanted:
@@ -94,6 +96,25 @@ def one_sided_as_mixed(found: dict[str, ColoringResult], reverse_cost: float
 #: and a colouring would cost more than the whole evaluation.
 ONE_SHOT_IDENTITY = 16
 ONE_SHOT_IDENTITY_ROWS = 64
+
+
+def _no_products(pattern: SparsityPattern, partition: str) -> ColoringResult:
+    """The colouring of a pattern without rows or columns (no two lines share a nonzero).
+
+    A one-sided partition puts every line in one group (a product that reads nothing); a
+    bidirectional one seeds none.
+    """
+    m, n = pattern.shape
+    cols: np.ndarray | None
+    rows: np.ndarray | None
+    if partition == "bidirectional":
+        cols, rows, k = np.full(n, -1, dtype=np.int64), np.full(m, -1, dtype=np.int64), 0
+    else:
+        size = n if partition == "column" else m
+        groups, k = np.zeros(size, dtype=np.int64), int(size > 0)
+        cols, rows = (groups, None) if partition == "column" else (None, groups)
+    return ColoringResult(pattern=pattern, partition=partition, order="none", n_colors=k,
+                          column_groups=cols, row_groups=rows, lower_bound=0)
 
 
 def identity_colouring(pattern: SparsityPattern, partition: str = "column",
