@@ -55,3 +55,17 @@ def test_an_empty_output_in_every_mode(mode: str) -> None:
     got = sparsejac.jacobian(lambda x: x[:0] * 2.0, X, mode=mode)
     assert got.shape == (0, 3)
     assert got.nnz == 0
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_contractions_over_an_empty_axis(mode: str) -> None:
+    """An optional block of size 0 in generic code (``A[:, :0] @ x[:0]``, an empty batch):
+    numpy's broadcasting error came from inside sparsejac (its index sizes took 0 as 1)."""
+    a = np.arange(6.0).reshape(2, 3)
+
+    def f(x: Any) -> Any:
+        empty = np.einsum("i,i->", x[:0], x[:0]) + np.outer(x[:0], x).sum()
+        return a[:, :0] @ x[:0] + x[:2] ** 2 + empty
+
+    np.testing.assert_array_equal(sparsejac.jacobian(f, X, mode=mode).toarray(),
+                                  [[2 * X[0], 0, 0], [0, 2 * X[1], 0]])

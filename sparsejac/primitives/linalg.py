@@ -107,7 +107,8 @@ def _letter_sizes(ins: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> dict
         for c, n in zip(s, shp, strict=True):
             if sizes.get(c, 1) not in (1, n) and n != 1:
                 raise ValueError(f"einsum: index {c!r} has sizes {sizes[c]} and {n}")
-            sizes[c] = max(sizes.get(c, 1), n)
+            if c not in sizes or sizes[c] == 1:  # (a size 1 broadcasts, to 0 too: an empty
+                sizes[c] = n                     # block of generic code, A[:, :0] @ x[:0])
     return sizes
 
 
