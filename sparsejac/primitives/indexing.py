@@ -91,6 +91,17 @@ def element(trace: Trace, var: Var, flat: int) -> Tracer:
     return Tracer(trace, trace.emit(GATHER, (var,), {"plan": plan}, value))
 
 
+def _operand_start(block: Var, seen: dict[int, int], in_vars: list[Var], offset: int
+                   ) -> tuple[int, int]:
+    """Where ``block`` starts among a gather's operands (added once), and the next offset."""
+    start = seen.get(block.id)
+    if start is None:
+        start = seen[block.id] = offset
+        offset += block.size
+        in_vars.append(block)
+    return start, offset
+
+
 def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
     """``var`` after the element writes ``{flat: value}``, recorded as one gather.
 
@@ -116,11 +127,7 @@ def merge_writes(trace: Trace, var: Var, writes: dict[int, Any]) -> Var:
     for flat, item in writes.items():
         block, j = item if type(item) is tuple else (item, 0)  # (a block's element j)
         if isinstance(block, Var):
-            pos = seen.get(block.id)
-            if pos is None:
-                pos = seen[block.id] = offset
-                offset += block.size
-                in_vars.append(block)
+            pos, offset = _operand_start(block, seen, in_vars, offset)
             positions[flat] = pos + j
             flat_value[flat] = block.value if type(item) is not tuple else \
                 np.reshape(block.value, -1)[j]
@@ -161,11 +168,7 @@ def read_writes(trace: Trace, var: Var, writes: dict[int, Any], positions: np.nd
                 value[i] = block
                 continue
             value[i] = np.reshape(block.value, -1)[j]
-        start = seen.get(block.id)
-        if start is None:
-            start = seen[block.id] = offset
-            offset += block.size
-            in_vars.append(block)
+        start, offset = _operand_start(block, seen, in_vars, offset)
         pos[i] = start + j
     result: Tracer = gather_from_positions(trace, in_vars, pos.reshape(positions.shape),
                                            value.reshape(positions.shape))

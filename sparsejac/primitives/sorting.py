@@ -97,11 +97,17 @@ class SortPermute(Primitive):
         rows, cols, li, lj = self.lane_entries(node.out.shape, axis, how)
 
         def dyn(vals: Sequence[Any], out: Any) -> np.ndarray:
-            sel = self._select(vals[0], axis, how)
-            hit: np.ndarray = (sel[:, li] == lj[None, :]).astype(np.float64)
-            return hit.ravel()
+            return self.lane_hits(vals[0], axis, how, li, lj)
 
         return [LocalJac(rows, cols, dyn=dyn)]
+
+    @classmethod
+    def lane_hits(cls, x: Any, axis: int, how: Any, li: np.ndarray, lj: np.ndarray
+                  ) -> np.ndarray:
+        """The local Jacobian's values at ``x``: 1 where output ``li`` reads input ``lj``."""
+        sel = cls._select(x, axis, how)
+        hit: np.ndarray = (sel[:, li] == lj[None, :]).astype(np.float64)
+        return hit.ravel()
 
     @classmethod
     def lane_entries(cls, shape: tuple[int, ...], axis: int, how: Any
@@ -226,9 +232,7 @@ class SortScatter(Primitive):
         rows, cols, li, lj = SortPermute.lane_entries(node.out.shape, axis, how)
 
         def dyn(vals: Sequence[Any], out: Any) -> np.ndarray:
-            sel = SortPermute._select(vals[1], axis, how)
-            hit: np.ndarray = (sel[:, li] == lj[None, :]).astype(np.float64)
-            return hit.ravel()
+            return SortPermute.lane_hits(vals[1], axis, how, li, lj)
 
         return [LocalJac(cols, rows, dyn=dyn), None]
 
