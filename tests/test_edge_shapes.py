@@ -69,3 +69,15 @@ def test_contractions_over_an_empty_axis(mode: str) -> None:
 
     np.testing.assert_array_equal(sparsejac.jacobian(f, X, mode=mode).toarray(),
                                   [[2 * X[0], 0, 0], [0, 2 * X[1], 0]])
+
+
+def test_a_single_precision_quantile_is_refused_by_name() -> None:
+    """numpy interpolates in a float32 ``q``'s precision: the trace's value check refused it
+    blaming ``f``; the refusal now names ``q`` and the way out."""
+    from sparsejac.errors import UnsupportedPrimitiveError
+
+    for q in (np.float32(33.3), np.array([10.0, 33.3], np.float32)):
+        with pytest.raises(UnsupportedPrimitiveError, match=r"float32 `q`.*float64"):
+            sparsejac.jacobian(lambda x, q=q: np.atleast_1d(np.percentile(x, q)), X)
+    got = sparsejac.jacobian(lambda x: np.atleast_1d(np.percentile(x, np.float64(50.0))), X)
+    np.testing.assert_array_equal(got.toarray(), [[1.0, 0.0, 0.0]])

@@ -354,14 +354,25 @@ def _quantile_sorted(s: Any, q: np.ndarray, ax: int, keepdims: bool,
     return res
 
 
-def _constant(q: Any) -> Any:
-    """``q`` made in ``f`` as a constant buffer (``np.array([25.0, 75.0])``): its value."""
-    return q._var.value if isinstance(q, Tracer) and q._var.is_const else q
+def _constant(q: Any, name: str = "") -> Any:
+    """``q`` made in ``f`` as a constant buffer (``np.array([25.0, 75.0])``): its value.
+
+    A single-precision ``q`` is refused by name: numpy interpolates in ``q``'s precision, and
+    the rule in double precision would differ from ``f``'s own value (found from outside:
+    the trace's value check refused it, blaming ``f``).
+    """
+    q = q._var.value if isinstance(q, Tracer) and q._var.is_const else q
+    if (isinstance(q, np.ndarray | np.generic) and q.dtype.kind == "f"
+            and q.dtype.itemsize < 8):
+        raise UnsupportedPrimitiveError(
+            name, f"a {q.dtype} `q` (numpy interpolates in q's precision; pass it as float64, "
+            "np.float64(q) or q.astype(float))")
+    return q
 
 
 def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
               extra: dict[str, Any]) -> Any:
-    q = _constant(q)
+    q = _constant(q, name)
     if isinstance(q, Tracer) or method not in QUANTILE_METHODS or \
             extra.get("out") is not None or extra.get("overwrite_input") or \
             extra.get("weights") is not None:
@@ -396,7 +407,7 @@ def _np_quantile(a: Any, q: Any, axis: Any = None, out: Any = None,
 def _np_percentile(a: Any, q: Any, axis: Any = None, out: Any = None,
                    overwrite_input: bool = False, method: str = "linear",
                    keepdims: bool = False, **kw: Any) -> Any:
-    q = _constant(q)
+    q = _constant(q, "numpy.percentile")
     if isinstance(q, Tracer):
         raise UnsupportedPrimitiveError("numpy.percentile", "a traced `q`")
     return _quantile("numpy.percentile", a, np.asarray(q, dtype=np.float64) / 100.0, axis,
