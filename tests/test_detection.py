@@ -607,3 +607,25 @@ def test_zero_exponents_carry_no_dependence() -> None:
                                    rtol=1e-15)
     assert sparsejac.jacobian_sparsity(lambda x: x ** 0.0, c).nnz == 0
     np.testing.assert_array_equal(textbook(np.zeros(7)), (nu == 0).all(axis=1) * 1.0)
+
+
+def test_a_dense_output_pattern_too_large_says_so(monkeypatch: Any) -> None:
+    """Found from outside: ``x - np.mean(x)`` at n = 10^5 failed with numpy's raw "Unable to
+    allocate 74.5 GiB" when the output's pattern was converted; it gets detection's own
+    message naming the operation and the way out."""
+    from sparsejac.detection import program_sparsity
+    from sparsejac.tracing import trace
+
+    prog = trace(lambda x: x - np.mean(x), np.ones(5))
+    detected = program_sparsity(prog)
+    assert detected.nnz == 25
+
+    def no_memory(self: Any) -> Any:
+        raise MemoryError("Unable to allocate 74.5 GiB")
+
+    from sparsejac.primitives import depsets
+
+    for cls in {type(depsets.identity(5)), depsets.DepSet}:
+        monkeypatch.setattr(cls, "tocsr", no_memory)
+    with pytest.raises(MemoryError, match=r"sparsity pattern of `subtract`.*KrylovMethod"):
+        program_sparsity(prog)

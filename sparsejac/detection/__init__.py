@@ -81,7 +81,11 @@ def program_sparsity(prog: Program, *, local: bool | None = None) -> sp.csr_arra
     out = deps.get(prog.out.id) if prog.out.active else None
     if out is None:
         out = depsets.empty(prog.n_out, n)
-    res = out.tocsr()
+    try:
+        res = out.tocsr()
+    except MemoryError as exc:  # (x - np.mean(x) at n = 10^5: found from outside)
+        last = next(nd for nd in reversed(prog.nodes) if nd.out is prog.out)
+        raise _too_dense(last, n, exc) from exc
     res.sort_indices()
     return res
 
