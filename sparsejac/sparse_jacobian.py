@@ -43,6 +43,7 @@ from sparsejac.validation import (
     check_reverse_cost,
     check_x,
     fits_pattern,
+    function_label,
 )
 from sparsejac.verifying import (
     VERIFY_RTOL,
@@ -790,11 +791,9 @@ class SparseJacobian(PlanView):
         if self.mode == "fd":  # the dense scheme: one (two for 3-point) evaluation per column
             full = fd_evaluations(self._fd_method, n)
         note = ", approximate" if self.mode == "fd" else ""
-        engine = self._plan.engine.stats() or {}
-        if engine.get("path") == "direct":
-            return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
-                    f"nnz={self._plan.pattern.nnz:,}, assembled directly: no products; "
-                    f"mode={self.mode!r} would take {work})")
-        return (f"SparseJacobian({self._name}, shape=({m}, {n}), "
-                f"nnz={self._plan.pattern.nnz:,}, mode={self.mode!r}: {work} instead of "
-                f"{full:,}{note})")
+        label = function_label(self._f) if self._name == "f" else self._name
+        if (self._plan.engine.stats() or {}).get("path") == "direct":
+            return (f"SparseJacobian({label}, shape=({m}, {n}), nnz={self._plan.pattern.nnz:,}"
+                    f", assembled directly: no products; mode={self.mode!r} would take {work})")
+        return (f"SparseJacobian({label}, shape=({m}, {n}), nnz={self._plan.pattern.nnz:,}, "
+                f"mode={self.mode!r}: {work} instead of {full:,}{note})")

@@ -41,6 +41,7 @@ __all__ = [
     "check_within",
     "check_x",
     "fits_pattern",
+    "function_label",
 ]
 
 Mode = Literal["auto", "forward", "reverse", "mixed", "fd"]
@@ -177,6 +178,19 @@ def check_fd_workers(workers: Any, mode: str) -> Any:
             f"`workers` applies to mode='fd' (independent evaluations of f); mode={mode!r} "
             "computes its products in this process")
     return workers
+
+
+def function_label(f: Any) -> str:
+    """The name a repr shows for the user's function: its ``__name__``, or ``f`` for lambdas.
+
+    Examples
+    --------
+    >>> from sparsejac.validation import function_label
+    >>> function_label(function_label), function_label(lambda x: x)
+    ('function_label', 'f')
+    """
+    label = getattr(f, "__name__", "")
+    return label if isinstance(label, str) and label.isidentifier() else "f"
 
 
 def check_callable(f: Any, x: Any = None, name: str = "f") -> Callable[..., Any]:

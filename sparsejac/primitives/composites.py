@@ -304,6 +304,7 @@ def _convolution(a: Any, v: Any, mode: str, name: str) -> Any:
 @register_function(np.convolve, family="linalg", via="composite: outer, linear_map",
                    note="1-D; either or both operands traced")
 def _convolve(a: Any, v: Any, mode: str = "full") -> Any:
+    a, v = (np.reshape(o, (1,)) if np.ndim(o) == 0 else o for o in (a, v))  # numpy's ndmin=1
     return _convolution(a, v, mode, "numpy.convolve")
 
 

@@ -435,7 +435,27 @@ def _einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any =
         spec, ops = _sublist_subscripts(operands)
     if any(sp.issparse(o) for o in ops):
         raise UnsupportedPrimitiveError("numpy.einsum", "scipy.sparse operands; use `@`")
-    return contract(spec, *ops)
+    result = contract(spec, *ops)
+    if len(ops) == 1 and isinstance(ops[0], Tracer) and isinstance(result, Tracer):
+        _link_einsum_view(spec, ops[0], result)
+    return result
+
+
+def _link_einsum_view(spec: str, op: Tracer, result: Tracer) -> None:
+    """Where numpy's einsum of one operand is a (writeable) view, record the aliasing.
+
+    ``np.einsum('ii->i', A)`` and pure transpositions return views of ``A``; writes through
+    them (``d = np.einsum('ii->i', A); d[:] = x``) reach ``A``, in the trace as in numpy.
+    """
+    from sparsejac.primitives import views
+
+    shape = tuple(op.shape)
+    probe = np.empty(shape)
+    if not views.is_view_of(np.einsum(spec, probe), probe):
+        return
+    size = int(np.prod(shape, dtype=np.int64))
+    views.link_view(op, result, lambda: np.array(
+        np.einsum(spec, np.arange(size, dtype=np.int64).reshape(shape))), True)
 
 
 @register_function(np.tensordot, family="linalg", via="einsum")

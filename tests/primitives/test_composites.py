@@ -126,6 +126,7 @@ CONV = [
     pytest.param(lambda x: np.correlate(x, [1.0, 2.0, 0.5], "full"), id="correlate_full"),
     pytest.param(lambda x: np.correlate(x, [1.0, 2.0]), id="correlate_valid"),
     pytest.param(lambda x: np.correlate(x[:5], x[5:], "same"), id="correlate_both"),
+    pytest.param(lambda x: np.convolve(x[0], x) + np.convolve(x, 2.5), id="zero_d_operands"),
 ]
 
 

@@ -149,6 +149,21 @@ def _stale_looking_view_written_back(x: Any) -> Any:
     return y * v.sum()
 
 
+def _einsum_diagonal_view(x: Any) -> Any:
+    a = np.zeros((3, 3))
+    d = np.einsum("ii->i", a)  # numpy returns a writeable view of a's diagonal
+    d[:] = x[:3] * x[3:]
+    a[0] += x[3:] ** 2  # and the view sees writes to a
+    return np.concatenate([a.ravel(), d * 2.0])
+
+
+def _einsum_transpose_view(x: Any) -> Any:
+    u = x.reshape(2, 3) * 1.0
+    t = np.einsum("ij->ji", u)
+    t[1] = np.exp(x[:2])  # writes u[:, 1]
+    return u.ravel()
+
+
 VIEWS = [
     pytest.param(_ode_slices, id="ode_slices_of_empty_like"),
     pytest.param(_ode_split, id="ode_np_split"),
@@ -168,6 +183,8 @@ VIEWS = [
     pytest.param(_interior_update_2d, id="interior_update_2d"),
     pytest.param(_nested_slice_augmented, id="nested_slice_augmented"),
     pytest.param(_stale_looking_view_written_back, id="view_written_back_after_base_changed"),
+    pytest.param(_einsum_diagonal_view, id="einsum_diagonal_view"),
+    pytest.param(_einsum_transpose_view, id="einsum_transpose_view"),
 ]
 
 
