@@ -17,6 +17,8 @@ difference without room on one side becomes a one-sided second-order one.
 from __future__ import annotations
 
 import builtins
+import functools
+import pickle
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -212,7 +214,21 @@ def worker_map(workers: Any) -> Iterator[Callable[..., Any]]:
         import multiprocessing
 
         with multiprocessing.Pool(None if workers == -1 else workers) as pool:
-            yield pool.map
+            yield functools.partial(_pool_map, pool.map, workers)
+
+
+def _pool_map(pool_map: Callable[..., Any], workers: int, func: Any, points: Any) -> Any:
+    """``pool_map(func, points)``, with pickle's errors explained (an int ``workers``)."""
+    try:
+        return pool_map(func, points)
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        if "pickle" not in str(exc):
+            raise
+        raise TypeError(
+            f"workers={workers}: f is sent to other processes, so it must pickle, and this one "
+            f"does not ({type(exc).__name__}: {exc}). Define f at a module's top level (not "
+            "a lambda, a nested function or a closure), or evaluate in threads of this "
+            "process: workers=concurrent.futures.ThreadPoolExecutor().map") from exc
 
 
 def _checked(val: Any, n_out: int | None, complex_step: bool = False) -> np.ndarray:
@@ -237,6 +253,8 @@ def _checked(val: Any, n_out: int | None, complex_step: bool = False) -> np.ndar
             f"returned dtype {arr.dtype} (the imaginary part was dropped, e.g. by writing into "
             "a float array); use '2-point' or '3-point'"
         )
+    if arr.dtype.kind == "c" and not complex_step and not np.imag(arr).any():
+        arr = np.real(arr).copy()  # complex-typed but real (f written for the complex step)
     if arr.dtype.kind not in "iuf" and not complex_step:
         kind = "complex numbers" if arr.dtype.kind == "c" else f"dtype {arr.dtype}"
         raise TypeError(f"`f` must return real numbers; it returned an array of {kind}")
@@ -521,24 +539,49 @@ def check_complex_step_of(fun: Callable[[np.ndarray], Any], x: np.ndarray, h: np
     xf = x.ravel()
     dx = np.zeros(xf.size)
     dx[cols] = h[cols]
-    up = _evaluate(fun, (xf + dx).reshape(x.shape), n_out)
-    down = _evaluate(fun, (xf - dx).reshape(x.shape), n_out)
-    scale = 1e-11 * (1.0 + np.abs(up) + np.abs(down))  # rounding of the differences
+
+    def real_step(k: float) -> np.ndarray | None:
+        try:  # (the complex step stays at x: a real one may leave f's domain, x >= 0 say)
+            return _evaluate(fun, (xf + k * dx).reshape(x.shape), n_out)
+        except Exception:
+            return None
+
+    up, down = real_step(1.0), real_step(-1.0)
+    if up is None and down is None:
+        return  # f is not defined a real step away on either side: nothing to compare with
+    scale = 1e-11 * (1.0 + sum(np.abs(v) for v in (up, down) if v is not None))
 
     def off(d: np.ndarray) -> np.ndarray:
-        far: np.ndarray = np.abs(b0 - d) > 1e-3 * np.maximum(np.abs(b0), np.abs(d)) + scale
-        return far
+        far_off: np.ndarray = np.abs(b0 - d) > 1e-3 * np.maximum(np.abs(b0), np.abs(d)) + scale
+        return far_off
 
-    bad = off(0.5 * (up - down))
-    if bad.any():  # a kink at x: the complex step takes one side's slope
+    if up is None or down is None:  # one side: a forward difference, its error from 2 steps
+        sign = 1.0 if up is not None else -1.0
+        near, far = (up if up is not None else down), real_step(2.0 * sign)
+        if far is None or near is None:
+            return  # no second step to tell a forward difference's error: nothing to judge
         mid = _evaluate(fun, x, n_out)
-        bad &= off(up - mid) & off(mid - down)
+        delta = sign * (near - mid)
+        bad = off(delta) & (np.abs(b0 - delta) > 4 * np.abs(far - 2 * near + mid))
+    else:
+        delta = 0.5 * (up - down)
+        bad = off(delta)
+        if bad.any():  # a kink at x: the complex step takes one side's slope
+            mid = _evaluate(fun, x, n_out)
+            bad &= off(up - mid) & off(mid - down)
+            # where f cancels, the real steps' rounding noise: seen at twice the step too
+            up2, down2 = (real_step(2.0), real_step(-2.0)) if bad.any() else (None, None)
+            if up2 is not None and down2 is not None:
+                # (a dropped or flipped imaginary part leaves these small beside J dx)
+                noise = np.maximum(np.abs(up - 2 * mid + down), np.abs(up2 - 2 * mid + down2))
+                noise = np.maximum(noise, np.abs(0.5 * (up2 - down2) - (up - down)))
+                bad &= np.abs(b0 - delta) > 2 * noise
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
             f"fd_method='cs' (complex step) differentiates this f wrongly: along a step of "
             f"columns {cols[:5].tolist()}{' ...' if cols.size > 5 else ''}, output {i} changes "
-            f"by {0.5 * (up[i] - down[i]):.3g} for a real step and by {b0[i]:.3g} for the "
+            f"by {delta[i]:.3g} for a real step and by {b0[i]:.3g} for the "
             f"complex one ({int(bad.sum())} output(s) disagree). f does not carry the "
             "imaginary part through: np.abs, np.real, np.conj, np.linalg.norm or a comparison "
             "of the complex argument drop or flip it. Use the exact modes (the default mode) "
@@ -556,14 +599,17 @@ def missing_entries(
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Entries of the Jacobian that a trusted pattern misses, by a few dense probes.
 
-    Forward differences along ``n_probes`` random dense directions ``v`` are compared with
-    ``J_P v``, ``J_P`` the compressed finite-difference Jacobian on the pattern; a row where
-    they differ beyond rounding misses entries. Their columns are found by ``ceil(log2 n)``
-    probes on the columns whose index has bit ``b`` set (one missing column per row decodes
-    exactly), each candidate confirmed by a probe along its own column. The cost is
-    ``p + 1 + n_probes + log2(n)`` evaluations of ``fun`` plus one per candidate. With
-    ``bounds`` (flat ``(lb, ub)``) every probe stays within them: a probe's step turns back
-    where it would leave them, and shortens where neither side has room.
+    Forward differences along ``+v`` and ``-v`` for ``n_probes`` random dense directions
+    ``v`` are compared with ``J_P v``, ``J_P`` the compressed (central) finite-difference
+    Jacobian on the pattern; a row whose residual is beyond rounding, odd in ``v`` and of
+    first order in the step (a step four times shorter) in every probe misses entries (a
+    kink at ``x`` is even in ``v``; rounding noise does not shrink with the step). Their
+    columns are found by ``ceil(log2 n)`` probes on the columns whose index has bit ``b``
+    set (one missing column per row decodes exactly), each candidate confirmed by a probe
+    along its own column. The cost is about ``2p + 1 + 4 n_probes + log2(n)`` evaluations of
+    ``fun`` plus one per candidate. With ``bounds`` (flat ``(lb, ub)``) every probe stays
+    within them: a probe's step turns back where it would leave them, and shortens where
+    neither side has room; the probes then go along ``+v`` only.
 
     Returns
     -------
@@ -597,7 +643,7 @@ def missing_entries(
     rng = np.random.default_rng(seed)
 
     def residual(v: np.ndarray, shrink: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """|f(x + h v) - f(x) - h J_P v| per row, and its rounding level."""
+        """f(x + h v) - f(x) - h J_P v per row (signed), and its rounding level."""
         dx = shrink * h * v
         if bounds is not None:  # turned back, or shortened, where it would leave them
             dx = bounded_steps(xf, dx, "2-point", *bounds)[0]
@@ -606,22 +652,36 @@ def missing_entries(
         pred = j_p @ dx
         # rounding of the two evaluations, and the differences' relative truncation error
         tol = 1e-6 * np.abs(pred) + 100 * eps * (np.abs(f0) + np.abs(f1) + 1e-6 * scale)
-        return np.abs(f1 - f0 - pred), tol
+        return f1 - f0 - pred, tol
 
     def probe(v: np.ndarray) -> np.ndarray:
         res, tol = residual(v)
-        return np.asarray(res > tol, dtype=bool)
+        return np.asarray(np.abs(res) > tol, dtype=bool)
 
-    flagged = np.zeros(m, dtype=bool)
+    def odd(v: np.ndarray, shrink: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The residual's parts odd and even in ``v``, and their rounding level."""
+        plus, tol = residual(v, shrink)
+        if bounds is not None:  # (-v would be turned back where v is: one side only)
+            return plus, np.zeros_like(plus), tol
+        minus, tol_minus = residual(-v, shrink)
+        return 0.5 * (plus - minus), 0.5 * (plus + minus), np.maximum(tol, tol_minus)
+
+    # A missing entry leaves a residual odd in the probe and of first order in the step, in
+    # every probe. Not so: a kink at x (np.abs, np.maximum: even in the probe), a row whose
+    # first-order change cancels (second order: 16 times smaller for a step 4 times
+    # shorter), and rounding noise where f is small beside its terms (it does not shrink,
+    # and its odd and even parts are alike).
+    flagged = np.ones(m, dtype=bool)
     for _ in range(n_probes):
         v = rng.uniform(0.5, 1.5, n) * rng.choice([-1.0, 1.0], n)
-        res, tol = residual(v)
-        bad = res > tol
-        if bad.any():  # a missing entry leaves a residual of first order in the step; the
-            # second-order remainder (a row whose first-order change cancels, as a squared
-            # residual near its zero) shrinks 16-fold with a step 4 times shorter
-            bad &= residual(v, 0.25)[0] > res / 8.0
-        flagged |= bad
+        anti, even, tol = odd(v)
+        bad = flagged & (np.abs(anti) > tol) & (np.abs(anti) > 2.0 * np.abs(even))
+        if bad.any():
+            ratio = np.abs(odd(v, 0.25)[0]) / np.where(bad, np.abs(anti), 1.0)
+            bad &= (ratio > 1.0 / 8.0) & (ratio < 0.5)
+        flagged = bad
+        if not flagged.any():
+            break
     rows = np.flatnonzero(flagged)
     if rows.size == 0:
         return [], []

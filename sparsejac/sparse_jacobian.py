@@ -653,11 +653,11 @@ class SparseJacobian(PlanView):
 
     def _after_call(self, state: _State) -> None:
         """Count the call; run the deferred colour search when calls have paid for it."""
+        self._calls += self._state is state  # (unlocked: a count lost to a race only delays)
+        if self._state is not state or self._calls < search_due(state.plan):
+            return  # (the usual call: no search due)
         with self._lock:
-            if self._state is not state:
-                return
-            self._calls += 1
-            better = deferred_search(state.plan, self._calls)
+            better = deferred_search(state.plan, self._calls) if self._state is state else None
             if better is not None:
                 self._state = dataclasses.replace(state, plan=better)
 

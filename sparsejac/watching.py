@@ -457,12 +457,22 @@ def changed(watched: tuple[tuple[Any, Any, Any, Any], ...]) -> bool:
         if not snap.active:
             continue
         try:
-            now = _current(space, name)
+            now = _current_name(space, name)
         except ValueError:  # an emptied cell
             return True
-        if not _same_as(now, snap):
+        if (now is not snap.then or snap.kind not in ("identity", "scalar")) and (
+                not _same_as(now, snap)):
             return True
     return False
+
+
+def _current_name(space: Any, name: Any) -> Any:
+    """:func:`_current`, inlined for a closure cell or a global (checked at every call)."""
+    if name is None:
+        return space.cell_contents
+    if type(name) is str:
+        return space.get(name, _MISSING)
+    return _current(space, name)
 
 
 def what_changed(watched: tuple[tuple[Any, Any, Any, Any], ...]) -> str | None:
@@ -501,8 +511,9 @@ def settle(watched: tuple[tuple[Any, Any, Any, Any], ...]) -> None:
     for space, name, _, snap in watched:
         if snap.active:
             try:
-                now = _current(space, name)
+                now = _current_name(space, name)
             except ValueError:
                 snap.active = False
                 continue
-            _settle_snap(now, snap)  # (a counter in a dictionary: that item only)
+            if now is not snap.then or snap.kind not in ("identity", "scalar"):
+                _settle_snap(now, snap)  # (a counter in a dictionary: that item only)

@@ -4,6 +4,7 @@ and its message names the offending call and says what to do instead."""
 from __future__ import annotations
 
 import math
+import pickle
 import re
 from collections.abc import Callable
 from typing import Any
@@ -139,6 +140,14 @@ CONVERSIONS = [
                  id="ufunc_out"),
     pytest.param(lambda x: np.sum(x, out=GLOBAL_SCALAR), r"numpy\.sum\(\.\.\., out=\.\.\.\)",
                  id="reduction_out"),
+    # found from outside: object elements would not carry the derivative (a silently wrong J)
+    pytest.param(lambda x: np.array(x, dtype=object).astype(float) * 2 + x,
+                 r"converted to dtype object", id="array_dtype_object"),
+    pytest.param(lambda x: np.array([math.exp(v) for v in x.astype(object)]),
+                 r"converted to dtype object", id="astype_object_math_exp"),
+    pytest.param(lambda x: np.asarray(x, dtype=object).sum() + x, r"converted to dtype object",
+                 id="asarray_dtype_object"),
+    pytest.param(lambda x: pickle.loads(pickle.dumps(x)) * x, r"was pickled", id="pickle"),
 ]
 
 

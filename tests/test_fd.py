@@ -541,3 +541,87 @@ def test_a_box_a_few_ulps_wide_gives_finite_differences_not_nan(ulps):
             np.testing.assert_array_equal(J[:, 0], [2.0, 0.0])
             np.testing.assert_allclose(J[:, 1], [0.0, np.sin(0.5) + 0.5 * np.cos(0.5)],
                                        rtol=1e-6, atol=1e-9)
+
+
+# -- found from outside: check=True and the complex step's self-check --------------------------
+
+
+@pytest.mark.parametrize("f", [
+    pytest.param(lambda x: scipy.special.dawsn(x) + np.abs(x), id="abs"),
+    pytest.param(lambda x: np.maximum(x, 0.0) + 0.5 * x, id="maximum"),
+])
+def test_check_accepts_a_complete_pattern_at_a_kink(f):
+    """A kink at x0 (np.abs, np.maximum at 0) is even in the probe: not a missing entry."""
+    x0 = np.zeros(6)
+    x0[::2] = 0.4  # (kinks in half the rows)
+    sparsejac.SparseJacobian(f, x0, mode="fd", sparsity=np.eye(6), check=True)
+    short = np.eye(6, dtype=bool)
+    g = lambda x: f(x) + 0.5 * np.roll(x, 1)  # noqa: E731  (entries (i, i-1) missing)
+    with pytest.raises(ValueError, match="misses"):
+        sparsejac.SparseJacobian(g, x0, mode="fd", sparsity=short, check=True)
+
+
+def test_check_accepts_a_complete_pattern_near_a_zero_of_f():
+    """Where f is small beside its terms, the probes' residual is rounding noise, which
+    does not shrink with the step: not a missing entry (an elementwise f at its zero)."""
+    n = 50
+    x0 = np.linspace(0.3, 1.7, n)
+    c = 3 * scipy.special.dawsn(x0) - 2 * x0
+
+    def f(x):
+        return 3 * scipy.special.dawsn(x) - 2 * x - c
+
+    for shift in (0.0, 1e-3):
+        sparsejac.SparseJacobian(f, x0 + shift, mode="fd", sparsity=np.eye(n), check=True)
+
+
+def test_complex_step_check_allows_for_rounding_where_f_cancels():
+    """(1e8 + x)**2 - 1e16: real steps are rounding noise, the complex step is exact (as
+    scipy's): the self-check does not refuse it."""
+    x = np.linspace(0.5, 1.5, 4)
+
+    def f(z):
+        return (1e8 + z) ** 2 - 1e16
+
+    jac = sparsejac.jacobian(f, x, mode="fd", fd_method="cs", sparsity=np.eye(4)).toarray()
+    np.testing.assert_allclose(jac, np.diag(2e8 + 2 * x), rtol=1e-12)
+    with pytest.raises(ValueError, match="differentiates this f wrongly"):  # still refused
+        sparsejac.jacobian(lambda z: np.abs(z) * 3.0 + z, -x, mode="fd", fd_method="cs",
+                           sparsity=np.eye(4))
+
+
+def test_complex_step_check_stays_out_of_a_domain_f_refuses():
+    """At x near the edge of f's domain (x >= 0), a real step of the check that leaves it
+    is not taken; the complex step itself stays at x."""
+    def g(z):
+        if np.any(np.real(z) < 0):
+            raise ValueError("g: negative input")
+        return 2 * np.sqrt(z)
+
+    xs = np.full(3, 1e-12)
+    jac = sparsejac.jacobian(g, xs, mode="fd", fd_method="cs", sparsity=np.eye(3)).toarray()
+    np.testing.assert_allclose(jac, approx_derivative(g, xs, method="cs"), rtol=1e-10)
+
+
+def test_complex_typed_output_real_at_real_x():
+    """An f written for the complex step returns a complex dtype at real x (imaginary part
+    exactly 0): accepted, as scipy's cs does."""
+    n = 5
+    x = np.linspace(0.5, 1.5, n)
+
+    def f(z):
+        return np.exp(z + 0j) * np.roll(z, 1)
+
+    pattern = np.eye(n, dtype=bool) | np.roll(np.eye(n, dtype=bool), 1, axis=0)
+    for method in ("cs", "2-point"):
+        jac = sparsejac.jacobian(f, x, mode="fd", fd_method=method, sparsity=pattern)
+        np.testing.assert_allclose(jac.toarray(), approx_derivative(f, x, method="cs").real,
+                                   rtol=1e-6)
+
+
+def test_workers_with_an_f_that_does_not_pickle_names_workers():
+    """workers=2 sends f to other processes: a lambda gets a message naming `workers` and the
+    ways out, not multiprocessing's raw pickling error."""
+    with pytest.raises(TypeError, match=r"workers=2: f is sent to other processes"):
+        sparsejac.jacobian(lambda z: np.sin(z), np.ones(4), mode="fd", sparsity=np.eye(4),
+                           workers=2)

@@ -317,6 +317,9 @@ class Case:
     select: bool = False  # value-dependent choice: only the local pattern equals the nonzeros
 
 
+#: coefficients of numpy.polynomial series: 4 terms, 2 series
+_SERIES = np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5], [0.3, -0.2]])
+
 #: splines of tabulated data (scipy.interpolate), on knots covering the cases' domain
 _KNOTS = np.linspace(0.0, 2.0, 7)
 _SPLINE = si.CubicSpline(_KNOTS, 1.0 + 0.5 * np.sin(2 * _KNOTS))
@@ -443,6 +446,18 @@ CASES: list[Case] = [
     Case("numpy.require", "identity", lambda x: np.require(x**2, requirements=["C"]) * x),
     Case("numpy.require", "own_data", lambda x: np.require(x.T, requirements="O") ** 2),
     Case("numpy.asarray_chkfinite", "identity", lambda x: np.asarray_chkfinite(x**2) * x),
+    Case("numpy.polynomial.polynomial.polyval", "tensor",
+         lambda x: np.polynomial.polynomial.polyval(x, _SERIES)),
+    Case("numpy.polynomial.chebyshev.chebval", "tensor",
+         lambda x: np.polynomial.chebyshev.chebval(x, _SERIES)),
+    Case("numpy.polynomial.legendre.legval", "one_d",
+         lambda x: np.polynomial.legendre.legval(x, _SERIES[:, 0])),
+    Case("numpy.polynomial.hermite.hermval", "tensor",
+         lambda x: np.polynomial.hermite.hermval(x, _SERIES)),
+    Case("numpy.polynomial.hermite_e.hermeval", "untensored",
+         lambda x: np.polynomial.hermite_e.hermeval(x, _SERIES[:, :1, None], tensor=False)),
+    Case("numpy.polynomial.laguerre.lagval", "tensor",
+         lambda x: np.polynomial.laguerre.lagval(x, _SERIES)),
     # -- elementwise functions that are not plain ufunc rows --------------------------------
     Case("numpy.where", "traced_condition", lambda x: np.where(x > 1.0, x**2, -x[0]),
          select=True),

@@ -27,6 +27,7 @@ from sparsejac.primitives.core import (
     bind,
     find_trace,
     register_function,
+    register_library,
     register_ufunc,
     wrap_const,
 )
@@ -272,6 +273,38 @@ def _polyval(p: Any, x: Any) -> Any:
     for i in range(len(p)):
         y = y * x + p[i]
     return y
+
+
+# -- numpy.polynomial's *val: numpy's own code, with the reshape it skips for a Tracer --------
+
+
+def _series_val(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``polyval``, ``chebval`` ... of ``numpy.polynomial`` on a traced ``x``.
+
+    numpy's code reshapes a multidimensional ``c`` for ``tensor=True`` only where ``x`` is
+    an ndarray (a Tracer is not): done here, then numpy's own arithmetic runs on ``x``
+    (``tensor=False``). Traced coefficients reach numpy's ``np.array(c)``: refused there.
+    """
+    from sparsejac.tracing import library
+
+    def handler(x: Any, c: Any, tensor: bool = True) -> Any:
+        if isinstance(x, Tracer) and not (isinstance(c, Tracer) and not c._var.is_const):
+            c = np.array(c._var.value if isinstance(c, Tracer) else c, ndmin=1, copy=None)
+            if tensor and c.ndim > 1:
+                c = c.reshape(c.shape + (1,) * x.ndim)
+            tensor = False
+        return library.own_code(func)(x, c, tensor=tensor)
+
+    return handler
+
+
+for _module, _name in (("polynomial", "polyval"), ("chebyshev", "chebval"),
+                       ("legendre", "legval"), ("hermite", "hermval"),
+                       ("hermite_e", "hermeval"), ("laguerre", "lagval")):
+    _func = getattr(getattr(np.polynomial, _module), _name)
+    register_library(_func, name=f"numpy.polynomial.{_module}.{_name}", family="elementwise",
+                     via="its own numpy code, traced through",
+                     note="constant coefficients (any shape, `tensor=`)")(_series_val(_func))
 
 
 # -- convolve and correlate: outer product, then a constant sum along anti-diagonals -----------

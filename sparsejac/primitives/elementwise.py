@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.special as sc
 
-from sparsejac.errors import UnsupportedPrimitiveError
+from sparsejac.errors import TracedConversionError, UnsupportedPrimitiveError
 from sparsejac.numeric import mul0, shared_arange, sorted_unique
 from sparsejac.primitives import depsets
 from sparsejac.primitives import partials as dp
@@ -49,6 +49,7 @@ from sparsejac.primitives.partials import (
     UNIT,
     Partial,
 )
+from sparsejac.tracing.callers import user_line
 from sparsejac.tracing.program import Node
 from sparsejac.tracing.tracer import Tracer
 
@@ -733,6 +734,14 @@ ASTYPE_ZERO = AsType(zero_derivative=True)
 def astype(a: Any, dtype: Any) -> Any:
     """Traced ``a.astype(dtype)``: float targets keep the derivative, others drop it."""
     dtype = np.dtype(dtype)
+    if dtype.kind not in "biufc" and not a._var.is_const:
+        raise TracedConversionError(
+            f"a traced array was converted to dtype {dtype}{user_line()} "
+            "(np.array(x, dtype=object), x.astype(object)): numpy's object or string "
+            "elements would not carry the derivative, so the Jacobian would lose its "
+            "dependence on x. Keep x a float array and use numpy's functions on it (np.exp, "
+            "not math.exp on each element); for code that needs Python objects (math, "
+            "mpmath, Fraction), use mode='fd' with `sparsity=`.")
     if dtype.kind == "c" and not a._var.is_const:  # a complex intermediate: the pair (a, 0)
         from sparsejac.primitives.complex_pairs import ComplexPair
 

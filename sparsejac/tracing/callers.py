@@ -96,8 +96,14 @@ def numpy_site() -> str | None:
     return None
 
 
-def array_conversion_message(shape: tuple[int, ...], dtype: Any) -> str:
-    """The error for a traced array converted to a plain one (``__array__``)."""
+def array_conversion_message(shape: tuple[int, ...], dtype: Any, pickled: bool = False) -> str:
+    """The error for a traced array converted to a plain one (``__array__``; or pickled)."""
+    if pickled:
+        return (f"a traced array ({shape}, {dtype}) was pickled{user_line()} (pickle.dumps, "
+                "a cache or a hand-off to another process inside f): a pickle holds the value "
+                "alone, so that would lose its dependence on x. Inside f, copy with np.copy(y) "
+                "and keep values in numpy calls; for code that must pickle, pass `sparsity=` "
+                "and use mode='fd' (finite differences).")
     site = numpy_site()
     if site is not None:
         return library_message(site)

@@ -123,9 +123,8 @@ class Tracer:
 
     @shape.setter
     def shape(self, value: Any) -> None:
-        raise UnsupportedPrimitiveError("ndarray.shape assignment", "reshaping an array in place",
-                                        problem="is not supported on a traced array: write "
-                                        "`a = a.reshape(shape)`, which is traced") from None
+        raise UnsupportedPrimitiveError("ndarray.shape assignment", "reshaping in place", problem=
+                                        "is not supported: write `a = a.reshape(shape)`") from None
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -522,11 +521,12 @@ class Tracer:
         np_copy: Any = np.copy  # (numpy's overloads want a literal order)
         return np_copy(self, order=order)
 
-    def __copy__(self) -> Any:  # copy.copy and copy.deepcopy: a traced copy, as numpy's
+    def __deepcopy__(self, memo: Any = None) -> Any:  # copy.copy, copy.deepcopy: numpy's copy
         return np.copy(self)
+    __copy__ = __deepcopy__
 
-    def __deepcopy__(self, memo: Any) -> Any:
-        return np.copy(self)
+    def __reduce_ex__(self, protocol: Any) -> Any:  # pickle.dumps(y) in f
+        raise TracedConversionError(array_conversion_message(self.shape, self.dtype, True))
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> Any:
@@ -791,8 +791,8 @@ def concretize(obj: Any, what: str) -> Any:
                 "values in the arguments sparsejac differentiates, or compute this argument "
                 "from constants.")
         if not obj._trace.local:
-            where = user_line()
-            raise ConcretizationError(f"{what} depends on traced values{where}: {_GLOBAL_HINT}")
+            raise ConcretizationError(f"{what} depends on traced values{user_line()}: "
+                                      + _GLOBAL_HINT)
         obj._trace.mark_value_dependent(what)
         return var.value
     if isinstance(obj, (list, tuple)) and any(isinstance(o, Tracer) for o in obj):

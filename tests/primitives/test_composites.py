@@ -221,3 +221,29 @@ def test_gradient_with_a_traced_scalar_spacing(edge_order):
     x = np.array([1.0, 2.0, 4.0, 7.0, 0.5])
     want = np.array([(g(x + 1e-6 * e) - g(x - 1e-6 * e)) / 2e-6 for e in np.eye(5)]).T
     np.testing.assert_allclose(sparsejac.jacobian(g, x).toarray(), want, atol=1e-6)
+
+
+_C2 = np.arange(12.0).reshape(4, 3) / 5
+
+
+@pytest.mark.parametrize("f", [
+    pytest.param(lambda x: np.polynomial.chebyshev.chebval(x, _C2).ravel(), id="chebval_2d_c"),
+    pytest.param(lambda x: np.polynomial.polynomial.polyval(x, _C2).ravel(), id="polyval_2d_c"),
+    pytest.param(lambda x: np.polynomial.legendre.legval(x, _C2[:, 0]), id="legval_1d_c"),
+    pytest.param(lambda x: np.polynomial.hermite.hermval(x, [0.5, -1.0, 0.25]), id="hermval"),
+    pytest.param(lambda x: np.polynomial.hermite_e.hermeval(x, _C2[:, :1], tensor=False).ravel(),
+                 id="hermeval_untensored"),
+    pytest.param(lambda x: np.polynomial.laguerre.lagval(x, _C2).ravel(), id="lagval_2d_c"),
+    pytest.param(lambda x: np.polynomial.chebyshev.chebval(2 * x[:6] - 1, np.eye(4)[:, 1:])
+                 .mean(axis=1), id="chebyquad"),
+])
+def test_numpy_polynomial_series(f: Callable[[Any], Any]) -> None:
+    """numpy.polynomial's *val with constant coefficients of any shape (numpy reshapes a
+    multidimensional c only for an ndarray x: found from outside, the Chebyquad residual)."""
+    check_exact(f, X7)
+
+
+def test_numpy_polynomial_traced_coefficients_are_refused() -> None:
+    """Traced coefficients reach numpy's np.array(c): a clear TracedConversionError."""
+    with pytest.raises(sparsejac.TracedConversionError, match="chebval"):
+        sparsejac.jacobian(lambda x: np.polynomial.chebyshev.chebval(0.5, x), X7)
