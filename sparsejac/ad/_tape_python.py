@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from sparsejac.ad import _tape as k
 
-__all__ = ["MAX_TERMS", "UNITS_PER_TERM", "price", "straight_line", "terms"]
+__all__ = ["MAX_TERMS", "UNITS_PER_TERM", "Parts", "parts", "price", "straight_line", "terms"]
 
 #: the largest tape (slots times seed directions plus one) generated as Python: about what
 #: the process's fallback budget pays for (a kinetics loop of 66 species and 917
@@ -105,6 +106,7 @@ class _Writer:
         self.val = floats[split:].tolist()
         self.x_slot, self.out_slot, self.m, _, self.p, self.q = (int(v) for v in ints[:6])
         self.lines: list[str] = []
+        self.x_names: list[str] = []
         self.count = 0
         #: slot -> its value now (a name; absent: the template's constant)
         self.value: dict[int, Expr] = {}
@@ -132,7 +134,7 @@ def _values(w: _Writer, n_x: int) -> list[Expr]:
     The generated functions take the flat point as ``x`` and the parameters as ``pv``.
     """
     if n_x:
-        names = [w.new("x") for _ in range(n_x)]
+        names = w.x_names = [w.new("x") for _ in range(n_x)]
         w.lines.append(f"{', '.join(names)}, = x.tolist()")
         for i, name in enumerate(names):
             w.value[w.x_slot + i] = name
@@ -567,29 +569,88 @@ def _tie(a: float) -> float:
     return 1.0 if a > 0.0 else -1.0 if a < 0.0 else a
 
 
-def _generate(ints: np.ndarray, floats: np.ndarray, n_x: int
-              ) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    w = _Writer(ints, floats)
-    finals = _values(w, n_x)
-    if any(isinstance(v, float) and not math.isfinite(v) for v in finals):
-        raise _Unsupported  # the kernel declines every call
-    runtime = ", ".join(sorted({v for v in finals if isinstance(v, str)}))
-    outs = ", ".join(_lit(finals[w.out_slot + i]) for i in range(w.m))
-    value_lines = list(w.lines)
-    if runtime:  # the kernel's check of every slot; summed first (one C call), exact after
-        w.lines.append(f"if not isfinite(sum(({runtime},))):")
-        w.lines.append(f"    if not all(map(isfinite, ({runtime},))): return False")
-    tb = _forward(w)
-    cb = _reverse(w)
+@dataclass
+class Parts:
+    """The generated statements of a tape's Jacobian, for the two code writers to assemble.
+
+    (:func:`straight_line`, Python; :mod:`sparsejac.ad.native`, numba.) ``values``: the
+    statements of the values (the point read from ``x``: ``x_names``, the parameters from
+    ``pl``, ``pv``'s elements, where ``reads_pv``); ``runtime``: the names whose finiteness
+    the kernel checks; ``derivatives``: the tangent and cotangent statements; ``outs`` and
+    ``entries``: the expressions of ``f``'s value and of ``J``'s nonzeros (CSR order).
+    """
+
+    x_names: list[str]
+    reads_pv: bool
+    values: list[str]
+    runtime: list[str]
+    derivatives: list[str]
+    outs: list[str]
+    entries: list[str]
+
+
+def parts(ints: np.ndarray, floats: np.ndarray, n_x: int) -> Parts | None:
+    """The statements of a packed tape's Jacobian, or None where they cannot be generated.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.ad import Tape
+    >>> from sparsejac.ad._tape_python import parts
+    >>> from sparsejac.tracing import trace
+    >>> f = lambda x: x[1:] * x[:-1]
+    >>> x = np.array([1.0, 2.0, 3.0])
+    >>> c = sparsejac.color(sparsejac.jacobian_sparsity(f, x), "column")
+    >>> got = parts(*Tape.build(trace(f, x)).fused_call(c)[2:4], 3)
+    >>> got.x_names, got.outs
+    (['x1', 'x2', 'x3'], ['v4', 'v5'])
+    """
+    if terms(ints) > MAX_TERMS:
+        return None
+    try:
+        w = _Writer(ints, floats)
+        finals = _values(w, n_x)
+        if any(isinstance(v, float) and not math.isfinite(v) for v in finals):
+            raise _Unsupported  # the kernel declines every call
+        start = 1 if n_x else 0
+        reads_pv = start < len(w.lines) and w.lines[start] == "pl = pv.tolist()"
+        values = w.lines[start + reads_pv:]
+        w.lines = []
+        tb = _forward(w)
+        cb = _reverse(w)
+    except _Unsupported:
+        return None
     p, q = w.p, w.q
     entries = []
     for g in w.gather:
         got = tb.get(g // p, g % p) if g >= 0 else cb.get((~g) // q, (~g) % q)
         entries.append(_lit(0.0 if got is None else got))
-    w.lines += [f"fx[:] = ({outs},)" if outs else "pass",
-                f"r = ({', '.join(entries)},)" if entries else "r = ()",
-                "data[:] = r", "return True if isfinite(sum(r)) else None"]
-    body = "\n    ".join(w.lines)
+    return Parts(x_names=w.x_names, reads_pv=reads_pv, values=values,
+                 runtime=sorted({v for v in finals if isinstance(v, str)}),
+                 derivatives=w.lines, outs=[_lit(finals[w.out_slot + i]) for i in range(w.m)],
+                 entries=entries)
+
+
+def _generate(ints: np.ndarray, floats: np.ndarray, n_x: int
+              ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    got = parts(ints, floats, n_x)
+    if got is None:
+        raise _Unsupported
+    head = [f"{', '.join(got.x_names)}, = x.tolist()"] if got.x_names else []
+    head += ["pl = pv.tolist()"] if got.reads_pv else []
+    lines = head + got.values
+    value_lines = list(lines)
+    runtime = ", ".join(got.runtime)
+    outs = ", ".join(got.outs)
+    if runtime:  # the kernel's check of every slot; summed first (one C call), exact after
+        lines.append(f"if not isfinite(sum(({runtime},))):")
+        lines.append(f"    if not all(map(isfinite, ({runtime},))): return False")
+    lines += got.derivatives
+    lines += [f"fx[:] = ({outs},)" if outs else "pass",
+              f"r = ({', '.join(got.entries)},)" if got.entries else "r = ()",
+              "data[:] = r", "return True if isfinite(sum(r)) else None"]
+    body = "\n    ".join(lines)
     vbody = "\n    ".join([*value_lines, f"fy[:] = ({outs},)" if outs else "pass"])
     return (_compiled(f"def jacobian(x, pv, data, fx):\n    {body}\n", "jacobian"),
             _Later(f"def values(x, pv, fy):\n    {vbody}\n"))

@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.ad import _tape_python
+from sparsejac.ad import _tape_python, native
 from sparsejac.ad._tape_numpy import jacobian_packed_numpy, twin_units
 from sparsejac.ad._tape_python import MAX_TERMS, straight_line, terms
 from sparsejac.kernels import INTERPRET_BELOW, INTERPRET_WEIGHT, LazyKernel, use_fallback
 
-__all__ = ["Fused", "describe", "packed0_numpy"]
+__all__ = ["Fused", "Loaded", "NativeSlot", "describe", "packed0_numpy"]
 
 _NO_POINT = np.zeros(0)
 
@@ -42,7 +42,8 @@ _NO_POINT = np.zeros(0)
 def describe(kernels: Any) -> str:
     """How calls of a tape's fused kernels (``kernel`` and ``kernel0``) run now.
 
-    ``"compiled"``, ``"generated Python"`` (:mod:`sparsejac.ad._tape_python`) or
+    ``"compiled"``, ``"compiled, generated"`` (the tape's own numba code:
+    :mod:`sparsejac.ad.native`), ``"generated Python"`` (:mod:`sparsejac.ad._tape_python`) or
     ``"interpreted or numpy twin"`` (before numba is loaded, until calls pay for code).
 
     Examples
@@ -51,6 +52,9 @@ def describe(kernels: Any) -> str:
     >>> describe([len, len])   # (numba's dispatchers, once loaded)
     'compiled'
     """
+    if any(isinstance(k, Fused) and k.native is not None and k.native.kernels
+           for k in kernels):
+        return "compiled, generated"
     fused = [k for k in kernels if isinstance(k, Fused) and k.lazy._compiled is None]
     if not fused:
         return "compiled"
@@ -90,12 +94,16 @@ class Fused:
     (True, array([2., 1., 3., 2.]))
     """
 
-    __slots__ = ("floats", "ints", "lazy", "n_code", "n_x", "packed0", "rent", "straight",
-                 "twin", "work")
+    __slots__ = ("floats", "ints", "lazy", "n_code", "n_x", "native", "packed0", "rent",
+                 "straight", "twin", "work")
 
-    def __init__(self, lazy: LazyKernel, twin: Any, n_code: int, ints: np.ndarray,
-                 floats: np.ndarray, n_x: int, packed0: bool) -> None:
-        self.lazy = lazy
+    def __init__(self, lazy: LazyKernel | Loaded, twin: Any, n_code: int, ints: np.ndarray,
+                 floats: np.ndarray, n_x: int, packed0: bool,
+                 native: NativeSlot | None = None) -> None:
+        self.lazy: Any = lazy  # (a Loaded one only ever answers with its _compiled)
+        #: the tape's generated numba code, shared by ``kernel`` and ``kernel0`` (None: the
+        #: tape is too large for it)
+        self.native = native
         self.twin = twin
         self.n_code = n_code
         self.ints = ints
@@ -112,8 +120,10 @@ class Fused:
     def pick(self, work: int) -> Any:
         """The callable for one call of ``work`` element operations."""
         lazy = self.lazy
-        if lazy._compiled is not None:
-            return lazy._compiled
+        compiled = lazy._compiled
+        if compiled is not None:
+            native = self.native
+            return compiled if native is None else native.pick(self.packed0, compiled)
         if self.straight is None and self.rent >= _tape_python.price(self.work):
             self._generate()
         if self.straight and use_fallback(self.work):  # about a unit a term, measured
@@ -166,3 +176,82 @@ class Fused:
         if ok is None:
             return self._exact(self.work)(*args)
         return ok
+
+
+class NativeSlot:
+    """A tape's generated numba code (:mod:`sparsejac.ad.native`), built once calls paid.
+
+    Each call of the compiled tape kernel draws about what the generated code would save
+    (:data:`~sparsejac.ad.native.RENT_PER_TERM` a term); once that reaches the price of
+    compiling the code (:func:`sparsejac.ad.native.price`: less where numba's on-disk cache
+    holds it from an earlier process), it is built and every later call runs it. The same
+    values bit for bit either way; which code runs depends on the number of calls and on the
+    disk cache.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sparsejac
+    >>> from sparsejac.ad import Tape
+    >>> from sparsejac.ad.fused import NativeSlot
+    >>> from sparsejac.tracing import trace
+    >>> f = lambda x: x[1:] * x[:-1]
+    >>> x = np.array([1.0, 2.0, 3.0])
+    >>> c = sparsejac.color(sparsejac.jacobian_sparsity(f, x), "column")
+    >>> slot = NativeSlot(*Tape.build(trace(f, x)).fused_call(c)[2:4], 3)
+    >>> slot.kernels is None                        # not built: no call has paid for it
+    True
+    """
+
+    __slots__ = ("floats", "ints", "kernels", "n_x", "per_call", "price", "priced", "rent")
+
+    def __init__(self, ints: np.ndarray, floats: np.ndarray, n_x: int) -> None:
+        self.ints, self.floats, self.n_x = ints, floats, n_x
+        #: ``(kernel, kernel0)`` once built; None: not yet; False: cannot be
+        self.kernels: Any = None
+        self.rent = 0
+        self.per_call = max(1, int(native.RENT_PER_TERM * terms(ints)))
+        #: budget units of building it: the least it can cost until the rent reaches that,
+        #: then (``priced``) what it costs, once numba's cache was looked at
+        self.price = -1
+        self.priced = False
+
+    def pick(self, packed0: bool, compiled: Any) -> Any:
+        """The generated kernel (``kernel0`` for ``packed0``) if built, else ``compiled``."""
+        got = self.kernels
+        if got is None:
+            if self.price < 0:  # the first call: built already for another plan of the tape?
+                self.kernels = got = native.built(self.ints, self.floats, self.n_x)
+                self.price = native.LOAD_UNITS
+            else:
+                self.rent += self.per_call
+                if self.rent >= self.price:
+                    if not self.priced:
+                        self.priced = True
+                        self.price = native.price(terms(self.ints), native.cached(
+                            self.ints, self.floats, self.n_x))
+                    if self.rent >= self.price:
+                        self.kernels = got = native.build(self.ints, self.floats,
+                                                          self.n_x) or False
+        if got:
+            return got[1] if packed0 else got[0]
+        return compiled
+
+
+class Loaded:
+    """A kernel numba has compiled, in the shape of a loaded :class:`LazyKernel`.
+
+    (Binding a module's kernels puts numba's dispatchers in its namespace: a tape fused
+    after that finds the dispatcher, not the lazy kernel.)
+
+    Examples
+    --------
+    >>> from sparsejac.ad.fused import Loaded
+    >>> Loaded(len)._compiled is len
+    True
+    """
+
+    __slots__ = ("_compiled",)
+
+    def __init__(self, dispatcher: Any) -> None:
+        self._compiled = dispatcher

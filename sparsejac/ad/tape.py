@@ -44,8 +44,10 @@ import numpy as np
 import scipy.special as sc
 
 from sparsejac.ad import _tape as k
+from sparsejac.ad import native
 from sparsejac.ad._tape_numpy import jacobian_packed_numpy
-from sparsejac.ad.fused import Fused, packed0_numpy
+from sparsejac.ad._tape_python import terms
+from sparsejac.ad.fused import Fused, Loaded, NativeSlot, packed0_numpy
 from sparsejac.ad.prepared import PreparedProgram
 from sparsejac.ad.tape_ops import (
     LINEAR_PRIMITIVES,
@@ -543,12 +545,9 @@ class Tape:
         kernel0: Any = k.jacobian_packed0
         n_code = int(code.shape[0])
         n_x = self.prog.n_in
-        if isinstance(kernel, LazyKernel):
-            kernel = (kernel._compiled if kernel._compiled is not None else
-                      Fused(kernel, jacobian_packed_numpy, n_code, ints, floats, n_x, False))
-        if isinstance(kernel0, LazyKernel):
-            kernel0 = (kernel0._compiled if kernel0._compiled is not None else
-                       Fused(kernel0, packed0_numpy, n_code, ints, floats, n_x, True))
+        slot = NativeSlot(ints, floats, n_x) if terms(ints) <= native.MAX_TERMS else None
+        kernel = _fused(kernel, jacobian_packed_numpy, n_code, ints, floats, n_x, False, slot)
+        kernel0 = _fused(kernel0, packed0_numpy, n_code, ints, floats, n_x, True, slot)
         work = (int(self.template.size) + SOLVE_UNITS * self._solve_work()) * (p + q + 1)
         return kernel, kernel0, ints, floats, int(gather.size), self.prog.n_out, sizes, work
 
@@ -674,3 +673,16 @@ def _elementwise_op(node: Node) -> int | None:
             v.dtype != bool for v in node.inputs))):
         return None
     return entry[0]
+
+
+def _fused(kernel: Any, twin: Any, n_code: int, ints: np.ndarray, floats: np.ndarray,
+           n_x: int, packed0: bool, slot: NativeSlot | None) -> Any:
+    """The tape kernel as :meth:`Tape.fused_call` hands it out.
+
+    numba's dispatcher itself where nothing is left to pick, else a :class:`Fused` that picks
+    at each call (before numba is loaded; or the tape's generated code, once built).
+    """
+    lazy = kernel if isinstance(kernel, LazyKernel) else Loaded(kernel)  # (numba's, bound)
+    if lazy._compiled is not None and slot is None:
+        return lazy._compiled
+    return Fused(lazy, twin, n_code, ints, floats, n_x, packed0, slot)
