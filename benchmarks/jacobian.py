@@ -389,7 +389,57 @@ def main(argv: list[str] | None = None) -> int:
     worst = max((r["fd_rel_err"] for r in rows if not np.isnan(r["fd_rel_err"])), default=0.0)
     print(f"\nmax |J_FD - J| / max |J| over the rows: {worst:.1e} (finite differences are "
           "approximate; sparsejac's J is exact)")
+    print("\nsmall problems called until their generated numba code is built (rent, then buy: "
+          "sparsejac.ad.native), then timed in batches of 1,000 calls:\n")
+    print(steady_table([steady(name, build, args.repeats) for name, build, _ in PROBLEMS
+                        if name in ("HIRES n=8", "POLLU n=20")]))
     return 0
+
+
+def steady(name: str, build: Callable[[], tuple[Callable[[np.ndarray], Any], np.ndarray]],
+           repeats: int) -> dict[str, Any]:
+    """Calls until the generated code runs, and J/f before and after (batches of 1,000)."""
+    from sparsejac.ad import native
+
+    f, x0 = build()
+    x = x0 * (1.0 + 1e-3 * np.cos(np.arange(x0.size)))
+    jac = sparsejac.SparseJacobian(f, x0)
+    jac(x)
+
+    def batch(fn: Callable[[], Any]) -> Callable[[], None]:
+        def run_batch() -> None:
+            for _ in range(1000):
+                fn()
+        return run_batch
+
+    t_f, t_j = (t / 1000 for t in best_interleaved([batch(lambda: f(x)), batch(lambda: jac(x))],
+                                                    max(3, repeats // 4)))
+    tape, kernels = jac._state.fast  # (the prepared tape's fused kernels: see stats())
+    cached = native.cached(kernels[2], kernels[3], x0.size)
+    t0, calls = time.perf_counter(), 0
+    while jac.stats()["engine"].get("kernel") != "compiled, generated" and calls < 3_000_000:
+        for _ in range(1000):
+            jac(x)
+        calls += 1000
+    took = time.perf_counter() - t0
+    t_f2, t_j2 = (t / 1000 for t in best_interleaved(
+        [batch(lambda: f(x)), batch(lambda: jac(x))], max(3, repeats // 4)))
+    return {"problem": name, "f": t_f, "J": t_j, "f2": t_f2, "J2": t_j2, "calls": calls,
+            "seconds": took, "cached": cached,
+            "kernel": jac.stats()["engine"].get("kernel")}
+
+
+def steady_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| problem | f µs | J µs before | J/f before | calls until built (s) | disk cache "
+             "| J µs after | J/f after |", "|---|--:|--:|--:|--:|---|--:|--:|"]
+    for r in rows:
+        after = (f"{r['J2'] * 1e6:.2f} | {r['J2'] / r['f2']:.2f}"
+                 if r["kernel"] == "compiled, generated" else "not built | -")
+        lines.append(
+            f"| {r['problem']} | {r['f2'] * 1e6:.2f} | {r['J'] * 1e6:.2f} | {r['J'] / r['f']:.2f} "
+            f"| {r['calls']:,} ({r['seconds']:.1f}) | {'warm' if r['cached'] else 'cold'} "
+            f"| {after} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
