@@ -414,7 +414,7 @@ def steady(name: str, build: Callable[[], tuple[Callable[[np.ndarray], Any], np.
 
     t_f, t_j = (t / 1000 for t in best_interleaved([batch(lambda: f(x)), batch(lambda: jac(x))],
                                                     max(3, repeats // 4)))
-    tape, kernels = jac._state.fast  # (the prepared tape's fused kernels: see stats())
+    _, kernels = jac._state.fast  # (the prepared tape's fused kernels: see stats())
     cached = native.cached(kernels[2], kernels[3], x0.size)
     t0, calls = time.perf_counter(), 0
     while jac.stats()["engine"].get("kernel") != "compiled, generated" and calls < 3_000_000:
