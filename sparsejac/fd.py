@@ -31,6 +31,7 @@ from sparsejac.coloring import ColoringResult
 __all__ = [
     "METHODS",
     "BoundParams",
+    "SharedMap",
     "bounded_steps",
     "check_complex_step_of",
     "check_method",
@@ -187,6 +188,47 @@ def check_workers(workers: Any) -> Any:
         return int(workers)
     raise ValueError(f"`workers` must be None, a positive int, -1 (every CPU) or a map-like "
                      f"callable such as multiprocessing.Pool().map; got {workers!r}")
+
+
+class SharedMap:
+    """A ``workers=`` map callable held by a prepared Jacobian.
+
+    A copy of the Jacobian (``copy.deepcopy``) shares it (a pool or an executor is not
+    copied); pickling it pickles the callable, or says why it cannot (the map of a pool or
+    an executor of this process).
+
+    Examples
+    --------
+    >>> import copy
+    >>> from sparsejac.fd import SharedMap
+    >>> shared = SharedMap(map)
+    >>> copy.deepcopy(shared) is shared, list(shared(abs, [-1, 2]))
+    (True, [1, 2])
+    """
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, func: Any, points: Any) -> Any:
+        """``fn(func, points)``: the map itself."""
+        return self.fn(func, points)
+
+    def __deepcopy__(self, memo: Any) -> SharedMap:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        try:
+            pickle.dumps(self.fn)
+        except Exception as exc:
+            raise TypeError(
+                f"a prepared Jacobian with workers={self.fn!r} cannot be pickled: that map "
+                f"belongs to a pool or an executor of this process ({type(exc).__name__}: "
+                f"{exc}). Pickle a Jacobian prepared without workers= (or with "
+                "workers=<int>, a pool made per Jacobian) and give it its map where it is "
+                "loaded; copy.deepcopy shares the map.") from exc
+        return (SharedMap, (self.fn,))
 
 
 @contextmanager

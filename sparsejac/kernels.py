@@ -47,6 +47,18 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _LOCK = threading.RLock()
 
 
+def _lock_after_fork() -> None:
+    """A new lock in a forked child.
+
+    One held by another thread of the parent at the fork would never be released there.
+    """
+    global _LOCK
+    _LOCK = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_lock_after_fork)
+
+
 #: Work the numpy paths and interpreted kernels may do in a process before the kernels take
 #: over, in units of about 10 ns of what they cost more than the compiled kernels (detection's
 #: numpy paths draw one per entry; a numpy twin :data:`TWIN_CALL_UNITS` a call plus its
@@ -326,9 +338,9 @@ def _notice_compilation(dispatcher: Any) -> None:
     numba's dispatcher compiles (or loads from its cache) each new signature through its
     ``compile`` method; the watch checks the cache first (:func:`cache_missing`).
     """
-    if _NOTICED[0]:
+    compile_ = getattr(dispatcher, "compile", None)
+    if _NOTICED[0] or compile_ is None:  # (NUMBA_DISABLE_JIT=1: the function itself)
         return
-    compile_ = dispatcher.compile
 
     def compile(sig: Any) -> Any:
         if not _NOTICED[0] and cache_missing(dispatcher):

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsejac.coloring import check_reverse_cost
-from sparsejac.fd import check_method, check_workers
+from sparsejac.fd import SharedMap, check_method, check_workers
 from sparsejac.pattern import SparsityPattern
 from sparsejac.tracing import as_float_input, check_args, check_kwargs
 
@@ -177,7 +177,8 @@ def check_fd_workers(workers: Any, mode: str) -> Any:
         raise ValueError(
             f"`workers` applies to mode='fd' (independent evaluations of f); mode={mode!r} "
             "computes its products in this process")
-    return workers
+    return SharedMap(workers) if callable(workers) and not isinstance(workers, SharedMap) \
+        else workers
 
 
 def function_label(f: Any) -> str:

@@ -773,3 +773,63 @@ def test_np_array_of_a_plain_array_in_f_is_a_buffer_as_np_copy() -> None:
         with pytest.raises(sparsejac.TracedConversionError):
             sparsejac.jacobian(f, x)
     np.testing.assert_array_equal(V_SET, [1.04, 1.0, 1.02, 1.0])
+
+
+_TWO_FUNCTIONS = '''
+from numpy import zeros
+
+
+def fa(x):
+    out = zeros(x.size)
+    out[:] = x ** 2
+    return out
+
+
+def fb(x):
+    out = zeros(2)
+    out[0] = x[0] * x[1]
+    out[1] = x[1] ** 2
+    return out
+'''
+
+
+def test_bare_names_stay_bound_while_any_trace_of_the_module_runs(tmp_path, monkeypatch):
+    """Found from outside: two threads preparing two functions of one module that writes
+    `from numpy import zeros`: the first trace to end bound `zeros` back to numpy's while
+    the second still ran, which then refused its own `out[0] = ...`. The names are bound
+    back when the last trace of the module ends."""
+    import importlib
+
+    from sparsejac.tracing.buffers import bare_names_traced, buffers_traced
+
+    (tmp_path / "two_functions_for_test.py").write_text(_TWO_FUNCTIONS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("two_functions_for_test")
+    original = module.zeros
+    x = np.array([0.5, 1.5])
+    with buffers_traced():  # (the wrappers installed, as while any trace runs)
+        first, second = bare_names_traced(module.fa), bare_names_traced(module.fb)
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert module.zeros is not original  # fb's trace still runs: still the wrapper
+        np.testing.assert_allclose(sparsejac.jacobian(module.fb, x).toarray(),
+                                   [[x[1], x[0]], [0.0, 2 * x[1]]], rtol=1e-15)
+        second.__exit__(None, None, None)
+        assert module.zeros is original
+    errors: list[BaseException] = []
+
+    def prepare(f: Any) -> None:
+        try:
+            for _ in range(30):
+                sparsejac.SparseJacobian(f, x)(x)
+        except BaseException as exc:  # (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=prepare, args=(f,)) for f in (module.fa, module.fb)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert module.zeros is original

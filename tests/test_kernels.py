@@ -958,3 +958,57 @@ def test_tapes_prepared_before_and_after_numba_loads_mid_process() -> None:
         "      b.stats()['engine']['engine'])\n")
     out = _child_output(code)
     assert out == ["True", "True", "tape"]
+
+
+def test_numba_disable_jit_runs_the_kernels_as_python() -> None:
+    """Found from outside: NUMBA_DISABLE_JIT=1 (numba's debugging switch) made the notice
+    of a first compilation fail with a raw AttributeError; the kernels now run as Python."""
+    import os
+
+    code = ("import numpy as np, sparsejac\n"
+            "f = lambda y: np.append(y[1:] * y[:-1], y[0] ** 2)\n"
+            "y = np.linspace(0.5, 1.5, 6)\n"
+            "jac = sparsejac.SparseJacobian(f, y)\n"
+            "for i in range(300):\n"
+            "    J = jac(y * (1 + 1e-3 * i))\n"
+            "print(np.allclose(J.toarray(), sparsejac.jacobian(f, y * 1.299).toarray()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "NUMBA_DISABLE_JIT": "1"}).stdout
+    assert out.split() == ["True"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork (POSIX)")
+def test_a_child_forked_while_the_kernel_lock_is_held_gets_its_own() -> None:
+    """Found from outside: a child forked while another thread held the kernels' lock waited
+    for it forever; the child gets a new lock (numba already loaded here)."""
+    import os
+    import threading
+
+    from sparsejac import kernels
+
+    jac = sparsejac.SparseJacobian(lambda y: y[1:] * y[:-1], np.ones(5))
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with kernels._LOCK:
+            held.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: a kernel that binds under the lock
+            code = 1
+            try:
+                with kernels._LOCK:
+                    code = 0 if jac(np.arange(1.0, 6.0)).nnz == 8 else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        done.set()
+        thread.join()
+    assert os.WIFEXITED(status)
+    assert os.WEXITSTATUS(status) == 0

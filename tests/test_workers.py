@@ -105,3 +105,29 @@ def test_dask_local_cluster_gives_the_serial_jacobian() -> None:
                                        workers=dask_map)(X)
     serial = sparsejac.SparseJacobian(black_box, X, mode="fd", sparsity=PATTERN)(X)
     np.testing.assert_array_equal(got.data, serial.data)
+
+
+def test_a_jacobian_with_a_pools_map_copies_and_says_why_it_does_not_pickle():
+    """Found from outside: copy.deepcopy and pickle of a prepared Jacobian whose `workers=`
+    is an executor's map failed with pickle's own message. A copy shares the map; pickle
+    names `workers` and the ways out."""
+    import copy
+    import pickle
+
+    x = np.linspace(0.5, 1.5, 6)
+    pattern = np.eye(6, dtype=bool) | np.eye(6, k=1, dtype=bool)
+    serial = sparsejac.SparseJacobian(_module_f, x, mode="fd", sparsity=pattern)
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        jac = sparsejac.SparseJacobian(_module_f, x, mode="fd", sparsity=pattern,
+                                       workers=ex.map)
+        twin = copy.deepcopy(jac)
+        np.testing.assert_array_equal(twin(x * 1.1).toarray(), serial(x * 1.1).toarray())
+        with pytest.raises(TypeError, match=r"workers=.*cannot be pickled.*deepcopy shares"):
+            pickle.dumps(jac)
+    plain = pickle.loads(pickle.dumps(sparsejac.SparseJacobian(
+        _module_f, x, mode="fd", sparsity=pattern, workers=map)))
+    np.testing.assert_array_equal(plain(x).toarray(), serial(x).toarray())
+
+
+def _module_f(x: np.ndarray) -> np.ndarray:
+    return np.append(x[:-1] * x[1:], x[-1] ** 2)

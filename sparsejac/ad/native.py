@@ -60,6 +60,18 @@ RENT_PER_TERM = 0.125
 _CHUNK = 64
 
 _LOCK = threading.Lock()
+
+
+def _lock_after_fork() -> None:
+    """A new lock in a forked child.
+
+    One held by another thread of the parent at the fork would never be released there.
+    """
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_lock_after_fork)
 #: the kernels built in this process, by a hash of their tape
 _BUILT: dict[str, tuple[Any, Any]] = {}
 

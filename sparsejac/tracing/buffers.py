@@ -28,6 +28,7 @@ import contextlib
 import dis
 import functools
 import importlib.abc
+import os
 import sys
 import threading
 import types
@@ -55,6 +56,18 @@ LIFTERS: tuple[str, ...] = ("array", "asarray", "asanyarray", "ascontiguousarray
                             "asfortranarray")
 
 _LOCK = threading.RLock()  # re-entered by nested imports of numba's modules
+
+
+def _lock_after_fork() -> None:
+    """A new lock in a forked child.
+
+    One held by another thread of the parent at the fork would never be released there.
+    """
+    global _LOCK
+    _LOCK = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_lock_after_fork)
 _ACTIVE = [0]  # traces running in this process
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
 
@@ -405,6 +418,12 @@ def _has_contents(cell: Any) -> bool:
     return True
 
 
+#: the names bound to a wrapper by :func:`bare_names_traced`, by (module namespace, name):
+#: ``[traces using it, namespace, numpy's function, wrapper]`` (concurrent traces of one
+#: module's functions: bound back when the last one ends)
+_BARE: dict[tuple[int, str], list[Any]] = {}
+
+
 @contextmanager
 def bare_names_traced(f: Any) -> Iterator[None]:
     """Rebind numpy's creators bound by name in ``f``'s modules for the trace.
@@ -416,19 +435,32 @@ def bare_names_traced(f: Any) -> Iterator[None]:
     closes over) is bound to the wrapper; afterwards it is bound back, where it still is the
     wrapper. Outside the trace the wrappers call numpy's functions unchanged.
     """
-    patched: list[tuple[dict[str, Any], str, Any, Any]] = []
+    patched: list[tuple[int, str]] = []
     with _LOCK:
         for space in _global_spaces(f):
             for name in (*CREATORS, *LIFTERS):
                 original, wrapper = _ORIGINALS.get(name), getattr(np, name)
-                if original is not None and wrapper is not original and \
-                        space.get(name) is original:
+                if original is None or wrapper is original:
+                    continue
+                key = (id(space), name)
+                held = _BARE.get(key)
+                if held is not None and held[1] is space and space.get(name) is wrapper:
+                    held[0] += 1  # another thread's trace bound it: bound until both end
+                elif space.get(name) is original:
                     space[name] = wrapper
-                    patched.append((space, name, original, wrapper))
+                    _BARE[key] = [1, space, original, wrapper]
+                else:
+                    continue
+                patched.append(key)
     try:
         yield
     finally:
         with _LOCK:
-            for space, name, original, wrapper in patched:
-                if space.get(name) is wrapper:
-                    space[name] = original
+            for key in patched:
+                held = _BARE[key]
+                held[0] -= 1
+                if held[0] == 0:
+                    del _BARE[key]
+                    _, space, original, wrapper = held
+                    if space.get(key[1]) is wrapper:
+                        space[key[1]] = original

@@ -30,6 +30,7 @@ intercepted function shows the trampoline's ``(*args, **kwargs)``.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import types
@@ -49,6 +50,18 @@ __all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "own
            "pending_imported", "run_deferred"]
 
 _LOCK = threading.Lock()
+
+
+def _lock_after_fork() -> None:
+    """A new lock in a forked child.
+
+    One held by another thread of the parent at the fork would never be released there.
+    """
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_lock_after_fork)
 _ACTIVE = [0]  # traces running in this process
 
 
