@@ -20,7 +20,10 @@ all giving the compiled kernel's values bit for bit:
   (:func:`sparsejac.kernels.use_fallback`) is spent.
 
 The decisions depend on the tape's sizes and the number of calls alone: the same calls give
-the same choices in every run.
+the same choices in every run. Once numba is loaded, a tape of at most
+:data:`sparsejac.ad.native.MAX_TERMS` terms also gets numba code generated from it, once the
+compiled kernel's calls have paid for compiling it (:class:`NativeSlot`; sooner where
+numba's on-disk cache holds it from an earlier process): the same values bit for bit.
 """
 
 from __future__ import annotations
