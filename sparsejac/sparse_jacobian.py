@@ -389,9 +389,9 @@ class SparseJacobian(PlanView):
         state = self._state
         fast = state.fast
         if (fast is None or type(x) is not np.ndarray or x.dtype != np.float64
-                or x.shape != self._x0.shape or not _same_args(state, self._args0,
-                                                               self._kwargs0)):
-            return None
+                or x.shape != self._x0.shape or not x.flags.c_contiguous
+                or not _same_args(state, self._args0, self._kwargs0)):
+            return None  # (a strided x: the general path, not a kernel compiled for it)
         ps = self._params0 if params is None else params
         if params is not None and not (self._scalar_param and len(params) == 1
                                        and type(params[0]) is float):

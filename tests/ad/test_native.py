@@ -146,6 +146,10 @@ def test_a_prepared_jacobian_switches_without_changing_a_bit(
                                    rtol=1e-13, atol=1e-15)
         kinds.add(jac.stats()["engine"]["kernel"])
     assert "compiled, generated" in kinds
+    strided = np.repeat(x, 2)[::2]  # not contiguous: the general path, the same Jacobian
+    assert not strided.flags.c_contiguous
+    np.testing.assert_allclose(jac(strided).toarray(), jac(x.copy()).toarray(), rtol=1e-15,
+                               atol=0)
     fresh = sparsejac.SparseJacobian(kinetics, x, engine="chain")  # another engine: reference
     assert values[0] == fresh(x).toarray().tobytes() or np.allclose(
         np.frombuffer(values[0]), fresh(x).toarray().ravel(), rtol=1e-15, atol=0)
