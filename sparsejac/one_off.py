@@ -81,8 +81,10 @@ def jacobian(
         larger one is coloured by columns and rows in natural order, one pass each as
         scipy's ``group_columns`` does, and runs the mandatory DSATUR and bidirectional
         passes only when those need many colours or clearly more than the lower bound
-        (:data:`sparsejac.pipeline.ONE_SHOT_SLACK` and neighbours). ``effort=0`` always runs
-        the mandatory passes.
+        (:data:`sparsejac.pipeline.ONE_SHOT_SLACK` and neighbours) and the passes could
+        cost less than the products they save
+        (:func:`sparsejac.coloring.by_mode.passes_pay`: not a 3-D stencil's). ``effort=0``
+        always runs the mandatory passes.
     time_budget : float, optional
         An opt-in wall-clock limit on that search.
     workers : int or map-like callable, optional

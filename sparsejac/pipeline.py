@@ -593,7 +593,7 @@ def prepare(
         if n <= ONE_SHOT_IDENTITY and m <= ONE_SHOT_IDENTITY_ROWS:
             colorings, modes = {"forward": identity_colouring(pattern)}, ["forward"]
         else:
-            colorings = one_shot_colour(pattern, reverse_cost)
+            colorings = one_shot_colour(pattern, reverse_cost, program, 1.0)
             modes = ["forward", "reverse"] if colorings is not None else list(CANDIDATE_MODES)
     if effort is None:
         effort = 0.0 if one_shot else prepared_effort(pattern.nnz)
@@ -601,7 +601,7 @@ def prepare(
         # a program that may be assembled directly first gets natural-order colourings, one
         # pass per partition, when they are good (as for a one-off Jacobian): they size its
         # engine, and suffice if J then needs no seeds
-        natural = one_shot_colour(pattern, reverse_cost)
+        natural = one_shot_colour(pattern, reverse_cost, program)
         if natural is not None:
             natural["mixed"] = one_sided_as_mixed(natural, reverse_cost)
             colorings = natural

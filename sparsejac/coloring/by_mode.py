@@ -137,12 +137,62 @@ def identity_colouring(pattern: SparsityPattern, partition: str = "column",
                           lower_bound=max(int(counts.max(initial=0)), 1))
 
 
-def one_shot_colour(pattern: SparsityPattern, reverse_cost: float
-                    ) -> dict[str, ColoringResult] | None:
-    """Natural-order column and row colourings for a one-off Jacobian, if they are good."""
+def one_shot_colour(pattern: SparsityPattern, reverse_cost: float, program: Any = None,
+                    calls: float = 8.0) -> dict[str, ColoringResult] | None:
+    """Natural-order column and row colourings for a one-off Jacobian, if they are good.
+
+    Good: few colours, or few more than the lower bound (:data:`ONE_SHOT_SLACK`); or, at most
+    :data:`ONE_SHOT_MANY` and given the traced ``program`` (its nodes' sizes: what a product
+    costs), where the mandatory passes would cost more than the products they could save in
+    ``calls`` Jacobians (one for a one-off Jacobian; for a prepared one, whose search waits
+    for calls, eight)
+    (:func:`passes_pay`: a 3-D stencil's distance-2 passes take 0.3 s a partition at
+    n = 2·10⁵ to save 3 of its 19 natural colours).
+    """
     found = colour_modes(pattern, ["forward", "reverse"], "natural", 0.0, None, reverse_cost)
     best = min(found.values(), key=lambda c: c.n_colors)
     p = best.n_colors
     if p <= ONE_SHOT_FEW or (p <= best.lower_bound + ONE_SHOT_SLACK and p <= ONE_SHOT_MANY):
         return found
+    if program is not None and p <= ONE_SHOT_MANY and not passes_pay(
+            pattern, p - min(best.lower_bound, bidirectional_lower_bound(pattern)), program,
+            calls):  # (a bicolouring may beat both one-sided bounds: a dense row and column)
+        return found
     return None
+
+
+#: nominal nanoseconds of the mandatory passes per distance-2 pair of the pattern (its rows'
+#: and columns' squared counts: DSATUR on a 3-D stencil, 31 ns a pair a partition, measured)
+PASS_NS_PER_PAIR = 40.0
+#: nominal nanoseconds of one product per element of the traced program (an eager or
+#: recorded product on a few seed directions, numpy-vectorised)
+PRODUCT_NS_PER_ELEMENT = 2.0
+#: numba's start where it is not loaded yet: the mandatory passes take its kernels
+NUMBA_START_NS = 250e6
+
+
+def passes_pay(pattern: SparsityPattern, excess: int, program: Any, calls: float) -> bool:
+    """Whether the mandatory colouring passes can cost less than the products they save.
+
+    ``excess`` colours over the lower bound at most, each a product in each of ``calls``
+    Jacobians, against the passes' distance-2 work (and numba's start if it is not loaded).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from sparsejac.coloring.by_mode import passes_pay
+    >>> from sparsejac.pattern import as_pattern
+    >>> tiny_program = SimpleNamespace(nodes=[], n_in=10)
+    >>> passes_pay(as_pattern(np.eye(10)), 0, tiny_program, 1.0)
+    False
+    """
+    from sparsejac import kernels
+
+    rows = np.diff(pattern.indptr).astype(np.float64)
+    cols = np.bincount(pattern.indices, minlength=pattern.shape[1]).astype(np.float64)
+    cost = PASS_NS_PER_PAIR * float(rows @ rows + cols @ cols)
+    if not kernels.loaded():
+        cost += NUMBA_START_NS
+    elements = sum(int(nd.out.size) for nd in program.nodes) + int(program.n_in)
+    return cost < calls * excess * PRODUCT_NS_PER_ELEMENT * elements
