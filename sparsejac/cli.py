@@ -57,14 +57,16 @@ FUNCTION_ONLY = ("--size", "--x0")
 
 
 def _add_common(p: argparse.ArgumentParser, orders: Sequence[str],
-                default: str = "'best' (default)") -> None:
+                default: str = "'best' (default)", every: bool = True) -> None:
     p.add_argument(
         "--order",
-        choices=[*orders, "all", "best"],
+        choices=[*orders, *(["all"] if every else []), "best"],
         default=None,
-        metavar="{NAME,all,best}",
+        metavar="{NAME,all,best}" if every else "{NAME,best}",
         help=f"vertex order: one of {', '.join(orders)}; 'all' (each of them, then best) or "
-        f"{default}",
+        f"{default}" if every else f"vertex order of the colourings: one of "
+        f"{', '.join(orders)}, or {default} (a table of every order: report the pattern as a "
+        "matrix file)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="FILE.png",
@@ -122,7 +124,8 @@ def _function_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=int, metavar="N",
                    help="evaluate at N values uniform in [0.5, 1.5] (seed 0)")
     p.add_argument("--x0", metavar="FILE.npy", help="the point, read from a .npy file")
-    _add_common(p, [o for o in BIDIRECTIONAL_ORDERS if not o.startswith("dense_")])
+    _add_common(p, [o for o in BIDIRECTIONAL_ORDERS if not o.startswith("dense_")],
+                every=False)
     return p
 
 
@@ -327,7 +330,37 @@ def _warm_up() -> int:
     return 0
 
 
+#: what matplotlib's Agg canvas writes (``--plot`` is checked before the report runs)
+_IMAGE_FORMATS = ("avif", "eps", "gif", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba",
+                  "svg", "svgz", "tif", "tiff", "webp")
+
+
+def _plot_refused(path: str | None, err: str) -> bool:
+    """Whether ``--plot`` cannot be written, said before the report runs (True: said)."""
+    if path is None:
+        return False
+    reason = None
+    if not path.strip():
+        reason = "an empty file name"
+    elif importlib.util.find_spec("matplotlib") is None:
+        from sparsejac.plot import INSTALL_HINT
+
+        reason = f"it needs matplotlib, which is not installed: {INSTALL_HINT}"
+    elif Path(path).suffix.lower().lstrip(".") not in _IMAGE_FORMATS:
+        reason = ("the name must end in an image format's extension: "
+                  f"{', '.join('.' + k for k in _IMAGE_FORMATS)}")
+    else:
+        folder = Path(path).expanduser().resolve().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            reason = f"no writable directory {str(folder)!r}"
+    if reason is not None:
+        print(f"{err} `--plot {path}`: {reason}", file=sys.stderr)
+    return reason is not None
+
+
 def _main_matrix(args: argparse.Namespace) -> int:
+    if _plot_refused(args.plot, f"{PROG} report: error:"):
+        return 2
     try:
         pattern = read_pattern_file(args.file)
     except PatternFileError as exc:
@@ -419,6 +452,10 @@ def load_function(spec: str) -> Callable[..., Any]:
             module = importlib.import_module(module_name)
     except ValueError:
         raise
+    except SystemExit as exc:  # script code run on import: sys.exit()
+        raise ValueError(f"the function {spec}: importing {module_name!r} exits (SystemExit: "
+                         f"{exc.code!r}); guard the module's script code with `if __name__ "
+                         "== '__main__':`") from exc
     except Exception as exc:
         raise ValueError(f"the function: cannot import {module_name!r} ({exc})") from exc
     fn = getattr(module, attr, None)
@@ -432,34 +469,46 @@ def load_function(spec: str) -> Callable[..., Any]:
 def _load_x0(args: argparse.Namespace) -> np.ndarray:
     if args.x0 is not None:
         try:
-            return np.asarray(np.load(args.x0))
+            got = np.load(args.x0)
         except Exception as exc:
             raise ValueError(f"`--x0`: cannot read {args.x0!r} as a .npy file ({exc})") from exc
+        if not isinstance(got, np.ndarray):  # an .npz archive: several arrays
+            got.close()
+            raise ValueError(f"`--x0`: {args.x0!r} is an .npz archive; save the point alone "
+                             "with numpy.save (a .npy file)")
+        return got
     if args.size < 1:
         raise ValueError(f"`--size` must be a positive integer; got {args.size}")
-    return np.asarray(np.random.default_rng(0).uniform(0.5, 1.5, args.size))
+    try:
+        return np.asarray(np.random.default_rng(0).uniform(0.5, 1.5, args.size))
+    except MemoryError:
+        raise ValueError(f"`--size {args.size}`: the point does not fit in memory") from None
 
 
 def _main_function(args: argparse.Namespace) -> int:
     from sparsejac.errors import ConcretizationError, UnsupportedPrimitiveError
 
     err = f"{PROG} report function: error:"
+    if _plot_refused(args.plot, err):
+        return 2
     if (args.size is None) == (args.x0 is None):
         print(f"{err} a function needs exactly one of --size N or --x0 FILE.npy",
               file=sys.stderr)
         return 2
-    order = "best" if args.order in ("all", None) else args.order
+    order = "best" if args.order is None else args.order
     try:
         fn = load_function(args.function)
         x0 = _load_x0(args)
         rep, jac = function_report(fn, x0, order=order, return_jacobian=True)
-    except (ValueError, TypeError, ConcretizationError, UnsupportedPrimitiveError) as exc:
-        # (Python's own TypeError, a call that does not fit f's signature, names no function)
-        named = type(exc) is not TypeError or args.function in str(exc) or str(exc)[:1] == "`"
-        print(f"{err} {'' if named else args.function + ': '}{exc}", file=sys.stderr)
+    except (ConcretizationError, UnsupportedPrimitiveError) as exc:  # (they name the call)
+        print(f"{err} {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # the user's function raised (or x0 does not fit in memory)
-        print(f"{err} {args.function} raised {type(exc).__name__}: {exc}", file=sys.stderr)
+    except (Exception, SystemExit) as exc:  # ours name the argument; else the function raised
+        text = str(exc)
+        ours = ((isinstance(exc, (ValueError, TypeError)) and text[:1] == "`")
+                or text.startswith("the function") or args.function in text)
+        print(f"{err} {text}" if ours else f"{err} {args.function} raised "
+              f"{type(exc).__name__}: {text}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"function": args.function, **rep}))
@@ -487,8 +536,12 @@ def _print_function(name: str, rep: dict[str, Any], out: TextIO) -> None:
     for mode, k in rep["colors"].items():
         print(f"  {mode:<8}  {k:>8}", file=out)
     print(file=out)
-    print(f"  auto picks {auto['mode']} ({auto['n_products']} products): {auto['reason']}",
-          file=out)
+    if auto.get("path") == "direct":
+        print(f"  auto assembles J directly, no products (its mode {auto['mode']}, "
+              f"{rep['colors'][auto['mode']]} products otherwise): {auto['reason']}", file=out)
+    else:
+        print(f"  auto picks {auto['mode']} ({auto['n_products']} products): {auto['reason']}",
+              file=out)
     ratio = auto["seconds"] / max(rep["f_seconds"], 1e-12)
     print(f"  one Jacobian {1e3 * auto['seconds']:.3g} ms, one f {1e3 * rep['f_seconds']:.3g} ms "
           f"(ratio {ratio:.1f}), preparation {rep['preparation_seconds']:.2f} s", file=out)

@@ -412,9 +412,13 @@ def read_pattern_file(path: str | os.PathLike[str]) -> SparsityPattern:
     >>> read_pattern_file(os.path.join(d, "a.mtx"))
     SparsityPattern(shape=(3, 3), nnz=3)
     """
+    if not os.fspath(path):
+        raise PatternFileError("an empty file name; give a .mtx or .npz file")
     p = Path(path)
     if p.is_dir():
         raise PatternFileError(f"{p}: is a directory; give a .mtx or .npz file")
+    if p.exists() and not p.is_file():  # a named pipe, a device
+        raise PatternFileError(f"{p}: not a regular file; give a .mtx or .npz file")
     if not p.is_file():
         raise PatternFileError(f"{p}: no such file")
     name = p.name.lower()  # extensions in any case: A.MTX from a Windows share
@@ -423,7 +427,10 @@ def read_pattern_file(path: str | os.PathLike[str]) -> SparsityPattern:
         if suffix in (".mtx", ".mtx.gz"):
             import scipy.io  # only for files: 30 ms that a first Jacobian should not pay
 
-            obj: Any = scipy.io.mmread(p)
+            rows, cols, _, kind, _, _ = scipy.io.mminfo(p)
+            # (scipy's reader of an empty dense "array" file divides by zero: a crash)
+            obj: Any = (sp.coo_array((rows, cols)) if kind == "array" and rows * cols == 0
+                        else scipy.io.mmread(p))
         elif suffix == ".npz":
             import zipfile
 

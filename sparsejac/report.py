@@ -250,7 +250,9 @@ def function_report(
     dict
         JSON-ready: ``shape``, ``nnz``, ``density``, ``lower_bound`` (column/row),
         ``detection_seconds``, ``colors`` (forward, reverse and, when available, mixed
-        products), ``auto`` (``mode``, ``reason``, ``n_products``, ``seconds`` per Jacobian),
+        products), ``auto`` (``mode``, ``reason``, ``n_products``, ``path``: ``"direct"``
+        where the entries are assembled without products, else ``"products"``; ``seconds``
+        per Jacobian),
         ``f_seconds`` and ``preparation_seconds``; for a scalar ``f`` also ``hessian``:
         ``nnz``, ``colors`` (star, acyclic and column colourings of its pattern),
         ``lower_bound``, ``n_products``, ``path`` (``"direct"``: assembled without products)
@@ -291,6 +293,9 @@ def function_report(
             "mode": jac.mode,
             "reason": jac.reason,
             "n_products": jac.n_products,
+            # ("direct": J's entries written without products, n_products 0)
+            "path": "direct" if (st.get("engine") or {}).get("path") == "direct"
+            else "products",
             "seconds": _min_time(lambda: jac(x), repeats),
         },
         "f_seconds": _min_time(lambda: jac.f(x), repeats),

@@ -212,7 +212,7 @@ def test_errors_after_the_options_are_one_line_messages(tmp_path, capsys, monkey
     assert main(["report", "function", "fns:bad", "--size", "3"]) == 2
     err = capsys.readouterr().err
     assert "applies to the bidirectional and auto partitions only" in err
-    assert "`--plot`: cannot write" in err
+    assert "no writable directory" in err  # (said before the report runs)
     assert "`seed` must be" in err
     assert "fns:bad raised RuntimeError: boom" in err
     assert "Traceback" not in err
@@ -238,3 +238,32 @@ def test_function_report_refuses_no_repeats():
     for repeats in (0, -1, 1.5):
         with pytest.raises(ValueError, match="`repeats`"):
             function_report(lambda x: x[1:] * x[:-1], np.ones(4), repeats=repeats)
+
+
+def test_found_from_outside_file_and_plot_errors_are_one_line(tmp_path, capsys):
+    """An empty dense Matrix Market file crashed scipy's reader (a floating-point signal); a
+    pipe, /dev/null and an empty name were "no such file"; --plot "" was ignored and a bad
+    --plot path was found only after the report was printed."""
+    import os
+
+    empty = tmp_path / "empty.mtx"
+    empty.write_text("%%MatrixMarket matrix array real general\n0 3\n")
+    assert main(["report", str(empty)]) == 2
+    fifo = tmp_path / "pipe.mtx"
+    os.mkfifo(fifo)
+    assert main(["report", str(fifo)]) == 2
+    assert main(["report", "/dev/null"]) == 2
+    assert main(["report", ""]) == 2
+    good = tmp_path / "tri.npz"
+    sp.save_npz(good, sp.csr_array(np.eye(5) + np.eye(5, k=1)))
+    for plot in ("", str(tmp_path / "out.xyz"), str(tmp_path / "none" / "out.png")):
+        assert main(["report", str(good), "--plot", plot, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # nothing printed before the plot's error
+    assert "at least one row and one column; got shape (0, 3)" in err
+    assert err.count("not a regular file") == 2
+    assert "an empty file name" in err
+    assert "`--plot `: an empty file name" in err
+    assert "must end in an image format's extension" in err
+    assert "no writable directory" in err
+    assert "Traceback" not in err

@@ -149,3 +149,37 @@ def test_hessian_in_the_json_report() -> None:
     assert rep["hessian"]["colors"]["star"] == 2
     assert rep["hessian"]["colors"]["acyclic"] <= 2
     assert "hessian" not in function_report(lambda x: x ** 2, np.ones(3), repeats=1)
+
+
+def test_found_from_outside_function_errors_name_the_function(tmp_path, monkeypatch, capsys):
+    """A function raising SystemExit (or a module calling sys.exit on import) ended the report
+    silently; a ValueError raised by the function was printed without naming it; an .npz
+    --x0 and a --size too large for memory got foreign messages; the direct path's report
+    said "forward (0 products)" beside a table of 50."""
+    (tmp_path / "fns_outside.py").write_text(
+        "import numpy as np\n"
+        "def leave(x):\n    raise SystemExit(0)\n"
+        "def own(x):\n    raise ValueError('my own message')\n"
+        "def outer(x):\n    return np.outer(x, x)\n")
+    (tmp_path / "exits_outside.py").write_text("import sys\nsys.exit(0)\ndef f(x):\n    return x\n")
+    np.savez(tmp_path / "x.npz", a=np.ones(3))
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "function", "fns_outside:leave", "--size", "3"]) == 2
+    assert main(["report", "function", "exits_outside:f", "--size", "3"]) == 2
+    assert main(["report", "function", "fns_outside:own", "--size", "3"]) == 2
+    assert main(["report", "function", "fns_outside:own", "--x0", "x.npz"]) == 2
+    assert main(["report", "function", "fns_outside:own", "--size", str(10 ** 12)]) == 2
+    assert main(["report", "function", "fns_outside:outer", "--size", "3", "--order", "all"]) == 2
+    err = capsys.readouterr().err
+    assert "fns_outside:leave raised SystemExit: 0" in err
+    assert "the function exits_outside:f: importing 'exits_outside' exits" in err
+    assert "fns_outside:own raised ValueError: my own message" in err
+    assert "is an .npz archive; save the point alone with numpy.save" in err
+    assert "the point does not fit in memory" in err
+    assert "invalid choice: 'all'" in err
+    assert main(["report", "function", "fns_outside:outer", "--size", "40", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["auto"]["path"] == "direct"
+    assert rep["auto"]["n_products"] == 0
+    assert main(["report", "function", "fns_outside:outer", "--size", "40"]) == 0
+    assert "auto assembles J directly, no products" in capsys.readouterr().out
