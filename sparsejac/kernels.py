@@ -34,29 +34,62 @@ import sys
 import threading
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
-__all__ = ["FALLBACK_BUDGET", "cache_missing", "expect", "kernel", "loaded", "typed_kernel",
-           "use_fallback"]
+__all__ = ["FALLBACK_BUDGET", "ForkSafeLock", "cache_missing", "expect", "kernel", "loaded",
+           "typed_kernel", "use_fallback"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-_LOCK = threading.RLock()
+class ForkSafeLock:
+    """A lock (re-entrant if asked) that a forked child gets anew.
 
+    One held by another thread of the parent at the fork would never be released in the
+    child, which would wait for it forever (a ``multiprocessing`` pool started with the
+    ``fork`` method while another thread binds the kernels).
 
-def _lock_after_fork() -> None:
-    """A new lock in a forked child.
-
-    One held by another thread of the parent at the fork would never be released there.
+    Examples
+    --------
+    >>> from sparsejac.kernels import ForkSafeLock
+    >>> lock = ForkSafeLock(reentrant=True)
+    >>> with lock:
+    ...     with lock:
+    ...         pass
     """
-    global _LOCK
-    _LOCK = threading.RLock()
+
+    __slots__ = ("__weakref__", "_lock", "_reentrant")
+
+    def __init__(self, reentrant: bool = False) -> None:
+        self._reentrant = reentrant
+        self._lock: Any = threading.RLock() if reentrant else threading.Lock()
+        _FORK_SAFE.add(self)
+
+    def renew(self) -> None:
+        """A new, released lock (in a forked child)."""
+        self._lock = threading.RLock() if self._reentrant else threading.Lock()
+
+    def __enter__(self) -> bool:
+        return bool(self._lock.acquire())
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
 
 
-os.register_at_fork(after_in_child=_lock_after_fork)
+_FORK_SAFE: weakref.WeakSet[ForkSafeLock] = weakref.WeakSet()
+
+
+def _renew_after_fork() -> None:
+    for lock in list(_FORK_SAFE):
+        lock.renew()
+
+
+os.register_at_fork(after_in_child=_renew_after_fork)
+
+_LOCK = ForkSafeLock(reentrant=True)
 
 
 #: Work the numpy paths and interpreted kernels may do in a process before the kernels take

@@ -28,7 +28,6 @@ numba's on-disk cache holds it from an earlier process): the same values bit for
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
@@ -60,8 +59,7 @@ def shared(ints: np.ndarray, floats: np.ndarray, n_x: int) -> list[Any]:
     >>> a is shared(np.arange(3), np.ones(2), 3), a
     (True, [0, None])
     """
-    key = hashlib.sha256(b"\0".join([ints.tobytes(), floats.tobytes(), str(n_x).encode()])
-                         ).hexdigest()
+    key = native.tape_key(ints, floats, n_x)
     got = _SHARED.get(key)
     if got is None:
         if len(_SHARED) >= 256:

@@ -27,7 +27,6 @@ import math
 import os
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +35,10 @@ import numpy as np
 from sparsejac.ad import _tape as k
 from sparsejac.ad._tape import _binary, _dbinary, _dunary, _unary
 from sparsejac.ad._tape_python import Parts, parts, terms
-from sparsejac.kernels import typed_kernel
+from sparsejac.kernels import ForkSafeLock, typed_kernel
 
 __all__ = ["MAX_TERMS", "build", "built", "cache_dir", "cached", "compile_scalars", "namespace",
-           "price", "scalars_missing", "source"]
+           "price", "scalars_missing", "source", "tape_key"]
 
 #: the largest tape (slots times seed directions plus one) compiled this way: numba's
 #: compilation grows with the function's length (about 2.5 s at this size)
@@ -59,19 +58,7 @@ RENT_PER_TERM = 0.125
 #: the most terms of one sum in one statement
 _CHUNK = 64
 
-_LOCK = threading.Lock()
-
-
-def _lock_after_fork() -> None:
-    """A new lock in a forked child.
-
-    One held by another thread of the parent at the fork would never be released there.
-    """
-    global _LOCK
-    _LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_lock_after_fork)
+_LOCK = ForkSafeLock()
 #: the kernels built in this process, by a hash of their tape
 _BUILT: dict[str, tuple[Any, Any]] = {}
 
@@ -268,14 +255,23 @@ def scalars_missing() -> bool:
                for fn in (unary, binary, dunary, dbinary, tie))
 
 
-def _key(ints: np.ndarray, floats: np.ndarray, n_x: int) -> str:
+def tape_key(ints: np.ndarray, floats: np.ndarray, n_x: int) -> str:
+    """A hash of a packed tape (what the kernels it is compiled into depend on).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsejac.ad.native import tape_key
+    >>> tape_key(np.arange(3), np.ones(2), 3) == tape_key(np.arange(3), np.ones(2), 3)
+    True
+    """
     return hashlib.sha256(b"\0".join([ints.tobytes(), floats.tobytes(), str(n_x).encode()])
                           ).hexdigest()
 
 
 def built(ints: np.ndarray, floats: np.ndarray, n_x: int) -> tuple[Any, Any] | None:
     """The tape's kernels if this process built them already (for another plan), else None."""
-    return _BUILT.get(_key(ints, floats, n_x))
+    return _BUILT.get(tape_key(ints, floats, n_x))
 
 
 def build(ints: np.ndarray, floats: np.ndarray, n_x: int) -> tuple[Any, Any] | None:
@@ -284,7 +280,7 @@ def build(ints: np.ndarray, floats: np.ndarray, n_x: int) -> tuple[Any, Any] | N
     Their arguments and results are :func:`~sparsejac.ad._tape.jacobian_packed`'s and
     ``jacobian_packed0``'s. Needs numba (call it once numba is loaded).
     """
-    key = _key(ints, floats, n_x)
+    key = tape_key(ints, floats, n_x)
     with _LOCK:
         hit = _BUILT.get(key)
         if hit is not None:

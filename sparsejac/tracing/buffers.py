@@ -28,7 +28,6 @@ import contextlib
 import dis
 import functools
 import importlib.abc
-import os
 import sys
 import threading
 import types
@@ -38,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.kernels import ForkSafeLock
 from sparsejac.tracing.callers import user_frame
 from sparsejac.tracing.operands import holds_tracer
 from sparsejac.tracing.program import current_trace
@@ -55,19 +55,7 @@ CREATORS: tuple[str, ...] = ("zeros", "ones", "empty", "full", "zeros_like", "on
 LIFTERS: tuple[str, ...] = ("array", "asarray", "asanyarray", "ascontiguousarray",
                             "asfortranarray")
 
-_LOCK = threading.RLock()  # re-entered by nested imports of numba's modules
-
-
-def _lock_after_fork() -> None:
-    """A new lock in a forked child.
-
-    One held by another thread of the parent at the fork would never be released there.
-    """
-    global _LOCK
-    _LOCK = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_lock_after_fork)
+_LOCK = ForkSafeLock(reentrant=True)  # re-entered by nested imports of numba's modules
 _ACTIVE = [0]  # traces running in this process
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
 

@@ -30,7 +30,6 @@ intercepted function shows the trampoline's ``(*args, **kwargs)``.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import types
@@ -41,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.kernels import ForkSafeLock
 from sparsejac.tracing.callers import user_frame
 from sparsejac.tracing.hooks import registry
 from sparsejac.tracing.operands import holds_tracer
@@ -49,19 +49,7 @@ from sparsejac.tracing.program import current_trace
 __all__ = ["defer", "forget", "intercept", "intercepted", "library_traced", "own_code",
            "pending_imported", "run_deferred"]
 
-_LOCK = threading.Lock()
-
-
-def _lock_after_fork() -> None:
-    """A new lock in a forked child.
-
-    One held by another thread of the parent at the fork would never be released there.
-    """
-    global _LOCK
-    _LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_lock_after_fork)
+_LOCK = ForkSafeLock()
 _ACTIVE = [0]  # traces running in this process
 
 
