@@ -389,9 +389,9 @@ class SparseJacobian(PlanView):
         state = self._state
         fast = state.fast
         if (fast is None or type(x) is not np.ndarray or x.dtype != np.float64
-                or x.shape != self._x0.shape or not x.flags.c_contiguous
+                or x.shape != self._x0.shape or not (x.flags.c_contiguous and x.flags.writeable)
                 or not _same_args(state, self._args0, self._kwargs0)):
-            return None  # (a strided x: the general path, not a kernel compiled for it)
+            return None  # (a strided or read-only x: the general path, no kernel compiled anew)
         ps = self._params0 if params is None else params
         if params is not None and not (self._scalar_param and len(params) == 1
                                        and type(params[0]) is float):

@@ -115,7 +115,8 @@ class Search:
         self.offer(name, kind, groups, seconds)
 
 
-def best_groups(graph: BipartiteGraph, rng: np.random.Generator, budget: Budget) -> Search:
+def best_groups(graph: BipartiteGraph, rng: np.random.Generator, budget: Budget,
+                beat: int | None = None) -> Search:
     """Run the one-sided ``best`` search on ``graph`` (see the module docstring).
 
     Parameters
@@ -126,6 +127,9 @@ def best_groups(graph: BipartiteGraph, rng: np.random.Generator, budget: Budget)
         Seeds the random orders, restarts, recolouring and tabu search.
     budget : Budget
         Work (and optionally time) the search may spend; the first two passes always run.
+    beat : int, optional
+        Colours another colouring already reaches (a Hessian's star colouring): the
+        mandatory DSATUR pass is weighed against what it could save below that.
 
     Returns
     -------
@@ -154,7 +158,8 @@ def best_groups(graph: BipartiteGraph, rng: np.random.Generator, budget: Budget)
     s.run("natural", "natural", lambda: greedy_color(graph))
     if s.done:
         return s
-    if skip_mandatory(s.cost("dsatur"), s.fits("dsatur"), s.n_colors, s.target,
+    if skip_mandatory(s.cost("dsatur"), s.fits("dsatur"),
+                      s.n_colors if beat is None else min(s.n_colors, beat), s.target,
                       lines=sum(graph.pattern.shape)):
         s.candidates.append(Candidate("dsatur(skipped)", -1, 0.0))
     else:

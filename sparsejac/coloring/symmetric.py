@@ -397,7 +397,7 @@ def best_symmetric(graph: AdjacencyGraph, method: str, rng: np.random.Generator,
     if method == "star" and not s.done:
         t0 = time.perf_counter()
         column = best_groups(BipartiteGraph(_with_diagonal(graph.pattern), "column"), rng,
-                             budget.share(COLUMN_SHARE))
+                             budget.share(COLUMN_SHARE), beat=s.n_colors)
         budget.charge(column.budget.spent)
         if column.groups is not None:
             s.offer(f"column:{column.name}", column.groups, time.perf_counter() - t0)

@@ -77,7 +77,19 @@ def apply_sparse_map(
     dtype: Any = np.float64,
 ) -> Any:
     """Bind :data:`LINEAR_MAP` for ``out.flat = sum_k M_k @ operands[k].flat``."""
-    plan = LinearPlan(
-        tuple(None if m is None else sp.csr_array(m) for m in mats), tuple(shape), np.dtype(dtype)
-    )
+    plan = LinearPlan(tuple(None if m is None else _canonical(m) for m in mats), tuple(shape),
+                      np.dtype(dtype))
     return bind(LINEAR_MAP, tuple(operands), {"plan": plan})
+
+
+def _canonical(m: Any) -> sp.csr_array:
+    """``m`` as a CSR array with sorted, unique entries (the caller's matrix untouched).
+
+    scipy allows a matrix to store an entry twice (its products add the copies); the rules
+    need each entry once.
+    """
+    out = sp.csr_array(m)
+    if not out.has_canonical_format:
+        out = sp.csr_array(m, copy=True)  # (csr_array(m) may share m's arrays)
+        out.sum_duplicates()
+    return out

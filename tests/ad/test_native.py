@@ -27,7 +27,11 @@ from .test_tape_python import _kernel_call
 
 @pytest.fixture(autouse=True)
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test writes its generated modules into its own directory."""
+    """Every test writes its generated modules into its own directory; numba is loaded (the
+    generated code replaces the compiled kernel, not the paths that run before it)."""
+    from sparsejac import kernels
+
+    kernels.expect(kernels.FALLBACK_BUDGET + 1)
     monkeypatch.setenv("SPARSEJAC_CACHE_DIR", str(tmp_path))
     return tmp_path
 
@@ -150,6 +154,9 @@ def test_a_prepared_jacobian_switches_without_changing_a_bit(
     assert not strided.flags.c_contiguous
     np.testing.assert_allclose(jac(strided).toarray(), jac(x.copy()).toarray(), rtol=1e-15,
                                atol=0)
+    frozen = x.copy()
+    frozen.setflags(write=False)  # read-only: the general path too (numba would compile anew)
+    assert jac(frozen).toarray().tobytes() == jac(x.copy()).toarray().tobytes()
     fresh = sparsejac.SparseJacobian(kinetics, x, engine="chain")  # another engine: reference
     assert values[0] == fresh(x).toarray().tobytes() or np.allclose(
         np.frombuffer(values[0]), fresh(x).toarray().ravel(), rtol=1e-15, atol=0)
@@ -215,3 +222,51 @@ def test_large_tapes_keep_the_interpreting_kernel(rng: np.random.Generator) -> N
         assert not isinstance(kern, Fused) or kern.native is None
     assert native.build(ints, tape.fused_call(c)[3], 200) is None
     assert describe([len]) == "compiled"
+
+
+def test_constants_are_not_folded_into_the_c_library_calls(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Found from outside: with its exponent a literal, LLVM turned the generated code's
+    pow(y, 2.0) into y * y, pow(y, 0.5) into sqrt(y), pow(y, -1.0) into 1 / y; the C
+    library's pow, which the interpreting kernel and numpy call, differs from those in the
+    last bit now and then. The generated code reads its constants from the tape at run
+    time, as the kernel does."""
+    import math
+
+    for name in ("BASE_UNITS", "UNITS_PER_TERM", "LOAD_UNITS", "SCALAR_UNITS"):
+        monkeypatch.setattr(native, name, 0)
+
+    def f(y: np.ndarray) -> np.ndarray:
+        return np.array([y[0] ** 0.5 * y[3], y[1] ** 2 * y[3], y[2] ** -1.0 * y[3],
+                         2.0 ** y[3]])
+
+    c = np.random.default_rng(1).uniform(0, 4, 200_000)
+    x = np.array([next(v for v in c if math.pow(v, 0.5) != math.sqrt(v)),
+                  next(v for v in c if math.pow(v, 2.0) != v * v),
+                  next(v for v in c if math.pow(v, -1.0) != 1.0 / v), 1.0])
+    jac = sparsejac.SparseJacobian(f, x)
+    for _ in range(4):
+        got = jac(x)
+    assert jac.stats()["engine"]["kernel"] == "compiled, generated"
+    want = f(x)  # numpy's pow: J[:3, 3] = f(x)[:3] / y[3] with y[3] = 1
+    np.testing.assert_array_equal(got.toarray()[:3, 3], want[:3])
+
+
+def test_a_damaged_module_or_cache_file_is_written_and_compiled_again(cache: Path) -> None:
+    """Found from outside: an emptied or truncated module in the cache directory (or a
+    truncated numba cache file next to it) made the switching call raise, in every later
+    process. The module is then removed, written and compiled again."""
+    x0 = np.linspace(0.5, 1.5, 5)
+    ints, floats, nnz, m = _packed(lambda x: kinetics(x), x0, (), "column")
+    kern0 = native.build(ints, floats, 5)[1]  # type: ignore[index]
+    want = np.empty(nnz)
+    kern0(ints, floats, x0, want, np.empty(m))
+    module = next((cache / "native").glob("*.py"))
+    for damage in ("", "def _jac(x, pv, data, fx, K):\n    v1 = (x[0] +"):
+        module.write_text(damage)
+        native._BUILT.clear()  # (as in a new process)
+        kern0 = native.build(ints, floats, 5)[1]  # type: ignore[index]
+        got = np.empty(nnz)
+        kern0(ints, floats, x0, got, np.empty(m))
+        assert got.tobytes() == want.tobytes()
+    assert native.cached(ints, floats, 5)

@@ -60,3 +60,24 @@ def test_output_shape_and_rank2_operand() -> None:
 def test_linear_map_primitive_name() -> None:
     """The primitive is registered under the name used in docs/supported.md."""
     assert LINEAR_MAP.name == "linear_map"
+
+
+def test_a_matrix_storing_an_entry_twice_is_summed_as_scipy_does() -> None:
+    """Found from outside: a CSR/CSC matrix that stores an entry twice (legal: scipy's
+    products add the copies) failed every entry point with an internal AssertionError. Its
+    entries are summed on a copy; the caller's matrix is left as it was."""
+    X = sp.csr_matrix((np.array([2.0, 1.0, 3.0, 5.0, 6.0]), np.array([0, 2, 2, 1, 2]),
+                       np.array([0, 3, 4, 5])), shape=(3, 3))
+    dense = X.toarray()
+    data, indices = X.data.copy(), X.indices.copy()
+    w = np.array([0.3, -0.2, 0.5])
+    np.testing.assert_array_equal(sparsejac.jacobian(lambda v: X @ v, w).toarray(), dense)
+    np.testing.assert_array_equal(sparsejac.jacobian(lambda v: X.tocsc() @ v, w).toarray(),
+                                  dense)
+    np.testing.assert_array_equal(sparsejac.jacobian_sparsity(lambda v: X.T @ v, w).toarray(),
+                                  dense.T != 0)
+    s = 1.0 / (1.0 + np.exp(-(dense @ w)))
+    hess = sparsejac.hessian(lambda v: np.sum(np.logaddexp(0.0, X @ v)), w).toarray()
+    np.testing.assert_allclose(hess, dense.T @ (dense * (s * (1 - s))[:, None]), rtol=1e-13)
+    np.testing.assert_array_equal(X.data, data)
+    np.testing.assert_array_equal(X.indices, indices)
