@@ -22,6 +22,7 @@ of compiling it (0.2 to 1 s). Where no directory is writable it is compiled in m
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import math
@@ -63,6 +64,8 @@ _CHUNK = 64
 _LOCK = ForkSafeLock()
 #: the kernels built in this process, by a hash of their tape
 _BUILT: dict[str, tuple[Any, Any]] = {}
+#: the module sources generated in this process, by the same hash (None: none can be)
+_TEXTS: dict[str, str | None] = {}
 
 
 @typed_kernel()
@@ -228,8 +231,9 @@ def cache_dir() -> Path | None:
     return path if os.access(path, os.W_OK) else None
 
 
+@functools.cache
 def _stamp() -> str:
-    """What a generated module's compiled code depends on besides its source."""
+    """What a generated module's compiled code depends on besides its source (read once)."""
     import numba
 
     here = Path(__file__).resolve().parent
@@ -249,11 +253,22 @@ def cached(ints: np.ndarray, floats: np.ndarray, n_x: int) -> bool:
     A marker file next to the module says so (numba's own cache may be elsewhere:
     ``NUMBA_CACHE_DIR``).
     """
-    got = parts(ints, floats, n_x) if terms(ints) <= MAX_TERMS else None
-    if got is None:
+    text = _text(ints, floats, n_x)
+    if text is None:
         return False
-    _, path = _module_path(source(got, floats))
+    _, path = _module_path(text)
     return path is not None and path.exists() and path.with_suffix(".built").exists()
+
+
+def _text(ints: np.ndarray, floats: np.ndarray, n_x: int) -> str | None:
+    """The tape's module source (generated once: :func:`cached` prices, :func:`build` builds)."""
+    key = tape_key(ints, floats, n_x)
+    if key not in _TEXTS:
+        got = parts(ints, floats, n_x) if terms(ints) <= MAX_TERMS else None
+        if len(_TEXTS) >= 64:
+            _TEXTS.clear()
+        _TEXTS[key] = None if got is None else source(got, floats)
+    return _TEXTS[key]
 
 
 def price(n_terms: int, in_cache: bool) -> int:
@@ -318,10 +333,9 @@ def build(ints: np.ndarray, floats: np.ndarray, n_x: int) -> tuple[Any, Any] | N
         hit = _BUILT.get(key)
         if hit is not None:
             return hit
-        got = parts(ints, floats, n_x) if terms(ints) <= MAX_TERMS else None
-        if got is None:
+        text = _text(ints, floats, n_x)
+        if text is None:
             return None
-        text = source(got, floats)
         compile_scalars()  # (all of them: what the next tapes call is cached too)
         name, path = _module_path(text)
         try:
