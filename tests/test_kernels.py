@@ -728,6 +728,34 @@ def test_numpy_twins_equal_the_kernels(seed: int) -> None:
     u = np.union1d(a, b).astype(np.int64)
     assert k == u.size
     _both(ak._positions_in_numpy, ak.positions_in, u, b, z(b.size, np.int64))
+    # several runs merged at once: through a heap, and a row at a time (rows above bit 3,
+    # so a row holds up to 8 keys); positions as int32 and int64
+    runs = [_increasing(rng, int(rng.integers(0, 40)), top) for _ in range(int(rng.integers(1, 6)))]
+    allk = np.concatenate(runs)
+    starts = np.cumsum([0] + [r.size for r in runs]).astype(np.int64)
+    for pos_dtype in (np.int32, np.int64):
+        _both(ak._merge_many_numpy, ak.merge_many, allk, starts, z(allk.size, np.int64),
+              z(allk.size, pos_dtype))
+        _both(ak._merge_rows_numpy, ak.merge_rows, allk, starts, 3, z(allk.size, np.int64),
+              z(allk.size, pos_dtype))
+    got_u, got_inv = z(allk.size, np.int64), z(allk.size, np.int64)
+    size = ak.merge_rows(allk, starts, 3, got_u, got_inv)  # oracle: np.unique
+    want_u = np.unique(allk)
+    assert size == want_u.size
+    np.testing.assert_array_equal(got_u[:size], want_u)
+    np.testing.assert_array_equal(want_u[got_inv], allk)
+    cols = rng.integers(0, 8, size=int(rng.integers(0, 40))).astype(np.int32)
+    indptr = np.sort(rng.integers(0, cols.size + 1, size=6)).astype(np.int64)
+    indptr[0], indptr[-1] = 0, cols.size
+    rows = np.repeat(np.arange(5, dtype=np.int64), np.diff(indptr))
+    pattern_keys = (rows << 5) | cols
+    _both(ak._keys_are_pattern_numpy, ak.keys_are_pattern, pattern_keys, indptr, cols, 5)
+    assert ak.keys_are_pattern(pattern_keys, indptr, cols, 5)
+    if cols.size:
+        other = pattern_keys.copy()
+        other[-1] += 1 << 3  # a source field that is not zero
+        _both(ak._keys_are_pattern_numpy, ak.keys_are_pattern, other, indptr, cols, 5)
+        assert not ak.keys_are_pattern(other, indptr, cols, 5)
     mark = rng.random(int(rng.integers(0, 60))) < 0.6
     for rank_dtype in (np.int32, np.int64):
         _both(ak._rank_marked_numpy, ak.rank_marked, mark,

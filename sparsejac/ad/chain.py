@@ -75,7 +75,7 @@ class Contribution:
 class ValueStep:
     """Recompute the dynamic values of one node: its local Jacobian values and entries."""
 
-    node: Node
+    node: Node | None  # (None: a linear combination, see combine)
     local_slots: list[tuple[int, Any]]  # (slot, LocalJac) of value-dependent local Jacobians
     slot: int  # slot of the node's dynamic entry values
     size: int  # number of dynamic entries
@@ -119,16 +119,18 @@ class Slots:
         return np.asarray(v * scale if scale != 1.0 else v)
 
 
-def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: int,
-          max_source: int, slots: Slots) -> tuple[Entries, ValueStep | None]:
+def chain(node: Node | None, ljs: Sequence[Any], operands: Sequence[Entries | None],
+          n_sources: int, max_source: int, slots: Slots, size: int | None = None
+          ) -> tuple[Entries, ValueStep | None]:
     """Symbolic ``J_out = sum_k R_k @ J_k``: structure, index maps, constant folding.
 
     Parameters
     ----------
-    node : Node
+    node : Node or None
         The node; ``ljs[k]`` is its local Jacobian with respect to input ``k`` (None: none).
-    ent : dict
-        Entries of the active variables so far, by variable id.
+        None for a linear combination of terms (:func:`combine`), whose ``size`` is given.
+    operands : sequence of Entries
+        The entries of each input with a local Jacobian (``operands[k]`` for ``ljs[k]``).
     n_sources, max_source : int
         Number of sources and the largest source size (the key codec's ranges).
     slots : Slots
@@ -140,44 +142,15 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
         The output's entries, and the value step that recomputes their dynamic part
         (None when every value is constant or only reads another slot).
     """
-    size = node.out.size
+    if size is None:
+        assert node is not None
+        size = node.out.size
     codec = KeyCodec(size, n_sources, max(max_source, 1))
-    parts = []
-    keys = []  # each operand's entries' keys in the output's codec
     local_slots: list[tuple[int, Any]] = []
-    for k, lj in enumerate(ljs):
-        if lj is None:
-            continue
-        jk = ent[node.inputs[k].id]
-        r_slot = None
-        if lj.dyn is not None:
-            r_slot = slots.new(lj.nnz)
-            local_slots.append((r_slot, lj))
-        pos: np.ndarray | None
-        owner: np.ndarray | None
-        strided = _strided_diagonal(lj, jk.size, size)
-        if strided is not None:  # elementwise, or one operand of a concatenation/interleave
-            owner, pos = None, None  # owner: jk.rows, decoded only if needed
-            key = codec.map_rows(jk.keys(codec), *strided)
-        else:
-            ptr = jk.ptr
-            total = int(np.sum(ptr[lj.cols + 1] - ptr[lj.cols]))
-            pos = np.empty(total, np.int64)
-            low_in = _selection_keys(lj, jk, codec, size)
-            if low_in is not None:  # output row i takes operand row cols[i]: keys fused
-                owner, key = None, np.empty(total, np.int64)
-                gather_keys(ptr, lj.cols, jk._keys, low_in, codec.bs + codec.bc, key, pos)
-            else:
-                owner = np.empty(total, np.int64)
-                expand_ranges(ptr, lj.cols, owner, pos)
-                key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
-        parts.append((lj, jk, owner, pos, r_slot))
-        keys.append(key)
+    parts, uniq, inverses = _structure(ljs, operands, codec, size, slots, local_slots)
     if not parts:
         z = np.zeros(0, np.int64)
         return Entries(size, z, z, z, np.zeros(0)), None
-    uniq, inverses = union_keys(keys)
-    del keys, key  # dead from here: one nnz-sized array less at the peak below
     n_out = int(uniq.size)
     base = np.zeros(n_out)
     # dynamic terms: (r_const, r_slot, r_idx, j_const, j_slot, j_idx, out positions, scale)
@@ -262,6 +235,53 @@ def chain(node: Node, ljs: Sequence[Any], ent: dict[int, Entries], n_sources: in
     return Entries.from_keys(size, uniq, codec, base, slot, dyn_pos), step
 
 
+def _structure(ljs: Sequence[Any], operands: Sequence[Entries | None], codec: KeyCodec,
+               size: int, slots: Slots, local_slots: list[tuple[int, Any]]
+               ) -> tuple[list[tuple[Any, ...]], np.ndarray, list[np.ndarray]]:
+    """Each operand's part (its entries' positions and owners) and the union of their keys."""
+    parts = []
+    keys = []  # each operand's entries' keys in the output's codec
+    # a linear combination's keys are written into one buffer, the merge's input (no copy)
+    joined = (np.empty(sum(lj.nnz for lj in ljs), np.int64)
+              if len(ljs) > 2 and all(isinstance(lj, _Scaled) for lj in ljs) else None)
+    at = 0
+    for k, lj in enumerate(ljs):
+        if lj is None:
+            continue
+        jk = operands[k]
+        assert jk is not None
+        r_slot = None
+        if lj.dyn is not None:
+            r_slot = slots.new(lj.nnz)
+            local_slots.append((r_slot, lj))
+        pos: np.ndarray | None
+        owner: np.ndarray | None
+        strided = _strided_diagonal(lj, jk.size, size)
+        if strided is not None:  # elementwise, or one operand of a concatenation/interleave
+            owner, pos = None, None  # owner: jk.rows, decoded only if needed
+            out = None if joined is None else joined[at:at + lj.nnz]
+            key = codec.map_rows(jk.keys(codec), *strided, out=out)
+            at += lj.nnz
+        else:
+            ptr = jk.ptr
+            total = int(np.sum(ptr[lj.cols + 1] - ptr[lj.cols]))
+            pos = np.empty(total, np.int64)
+            low_in = _selection_keys(lj, jk, codec, size)
+            if low_in is not None:  # output row i takes operand row cols[i]: keys fused
+                owner, key = None, np.empty(total, np.int64)
+                gather_keys(ptr, lj.cols, jk._keys, low_in, codec.bs + codec.bc, key, pos)
+            else:
+                owner = np.empty(total, np.int64)
+                expand_ranges(ptr, lj.cols, owner, pos)
+                key = codec.encode(lj.rows[owner], jk.srcs[pos], jk.cols[pos])
+        parts.append((lj, jk, owner, pos, r_slot))
+        keys.append(key)
+    if not parts:
+        return parts, np.zeros(0, np.int64), []
+    uniq, inverses = union_keys(keys, codec.bs + codec.bc if codec.bits else None, joined)
+    return parts, uniq, inverses
+
+
 def _selection_keys(lj: Any, jk: Entries, codec: KeyCodec, n_out: int) -> int | None:
     """Where the row field of ``J_k``'s keys begins, when ``lj`` selects one row per row.
 
@@ -310,6 +330,8 @@ def _strided_diagonal(lj: Any, n_in: int, n_out: int) -> tuple[int, int] | None:
     concatenation (``t = 1``) or of an interleave (``np.stack(..., axis=-1)``): J_k's
     entries keep their order and move to rows ``s + t r``. None for any other local Jacobian.
     """
+    if isinstance(lj, _Scaled):
+        return lj.start, lj.step
     if lj.nnz != n_in or not n_in or not is_arange(lj.cols, n_in):
         return None
     if lj.rows is lj.cols:
@@ -344,7 +366,83 @@ def apply_contributions(step: ValueStep, values: list[Any], out: np.ndarray) -> 
         if (r.size != 1 and not c.r_idx.size and r.size != n) or (
                 j.size != 1 and not c.j_idx.size and j.size != n):
             raise AssertionError(
-                f"linearize rule of {step.node.prim.name!r} gave {r.size} and {j.size} values "
+                f"linearize rule of {_name(step)!r} gave {r.size} and {j.size} values "
                 f"for {n} pairs")
         contribute(out, c.target, r, c.r_idx, j, c.j_idx, n, assign, c.scale)
     return out
+
+
+def _name(step: ValueStep) -> str:
+    return "a linear combination" if step.node is None else step.node.prim.name
+
+
+# -- deferred linear combinations ------------------------------------------------------------
+
+#: A linear combination keeps at most this many terms; a node that would make more merges its
+#: operands first (``s = s + s`` in a loop doubles them).
+MAX_TERMS = 32
+
+
+@dataclass(frozen=True)
+class Term:
+    """``scale`` times an entry set whose row ``r`` is output row ``start + step * r``."""
+
+    entries: Entries
+    scale: float
+    start: int = 0
+    step: int = 1
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """The local Jacobian of one :class:`Term`: a strided diagonal of one constant."""
+
+    nnz: int
+    const: float
+    start: int
+    step: int
+    dyn: None = None
+
+
+def _mul0(a: float, b: float) -> float:
+    """``a * b`` with a zero factor giving zero even against inf or nan (as ``contribute``)."""
+    return 0.0 if a == 0.0 or b == 0.0 else a * b
+
+
+def linear_terms(node: Node, ljs: Sequence[Any], terms_of: Any) -> list[Term] | None:
+    """The output of a node that adds constant multiples of its operands, as terms.
+
+    Elementwise ``+``, ``-``, a product by a constant scalar, a concatenation or interleave
+    (``np.stack(..., axis=-1)``): every local Jacobian a constant scalar on a strided
+    diagonal. ``terms_of(var)`` gives an operand's own terms (one, ``1 *`` its entries, for a
+    variable that is not a combination). None for any other node, and when the combination
+    would hold more than :data:`MAX_TERMS` terms. Merging the entries of a chain of such
+    nodes once, at its end (:func:`combine`), instead of at every node, turns a stencil's
+    ``a + b + c + d - 4 e`` from four merges of growing key arrays into one.
+    """
+    size = node.out.size
+    out: list[Term] = []
+    for k, lj in enumerate(ljs):
+        if lj is None:
+            continue
+        if lj.dyn is not None or np.ndim(lj.const) != 0:
+            return None
+        v = node.inputs[k]
+        stride = _strided_diagonal(lj, v.size, size)
+        if stride is None:
+            return None
+        s, t = stride
+        c = float(lj.const)
+        for term in terms_of(v):
+            out.append(Term(term.entries, _mul0(c, term.scale), s + t * term.start,
+                            t * term.step))
+        if len(out) > MAX_TERMS:
+            return None
+    return out or None
+
+
+def combine(terms: Sequence[Term], size: int, n_sources: int, max_source: int, slots: Slots
+            ) -> tuple[Entries, ValueStep | None]:
+    """The entries of a linear combination (:func:`linear_terms`): one :func:`chain` step."""
+    ljs = [_Scaled(t.entries.nnz, t.scale, t.start, t.step) for t in terms]
+    return chain(None, ljs, [t.entries for t in terms], n_sources, max_source, slots, size)

@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from sparsejac.ad.kernels import merge2, positions_in, union_size
+from sparsejac.ad.kernels import (
+    keys_are_pattern,
+    merge2,
+    merge_many,
+    merge_rows,
+    positions_in,
+    union_size,
+)
 from sparsejac.numeric import is_arange, shared_arange
 
 __all__ = ["Entries", "KeyCodec", "SpreadPlan", "is_arange", "is_identity_of_source",
@@ -27,8 +34,17 @@ def _increasing(a: np.ndarray) -> bool:
     return a.size < 2 or bool(np.all(a[1:] > a[:-1]))
 
 
-def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Sorted unique union of key arrays and, per array, the positions of its keys in it."""
+def union_keys(keys: list[np.ndarray], low: int | None = None,
+               joined: np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Sorted unique union of key arrays and, per array, the positions of its keys in it.
+
+    ``low``: where the row field of bit-field keys begins (None: keys of another layout);
+    ``joined``: the arrays one after the other in one buffer, when they are its views.
+    """
+    if len(keys) > 2:  # one merge of every run (a deferred linear combination's terms)
+        many = _merge_runs(keys, low, joined)
+        if many is not None:
+            return many
     if all(_increasing(k) for k in keys):  # linear merges (elementwise ops, gathers)
         full = [k for k in keys if k.size]
         if len(full) > 1 and all(a[-1] < b[0] for a, b in itertools.pairwise(full)):
@@ -56,6 +72,28 @@ def union_keys(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     inverse[order] = np.cumsum(first) - 1
     bounds = np.cumsum([0] + [k.size for k in keys])
     return sk[first], [inverse[bounds[i]:bounds[i + 1]] for i in range(len(keys))]
+
+
+def _merge_runs(keys: list[np.ndarray], low: int | None, joined: np.ndarray | None = None
+                ) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """:func:`union_keys` by one merge of all the arrays; None if one is not increasing.
+
+    A row at a time (:func:`~sparsejac.ad.kernels.merge_rows`) for bit-field keys of a few
+    entries per row, else through a heap of the arrays' heads.
+    """
+    bounds = np.cumsum([0] + [k.size for k in keys])
+    allk = np.concatenate(keys) if joined is None else joined
+    # positions as int32 where they fit: the kernels' index type (half the memory traffic)
+    inv = np.empty(allk.size, np.int32 if allk.size < np.iinfo(np.int32).max else np.int64)
+    u = np.empty(allk.size, np.int64)
+    size = -2 if low is None else int(merge_rows(allk, bounds, low, u, inv))
+    if size == -2:  # (a row of more than 64 entries)
+        size = int(merge_many(allk, bounds, u, inv))
+    if size < 0:
+        return None
+    del allk
+    u.resize(size, refcheck=False)  # (in place: the allocator gives the tail back)
+    return u, [inv[bounds[i]:bounds[i + 1]] for i in range(len(keys))]
 
 
 def _rows_between(indptr: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -133,6 +171,8 @@ class Entries:
     _keys: np.ndarray | None = field(default=None, repr=False)
     _codec: KeyCodec | None = field(default=None, repr=False)
     _const_any: bool | None = field(default=None, repr=False)
+    #: the CSR arrays :meth:`is_x_pattern` last found equal to the entries
+    _matched: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
     def from_keys(cls, size: int, keys: np.ndarray, codec: KeyCodec, const: np.ndarray,
@@ -200,12 +240,22 @@ class Entries:
         """
         if self.nnz != cols.size or indptr.size != self.size + 1:
             return False
+        if self._matched is not None and self._matched[0] is indptr and self._matched[1] is cols:
+            return True  # (checked already: the pipeline asks before sharing the pattern)
+        same = self._same_pattern(indptr, cols)
+        if same:
+            self._matched = (indptr, cols)
+        return same
+
+    def _same_pattern(self, indptr: np.ndarray, cols: np.ndarray) -> bool:
         step = 1 << 20
         if self._keys is None or self._codec is None:
             return ((not self.nnz or int(self.srcs.max()) == 0)
                     and bool(np.array_equal(self.ptr, indptr))
                     and bool(np.array_equal(self.cols, cols)))
         keys, codec = self._keys, self._codec
+        if codec.bits:  # one compiled pass
+            return bool(keys_are_pattern(keys, indptr, cols, codec.bs + codec.bc))
         zero = np.zeros(1, dtype=np.int64)  # the source of every entry (broadcast)
         return all(np.array_equal(keys[s:s + step], codec.encode(
             _rows_between(indptr, s, min(s + step, cols.size)), zero, cols[s:s + step]))
@@ -350,21 +400,37 @@ class KeyCodec:
             keys = (rows * self.n_sources + srcs) * self.n_columns + cols
         return keys
 
-    def map_rows(self, keys: np.ndarray, shift: int, stride: int) -> np.ndarray:
-        """The keys with every row ``r`` moved to ``shift + stride r`` (order kept)."""
+    def map_rows(self, keys: np.ndarray, shift: int, stride: int,
+                 out: np.ndarray | None = None) -> np.ndarray:
+        """The keys with every row ``r`` moved to ``shift + stride r`` (order kept).
+
+        Written into ``out`` when given (as long as ``keys``), else a new array (``keys``
+        itself when nothing moves).
+        """
         if shift == 0 and stride == 1:
-            return keys
-        out: np.ndarray
+            if out is None:
+                return keys
+            out[...] = keys
+            return out
         if self.bits:
             low = self.bs + self.bc
             if stride == 1:
-                out = keys + (shift << low)
-            else:
-                out = (((keys >> low) * stride + shift) << low) | (keys & ((1 << low) - 1))
+                added: np.ndarray = np.add(keys, shift << low, out=out)
+                return added
+            if out is None:
+                out = np.empty_like(keys)
+            np.right_shift(keys, low, out=out)
+            out *= stride
+            out += shift
+            out <<= low
+            out |= keys & ((1 << low) - 1)
             return out
         span = self.n_sources * self.n_columns
         rows = keys // span
-        out = (rows * stride + shift) * span + (keys - rows * span)
+        moved: np.ndarray = (rows * stride + shift) * span + (keys - rows * span)
+        if out is None:
+            return moved
+        out[...] = moved
         return out
 
     def decode(self, keys: np.ndarray, rows: bool = True

@@ -14,8 +14,9 @@ import numpy as np
 from sparsejac.kernels import kernel
 from sparsejac.numeric import sorted_unique
 
-__all__ = ["contribute", "expand_ranges", "gather_keys", "merge2", "positions_in",
-           "rank_marked", "spread_dense", "spread_onehot", "union_size"]
+__all__ = ["contribute", "expand_ranges", "gather_keys", "keys_are_pattern", "merge2",
+           "merge_many", "merge_rows", "positions_in", "rank_marked", "spread_dense",
+           "spread_onehot", "union_size"]
 
 
 @kernel(interpret=True)
@@ -158,6 +159,157 @@ def merge2(a, b, u, ia, ib):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @kernel(interpret=True)
+def merge_many(keys, starts, u, inv):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Union of several strictly increasing key runs, and each key's position in it.
+
+    Run ``t`` is ``keys[starts[t]:starts[t + 1]]``. The sorted unique union goes to the head
+    of ``u`` (as long as ``keys``), the position of ``keys[e]`` in it to ``inv[e]``; returns
+    the union's size, or -1 (outputs undefined) when a run is not strictly increasing. One
+    pass over the keys with a heap of the runs' heads: ``O(N log K)`` where merging the runs
+    two at a time rewrites the growing union ``K`` times.
+    """
+    n_runs = starts.size - 1
+    head = np.empty(max(n_runs, 1), np.int64)
+    heap = np.empty(max(n_runs, 1), np.int64)
+    hk = np.empty(max(n_runs, 1), np.int64)
+    m = 0
+    for t in range(n_runs):
+        head[t] = starts[t]
+        if starts[t] < starts[t + 1]:
+            key = keys[starts[t]]
+            i = m
+            m += 1
+            while i > 0:
+                p = (i - 1) >> 1
+                if hk[p] <= key:
+                    break
+                heap[i] = heap[p]
+                hk[i] = hk[p]
+                i = p
+            heap[i] = t
+            hk[i] = key
+    k = -1
+    last = np.int64(0)
+    while m > 0:
+        t = heap[0]
+        key = hk[0]
+        q = head[t]
+        if k < 0 or key != last:
+            k += 1
+            u[k] = key
+            last = key
+        inv[q] = k
+        q += 1
+        head[t] = q
+        if q < starts[t + 1]:
+            nk = keys[q]
+            if nk <= key:
+                return -1
+        else:
+            m -= 1
+            if m == 0:
+                break
+            t = heap[m]
+            nk = hk[m]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= m:
+                break
+            if c + 1 < m and hk[c + 1] < hk[c]:
+                c += 1
+            if hk[c] >= nk:
+                break
+            heap[i] = heap[c]
+            hk[i] = hk[c]
+            i = c
+        heap[i] = t
+        hk[i] = nk
+    return k + 1
+
+
+@kernel(interpret=True)
+def merge_rows(keys, starts, low, u, inv):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`merge_many` for bit-field keys of a few entries per row, a row at a time.
+
+    The row of a key is ``key >> low``. Each row's entries from every run are sorted in a
+    small buffer (insertion) and written once: no heap operation per entry. Returns the
+    union's size, -1 when a run is not strictly increasing, -2 when a row has more than 64
+    entries (the caller merges with :func:`merge_many` then).
+    """
+    n_runs = starts.size - 1
+    none = np.iinfo(np.int64).max
+    head = np.empty(max(n_runs, 1), np.int64)
+    nr = np.empty(max(n_runs, 1), np.int64)  # the row of each run's head
+    r = none
+    for t in range(n_runs):
+        head[t] = starts[t]
+        nr[t] = (keys[starts[t]] >> low) if starts[t] < starts[t + 1] else none
+        if nr[t] < r:
+            r = nr[t]
+    buf_k = np.empty(64, np.int64)
+    buf_e = np.empty(64, np.int64)
+    k = 0
+    while r != none:
+        nb = 0
+        nxt = none
+        for t in range(n_runs):
+            if nr[t] == r:
+                q = head[t]
+                end = starts[t + 1]
+                prev = keys[q - 1] if q > starts[t] else np.int64(-1)
+                while q < end:
+                    key = keys[q]
+                    if (key >> low) != r:
+                        break
+                    if key <= prev:
+                        return -1
+                    prev = key
+                    if nb == 64:
+                        return -2
+                    i = nb
+                    while i > 0 and buf_k[i - 1] > key:
+                        buf_k[i] = buf_k[i - 1]
+                        buf_e[i] = buf_e[i - 1]
+                        i -= 1
+                    buf_k[i] = key
+                    buf_e[i] = q
+                    nb += 1
+                    q += 1
+                head[t] = q
+                if q < end:
+                    if keys[q] <= prev:
+                        return -1
+                    nr[t] = keys[q] >> low
+                else:
+                    nr[t] = none
+            if nr[t] < nxt:
+                nxt = nr[t]
+        for i in range(nb):
+            if i == 0 or buf_k[i] != buf_k[i - 1]:
+                u[k] = buf_k[i]
+                k += 1
+            inv[buf_e[i]] = k - 1
+        r = nxt
+    return k
+
+
+@kernel(interpret=True)
+def keys_are_pattern(keys, indptr, cols, low):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Whether bit-field ``keys`` are exactly a CSR pattern's nonzeros from source 0, in order.
+
+    Key ``q`` must be ``r << low | cols[q]`` for the row ``r`` whose range holds ``q`` (the
+    source field, below bit ``low``, zero). One pass, nothing allocated.
+    """
+    for r in range(indptr.size - 1):
+        high = np.int64(r) << low
+        for q in range(indptr[r], indptr[r + 1]):
+            if keys[q] != (high | cols[q]):
+                return False
+    return True
+
+
+@kernel(interpret=True)
 def union_size(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Size of the union of two strictly increasing key arrays (one pass, no allocation)."""
     i = j = k = 0
@@ -261,6 +413,30 @@ def _merge2_numpy(a: np.ndarray, b: np.ndarray, u: np.ndarray, ia: np.ndarray,
     ib[:] = np.searchsorted(u, b)
 
 
+def _merge_many_numpy(keys: np.ndarray, starts: np.ndarray, u: np.ndarray,
+                      inv: np.ndarray) -> int:
+    inner = np.ones(max(keys.size - 1, 0), dtype=bool)  # pairs within one run
+    b = starts[1:-1]
+    inner[b[(b > 0) & (b < keys.size)] - 1] = False
+    if not bool(np.all((keys[1:] > keys[:-1]) | ~inner)):
+        return -1
+    uu = sorted_unique(keys)
+    u[:uu.size] = uu
+    inv[:] = np.searchsorted(uu, keys)
+    return int(uu.size)
+
+
+def _merge_rows_numpy(keys: np.ndarray, starts: np.ndarray, low: int, u: np.ndarray,
+                      inv: np.ndarray) -> int:
+    return _merge_many_numpy(keys, starts, u, inv)
+
+
+def _keys_are_pattern_numpy(keys: np.ndarray, indptr: np.ndarray, cols: np.ndarray,
+                            low: int) -> bool:
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    return bool(np.array_equal(keys, np.left_shift(rows, low) | cols))
+
+
 def _union_size_numpy(a: np.ndarray, b: np.ndarray) -> int:
     if not a.size or not b.size:
         return int(a.size + b.size)
@@ -285,6 +461,9 @@ contribute.numpy_twin(_contribute_numpy, weight=0.05)
 expand_ranges.numpy_twin(_expand_ranges_numpy, weight=0.1)
 gather_keys.numpy_twin(_gather_keys_numpy, weight=0.1)
 merge2.numpy_twin(_merge2_numpy, weight=0.5)
+merge_many.numpy_twin(_merge_many_numpy, weight=1.0)
+merge_rows.numpy_twin(_merge_rows_numpy, weight=1.0)
+keys_are_pattern.numpy_twin(_keys_are_pattern_numpy, weight=0.3)
 union_size.numpy_twin(_union_size_numpy, weight=0.4)
 positions_in.numpy_twin(_positions_in_numpy, weight=0.25)
 rank_marked.numpy_twin(_rank_marked_numpy, weight=0.05)

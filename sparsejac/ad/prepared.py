@@ -28,6 +28,7 @@ prepared: the structure must hold for every x.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,10 +36,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsejac.ad.chain import Slots, ValueStep, apply_contributions, chain
+from sparsejac.ad.chain import (
+    Slots,
+    Term,
+    ValueStep,
+    apply_contributions,
+    chain,
+    combine,
+    linear_terms,
+)
 from sparsejac.ad.entries import Entries, is_identity_of_source
 from sparsejac.ad.kernels import spread_dense, spread_onehot
-from sparsejac.tracing import Node, Program
+from sparsejac.tracing import Node, Program, Var
 from sparsejac.tracing.walk import Values, dead_after
 
 __all__ = ["DenseSeed", "Linearization", "Materialize", "Opaque", "PreparedProgram", "Source"]
@@ -201,32 +210,77 @@ class PreparedProgram:
         prog = self.prog
         x_src = self._new_source(prog.n_in, prog.x.shape, None)
         ent: dict[int, Entries] = {prog.x.id: Entries.identity(prog.n_in, x_src.index)}
+        #: variables kept as a linear combination of earlier entry sets, merged only when a
+        #: node other than another such combination reads them (chain.linear_terms)
+        lazy: dict[int, list[Term]] = {}
+        # a combination read by more than one node is merged once, when first read: its
+        # terms are never merged twice
+        reads = Counter(v.id for node in prog.nodes for v in node.inputs)
+        steps: list[Step] = []
+
+        def terms_of(v: Var) -> list[Term]:
+            if v.id in lazy and reads[v.id] > 1:
+                self._merge(v, lazy.pop(v.id), ent, steps)
+            return lazy[v.id] if v.id in lazy else [Term(ent[v.id], 1.0)]
+
         for node, dead in zip(prog.nodes, dead_after(prog), strict=True):
-            steps: list[Step] = []
+            steps = []
             if node.out.active and _is_reshape(node):  # the operand's entries, unchanged
-                ent[node.out.id] = ent[node.inputs[0].id]
+                if node.inputs[0].id in lazy:
+                    lazy[node.out.id] = lazy[node.inputs[0].id]
+                else:
+                    ent[node.out.id] = ent[node.inputs[0].id]
             elif node.out.active:
                 ljs = node.prim.linearize(node)
-                if ljs is None:
-                    self._opaque(node, ent, steps)
+                terms = None if ljs is None else linear_terms(node, ljs, terms_of)
+                if terms is not None:
+                    lazy[node.out.id] = terms
                 else:
-                    e_out, vstep = chain(node, ljs, ent, len(self.sources),
-                                         max(s.size for s in self.sources), self.slots)
-                    if vstep is not None:
-                        steps.append(vstep)
-                    ent[node.out.id] = e_out
-                    dense = e_out.nnz > node.out.size * self.width * DENSE_FACTOR
-                    if dense and node.out.id != prog.out.id:
-                        src = self._new_source(node.out.size, node.out.shape, e_out)
-                        steps.append(Materialize(src))
-                        ent[node.out.id] = Entries.identity(node.out.size, src.index)
+                    for v in node.inputs:  # its operands' entries, merged
+                        if v.id in lazy:
+                            self._merge(v, lazy.pop(v.id), ent, steps)
+                    if ljs is None:
+                        self._opaque(node, ent, steps)
+                    else:
+                        e_out, vstep = chain(node, ljs, [
+                            None if lj is None else ent[v.id]
+                            for v, lj in zip(node.inputs, ljs, strict=True)],
+                            len(self.sources), max(s.size for s in self.sources), self.slots)
+                        self._add(node.out, e_out, vstep, ent, steps)
             self.steps.append(steps)
             for vid in dead:
                 ent.pop(vid, None)
+                lazy.pop(vid, None)
         out = prog.out
+        if out.id in lazy:  # merged after the last node (every term is computed by then)
+            self._merge(out, lazy.pop(out.id), ent, self.steps[-1])
         # kept as keys (8 bytes per entry): decoded only by a path that needs the indices
         # (see decode_output); output entries in a pattern's order never are
         self.out_entries: Entries | None = ent.get(out.id) if out.active else None
+
+    def _merge(self, v: Var, terms: list[Term], ent: dict[int, Entries],
+               steps: list[Step]) -> None:
+        """A linear combination's entries, merged once (see :func:`~.chain.combine`)."""
+        t = terms[0]
+        if (len(terms) == 1 and t.scale == 1.0 and t.start == 0 and t.step == 1
+                and t.entries.size == v.size):
+            ent[v.id] = t.entries  # (a reshape of a variable with entries)
+            return
+        e_out, vstep = combine(terms, v.size, len(self.sources),
+                               max(s.size for s in self.sources), self.slots)
+        self._add(v, e_out, vstep, ent, steps)
+
+    def _add(self, v: Var, e_out: Entries, vstep: ValueStep | None, ent: dict[int, Entries],
+             steps: list[Step]) -> None:
+        """A variable's new entries and value step; a dense block where entries outnumber it."""
+        if vstep is not None:
+            steps.append(vstep)
+        ent[v.id] = e_out
+        dense = e_out.nnz > v.size * self.width * DENSE_FACTOR
+        if dense and v.id != self.prog.out.id:
+            src = self._new_source(v.size, v.shape, e_out)
+            steps.append(Materialize(src))
+            ent[v.id] = Entries.identity(v.size, src.index)
 
     def _opaque(self, node: Node, ent: dict[int, Entries], steps: list[Step]) -> None:
         """A node without local Jacobians: materialise its inputs, use its jvp/vjp rules."""

@@ -8,6 +8,7 @@ expanding compute, and the prepared Jacobians built with them equal hand-derived
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -201,3 +202,79 @@ def test_is_x_pattern_through_keys_equals_the_decoded_comparison(bits: bool) -> 
     assert shared._rows is None
     np.testing.assert_array_equal(shared.rows, rows)
     assert not shared.srcs.any()
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("low", [None, 4, 9])
+def test_many_runs_merged_at_once_equal_the_general_union(seed: int, low: int | None) -> None:
+    """Three or more increasing key arrays (a linear combination's terms) are merged in one
+    pass, a row at a time for bit-field keys (rows above bit ``low``) or through a heap: the
+    union is np.unique's, every array's positions point at its keys. Rows of more than 64
+    keys (low = 9 puts up to 512 keys in a row) take the heap; an array out of order, the
+    general path. Large enough for the compiled kernels as well as the interpreted ones."""
+    rng = np.random.default_rng(seed)
+    for size in (40, 30_000):
+        keys = [np.unique(rng.integers(0, 4 * size, int(rng.integers(0, size))))
+                for _ in range(int(rng.integers(3, 9)))]
+        u, invs = union_keys(keys, low)
+        want = np.unique(np.concatenate(keys))
+        np.testing.assert_array_equal(u, want)
+        for k, inv in zip(keys, invs, strict=True):
+            np.testing.assert_array_equal(u[inv], k)
+        shuffled = [k[rng.permutation(k.size)] if i == 1 else k for i, k in enumerate(keys)]
+        if keys[1].size > 1:
+            u, invs = union_keys(shuffled, low)  # not increasing: sorted instead
+            np.testing.assert_array_equal(u, want)
+            for k, inv in zip(shuffled, invs, strict=True):
+                np.testing.assert_array_equal(u[inv], k)
+
+
+def _stencil_sum(x: np.ndarray) -> np.ndarray:
+    u = x.reshape(6, 5)
+    lap = np.roll(u, 1, 0) + np.roll(u, -1, 0) + np.roll(u, 1, 1) + np.roll(u, -1, 1) - 4 * u
+    return np.stack([2.0 * lap + 1.0 - 3.0 * u + u * u, lap - u], axis=-1).ravel()
+
+
+def _doubling(x: np.ndarray) -> np.ndarray:
+    s = x[1:] - x[:-1]
+    for _ in range(8):  # 2**8 terms if each sum kept its operands' terms
+        s = s + s
+    return np.sin(s) + s
+
+
+def _shared(x: np.ndarray) -> np.ndarray:
+    s = 2.0 * x[1:] + x[:-1]  # a combination read by three nodes
+    t = s - x[1:]
+    return np.concatenate([np.exp(s), t * 3.0, np.cos(s) - t])
+
+
+def _padded(x: np.ndarray) -> np.ndarray:
+    s = np.concatenate([x[:5], np.ones(3), -x[5:]])  # one term, rows moved, a larger output
+    t = np.stack([s, np.zeros(s.size)])  # one term again: rows kept, a larger output
+    return np.sin(s) * t[0] + t[1] * s
+
+
+def _fd(f: Any, x: np.ndarray) -> np.ndarray:
+    """Central differences, column by column (f is smooth and O(1) here)."""
+    h = 1e-6
+    cols = [(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)]
+    return np.array(cols).T
+
+
+@pytest.mark.parametrize("f", [_stencil_sum, _doubling, _shared, _padded])
+def test_linear_combinations_merged_once_give_the_jacobian(f: Any) -> None:
+    """Sums, differences, constant multiples, concatenations and interleaves are kept as
+    terms and merged when another node reads them: a 5-point stencil and its interleave,
+    a sum doubled eight times (its terms capped), a combination read by three nodes, one term
+    of a larger output (a concatenation with a constant). Against
+    finite differences and the compiled tape (another engine), at two points."""
+    rng = np.random.default_rng(3)
+    x0 = rng.normal(size=30)
+    jac = sparsejac.SparseJacobian(f, x0, engine="chain")
+    tape = sparsejac.SparseJacobian(f, x0, engine="tape")
+    assert jac.stats()["engine"]["engine"] == "chain"
+    for x in (x0, x0 + 0.1 * rng.normal(size=30)):
+        got = jac(x).toarray()
+        scale = np.abs(got).max()
+        np.testing.assert_allclose(got, _fd(f, x), rtol=1e-6, atol=1e-6 * scale)
+        np.testing.assert_allclose(got, tape(x).toarray(), rtol=1e-13, atol=1e-13 * scale)
