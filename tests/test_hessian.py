@@ -466,6 +466,87 @@ def test_hessp_sees_parameters_changed_in_place() -> None:
     assert hess._cache is first
 
 
+def _logistic(X: np.ndarray) -> Any:
+    def loss(w: np.ndarray, s: Any = 1.0) -> Any:
+        z = X @ w
+        return s * np.sum(np.logaddexp(0.0, z) - 0.3 * z) + 0.5 * w @ w
+    return loss
+
+
+def _logistic_hessian(X: np.ndarray, w: np.ndarray, s: float = 1.0) -> np.ndarray:
+    """By hand: X^T diag(s sigma(z)(1 - sigma(z))) X + I."""
+    sig = 1.0 / (1.0 + np.exp(-(X @ w)))
+    return X.T @ (X * (s * sig * (1 - sig))[:, None]) + np.eye(X.shape[1])
+
+
+def test_hessp_computes_a_few_products_alone_before_the_hessian() -> None:
+    """A dense Hessian of 40 products (not assembled directly, which costs about one
+    product): at each new x the first products are single
+    Hessian-vector products (forward over the recorded gradient), the Hessian is computed
+    once they reach 40 / HESSP_RENT_SHARE, and kept; every product against the Hessian by
+    hand. Another x, other parameter values (in place) and a changed global start again."""
+    from sparsejac.hessians import HESSP_RENT_SHARE
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 40)) / 6
+    scale = [1.0]
+    loss = _logistic(X)
+    hess = sparsejac.SparseHessian(lambda w, s: scale[0] * loss(w, s), np.zeros(40),
+                                   params=(np.ones(1),), path="products")
+    assert hess.n_products == 40
+    alone = 40 // HESSP_RENT_SHARE  # the products before the one that computes H
+    s = np.ones(1)
+    for k, x in enumerate((rng.normal(size=40), rng.normal(size=40))):
+        want = _logistic_hessian(X, x)
+        for i in range(alone + 3):
+            p = rng.normal(size=40)
+            np.testing.assert_allclose(hess.hessp(x, p, params=(s,)), want @ p,
+                                       rtol=1e-12, atol=1e-12)
+            assert hess.stats()["hessp"] == {
+                "single_products": alone * k + min(i + 1, alone),
+                "hessians": k + (i >= alone)}
+    s[:] = 2.0  # in place: the kept products and Hessian answered for s = 1
+    p = rng.normal(size=40)
+    np.testing.assert_allclose(hess.hessp(x, p, params=(s,)), _logistic_hessian(X, x, 2.0) @ p,
+                               rtol=1e-12)
+    assert hess.stats()["hessp"]["single_products"] == 2 * alone + 1
+    scale[0] = 3.0  # a changed global: f is prepared again, nothing kept is used
+    np.testing.assert_allclose(hess.hessp(x, p, params=(s,)),
+                               3.0 * _logistic_hessian(X, x, 2.0) @ p, rtol=1e-12)
+
+
+def test_hessp_of_a_hessian_of_few_products_computes_it_at_once() -> None:
+    """Eight products or fewer (here three colours, or entries assembled directly): the
+    first product computes the Hessian, as a single product would not save anything."""
+    hess = sparsejac.SparseHessian(chain, np.ones(8))
+    assert hess.n_products <= 8
+    hess.hessp(np.linspace(0, 1, 8), np.ones(8))
+    assert hess.stats()["hessp"] == {"single_products": 0, "hessians": 1}
+
+
+def test_single_hessp_products_keep_zero_times_inf_zero() -> None:
+    """Where the Hessian is infinite (x ** 1.5 at 0) a zero in p contributes zero, by single
+    products as by the kept Hessian (mul0_matmul)."""
+    from sparsejac.primitives.derive import mul0_matmul
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 20))
+
+    def f(w: np.ndarray) -> Any:
+        return np.sum(np.sqrt(1.0 + (X @ w) ** 2)) + np.sum(np.abs(w[:3]) ** 1.5)
+
+    hess = sparsejac.SparseHessian(f, np.ones(20), path="products")
+    x = rng.normal(size=20)
+    x[0] = 0.0
+    p = rng.normal(size=20)
+    p[0] = 0.0
+    got = hess.hessp(x, p)
+    assert hess.stats()["hessp"]["single_products"] == 1
+    full = hess(x)
+    assert np.isinf(full[0, 0])
+    np.testing.assert_allclose(got, mul0_matmul(full, p.reshape(-1, 1)).ravel(), rtol=1e-12)
+
+
 def test_scipy_optimisers_converge() -> None:
     """trust-constr with hess=, Newton-CG and trust-krylov with hessp=."""
     x0 = np.full(20, 0.5)

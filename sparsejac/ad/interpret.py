@@ -64,7 +64,8 @@ def evaluate(prog: Program, x: Any = None, params: Sequence[Any] | None = None
 
 
 def program_jvp(
-    prog: Program, tangent_x: np.ndarray, *, x: Any = None, params: Sequence[Any] | None = None
+    prog: Program, tangent_x: np.ndarray, *, x: Any = None, params: Sequence[Any] | None = None,
+    values: Values | None = None,
 ) -> tuple[Any, np.ndarray]:
     """``(f(x), t_out)``: ``t_out`` is ``(p, *out_shape)`` for ``tangent_x`` ``(p, *x_shape)``.
 
@@ -81,6 +82,10 @@ def program_jvp(
         Replay at this point instead (global-mode programs only).
     params : sequence, optional
         New parameter values for the replay.
+    values : Values, optional
+        The program's values at the point, computed by an earlier call
+        (``Values(prog, x, params).complete()``): read, not computed again (``x`` and
+        ``params`` are then ignored). Several products at one point share one replay.
 
     Returns
     -------
@@ -99,10 +104,12 @@ def program_jvp(
            [0., 3., 2.]]))
     """
     p = tangent_x.shape[0]
-    vals = Values(prog, x, params)
+    vals = Values(prog, x, params) if values is None else values
+    walk = vals.run() if values is None else (
+        (node, vals.args(node), vals[node.out]) for node in prog.nodes)
     tangents: dict[int, np.ndarray] = {prog.x.id: tangent_x}
     with np.errstate(all="ignore"):  # a replay's warnings would point at sparsejac's files
-        for (node, args, out), dead in zip(vals.run(), dead_after(prog), strict=True):
+        for (node, args, out), dead in zip(walk, dead_after(prog), strict=True):
             if node.out.active:
                 ts = [tangents.get(v.id) if v.active else None for v in node.inputs]
                 t = node.prim.jvp(node, args, ts, out)
