@@ -189,6 +189,14 @@ def greedy_color(graph: BipartiteGraph, order: np.ndarray | None = None) -> np.n
     >>> greedy_color(g, np.array([1, 0, 2])).tolist()
     [1, 0, 1]
     """
+    nv = graph.n_vertices
+    if nv > 1 and graph.partition != "bidirectional" and graph.lower_bound == nv:
+        # a net holds every vertex: each conflicts with all visited before it and takes the
+        # next colour (what first fit gives, without its pass: a curve fit's 5,000 x 7
+        # Jacobian spent 3.5 ms in the Python first fit finding its 7 columns)
+        colors = np.empty(nv, dtype=np.int64)
+        colors[np.arange(nv) if order is None else order] = np.arange(nv)
+        return colors
     if graph.dense is not None:
         return graph.dense.greedy(None if order is None else kernel_array(order))
     return _greedy_arrays(graph.arrays, order, graph.mask_words)

@@ -194,3 +194,25 @@ def test_color_bound_is_a_bound(rng):
         a = (np.random.default_rng(seed).random((20, 25)) < 0.2).astype(float)
         g = BipartiteGraph(as_pattern(a), "column")
         assert int(g.degrees.max()) + 1 <= g.color_bound <= 25
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_net_holding_every_vertex_gives_first_fit_without_its_pass(seed):
+    """A row holding every column (a curve fit's Jacobian, a dense row): first fit gives each
+    vertex the next colour in visiting order, and the shortcut gives exactly that, against
+    group_columns (natural order) and networkx's greedy colouring of the intersection graph
+    visited in the same order (random orders), for columns and rows."""
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(2, 30)), int(rng.integers(2, 12))
+    a = (rng.random((m, n)) < 0.3).astype(float)
+    a[rng.integers(0, m), :] = 1.0  # a full row
+    a[:, rng.integers(0, n)] = 1.0  # and a full column
+    pat = as_pattern(a)
+    np.testing.assert_array_equal(greedy_color(BipartiteGraph(pat, "column")),
+                                  group_columns(sp.csr_array(a), order=np.arange(n)))
+    for partition, size in (("column", n), ("row", m)):
+        order = rng.permutation(size)
+        got = greedy_color(BipartiteGraph(pat, partition), order)
+        graph = intersection_graph(a, partition)
+        want = nx.greedy_color(graph, strategy=lambda g, c, o=order: iter(o.tolist()))
+        np.testing.assert_array_equal(got, [want[v] for v in range(size)])

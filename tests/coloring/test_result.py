@@ -401,3 +401,58 @@ def test_a_read_only_out_is_refused_by_name():
     out.setflags(write=False)
     with pytest.raises(ValueError, match="read-only"):
         r.decompress_data(B, out=out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_bicolouring_of_one_product_per_line_recovers_every_nonzero(seed):
+    """Bidirectional groups giving every column (row) its own forward (reverse) pass and the
+    other side none are recovered without the recoverability kernel: decompression equals J
+    and the per-nonzero sides equal the kernel's, whose path a repeated group takes."""
+    from sparsejac.coloring import _bikernels
+
+    rng = np.random.default_rng(seed)
+    a = (rng.random((9, 6)) < 0.5).astype(float)
+    a[0] = 1.0
+    J = _values(a, rng)
+    pat = as_pattern(a)
+    for cols, rows in ((rng.permutation(6), np.full(9, -1)), (np.full(6, -1), rng.permutation(9))):
+        c = ColoringResult(pattern=pat, partition="bidirectional", order="test",
+                           n_colors=int(max(cols.max(), rows.max()) + 1), column_groups=cols,
+                           row_groups=rows, lower_bound=1)
+        S, W = c.seed_matrices()
+        got = c.decompress(B=J @ S, C=W @ J).toarray()
+        np.testing.assert_array_equal(got, J)
+        from_b, _ = _bikernels.recoverable(pat.indptr, pat.indices, pat.col_indptr,
+                                           pat.col_indices, pat.csc_to_csr,
+                                           c.column_groups, c.row_groups, *c._sides)
+        np.testing.assert_array_equal(c._from_b, from_b)
+    with pytest.raises(ValueError, match="do not recover"):  # two columns sharing row 0
+        ColoringResult(pattern=pat, partition="bidirectional", order="test", n_colors=5,
+                       column_groups=np.array([0, 1, 2, 3, 4, 4]), row_groups=np.full(9, -1),
+                       lower_bound=1)
+
+
+def test_a_nearly_dense_jacobian_is_coloured_without_a_search():
+    """A curve fit's 200 x 7 Jacobian (dense but for a zero derivative at t = 0): its 7
+    columns are the bound of every colouring (a row holds them all), so no bicolouring is
+    searched and mixed mode is forward mode's colouring; a dense pattern gets one group per
+    line on every side."""
+    from sparsejac.coloring.by_mode import colour_modes
+
+    t = np.linspace(0.0, 3.0, 200)
+
+    def res(p):
+        return p[0] * np.exp(-p[1] * t) + p[2] * np.exp(-p[3] * t) + p[4] * t * p[5] + p[6]
+
+    jac = sparsejac.SparseJacobian(res, np.ones(7))
+    assert jac.mode == "forward"
+    assert jac.n_products == 7
+    found = colour_modes(as_pattern(jac.sparsity), ["forward", "reverse", "mixed"], "natural",
+                         0.0, None, 1.5)
+    assert found["mixed"].n_forward == 7
+    assert found["mixed"].n_reverse == 0
+    assert found["reverse"].order == "uncoloured"
+    dense = colour_modes(as_pattern(np.ones((4, 3))), ["forward", "reverse", "mixed"],
+                         "natural", 0.0, None, 1.5)
+    assert [dense[m].n_colors for m in ("forward", "reverse", "mixed")] == [3, 4, 3]
+    assert dense["reverse"].lower_bound == 4
