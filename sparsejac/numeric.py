@@ -7,6 +7,7 @@ local derivative contributes nothing, even when the quantity it multiplies is no
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import weakref
 from typing import Any
@@ -82,6 +83,14 @@ def loud(token: Any) -> None:
         _extobj_contextvar.reset(token)
 
 
+#: Set by a walk that checks its result (:class:`~sparsejac.ad.InterpretedLinearization`):
+#: :func:`mul0` is then a plain product. A product it would have mended (zero times inf or
+#: nan) is NaN in the plain one and stays NaN through every linear operation that reads it,
+#: so a finite result had none on its way, and a non-finite one is computed again with it.
+_PLAIN_PRODUCTS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "sparsejac_plain_products", default=False)
+
+
 def mul0(a: Any, b: Any) -> Any:
     """``a * b`` with the convention ``0 · inf = 0 · nan = 0`` of derivative accumulation.
 
@@ -98,6 +107,8 @@ def mul0(a: Any, b: Any) -> Any:
     >>> mul0(np.array([0.0, 2.0, 0.0]), np.array([np.nan, 3.0, np.inf]))
     array([0., 6., 0.])
     """
+    if _PLAIN_PRODUCTS.get():
+        return np.multiply(a, b)
     with np.errstate(invalid="ignore", over="ignore"):  # once: the product and its check
         out = np.multiply(a, b)
         if np.ndim(out) == 0:

@@ -281,6 +281,34 @@ def test_products_of_a_dense_jacobian_walk_the_program(monkeypatch):
     np.testing.assert_allclose(A.value, _mean_coupled(x).ravel())
 
 
+def test_walked_products_keep_zero_times_inf_zero_and_reuse_partials():
+    """The walk's products are plain products with partials kept from the first one; where a
+    zero derivative meets an infinite one (x * sqrt(x) at 0, a where whose untaken branch is
+    NaN) the result is not finite and is computed again with mul0's convention: products
+    equal those of the prepared Jacobian (mul0 throughout), at a point with such zeros and
+    one without, in any order, and the partials are computed once."""
+    from sparsejac.ad import InterpretedLinearization
+    from sparsejac.tracing import trace
+
+    def f(x):
+        safe = np.where(x > 0, np.sqrt(np.abs(x)), 0.0)
+        return x * np.sqrt(np.abs(x)) + safe * x[::-1] + np.exp(x) * np.mean(x)
+
+    prog = trace(f, np.ones(6))
+    jac = sparsejac.SparseJacobian(f, np.ones(6))
+    rng = np.random.default_rng(4)
+    for x in (np.array([0.0, -1.0, 2.0, 0.0, 3.0, -0.5]), rng.uniform(0.5, 2.0, 6)):
+        lin = InterpretedLinearization(prog, x)
+        J = jac(x).toarray()
+        assert np.isfinite(J).all()
+        for V in (np.eye(6), rng.normal(size=(6, 2)), np.eye(6)[:, [0]]):
+            np.testing.assert_allclose(lin.jvp(V), J @ V, rtol=1e-13, atol=1e-13)
+        kept = dict(lin._partials)
+        assert kept
+        lin.jvp(np.eye(6))
+        assert all(lin._partials[k] is v for k, v in kept.items())  # not computed again
+
+
 @pytest.mark.parametrize("solver", ["lgmres", "gmres"])
 def test_krylov_method_of_the_function_itself(solver):
     """KrylovMethod(F, shape=...) traces F at each Newton point (no pattern, no preparation):

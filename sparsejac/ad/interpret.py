@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from sparsejac.numeric import _PLAIN_PRODUCTS
+from sparsejac.primitives.elementwise import _PARTIALS
 from sparsejac.primitives.movement import GATHER
 from sparsejac.tracing import Program
 from sparsejac.tracing.program import Node
@@ -272,11 +274,33 @@ class InterpretedLinearization:
         self._prog = prog
         self._vals = Values(prog, x, params).complete()
         self._dead = dead_after(prog)
+        self._partials: dict[tuple[int, int], Any] = {}
         #: ``f(x)``
         self.value = self._vals[prog.out]
 
     def jvp(self, s: np.ndarray) -> np.ndarray:
-        """``J(x) @ S`` for ``S`` of shape ``(n, p)``; returns ``(m, p)``."""
+        """``J(x) @ S`` for ``S`` of shape ``(n, p)``; returns ``(m, p)``.
+
+        The elementwise partials are computed at the first product and kept; products are
+        plain ones, and a product whose result is not finite is computed again with the
+        zero-times-inf convention of :func:`~sparsejac.numeric.mul0` (a Newton–Krylov step
+        asks for tens of products at one point: 0.4 -> 0.25 ms each on a 100 x 100 grid).
+        """
+        token = _PARTIALS.set(self._partials)
+        try:
+            plain = _PLAIN_PRODUCTS.set(True)
+            try:
+                with np.errstate(all="ignore"):
+                    got = self._jvp(s)
+            finally:
+                _PLAIN_PRODUCTS.reset(plain)
+            if not np.isfinite(np.sum(got)):
+                got = self._jvp(s)
+        finally:
+            _PARTIALS.reset(token)
+        return got
+
+    def _jvp(self, s: np.ndarray) -> np.ndarray:
         prog, vals = self._prog, self._vals
         p = s.shape[1]
         tangents: dict[int, np.ndarray] = {

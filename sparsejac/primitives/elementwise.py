@@ -19,6 +19,7 @@ Operations with an identically zero derivative (comparisons, ``floor``, ``sign``
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -73,6 +74,13 @@ def _entries(c: Any, shape: tuple[int, ...]) -> Any:
     if np.ndim(c) == 0:
         return float(c)
     return np.ascontiguousarray(np.broadcast_to(c, shape), dtype=np.float64).ravel()
+
+
+#: The partials of one linearisation point, by (node, operand), while a walk that makes
+#: several products there runs (:class:`~sparsejac.ad.InterpretedLinearization`): each
+#: partial is computed at its first product only.
+_PARTIALS: contextvars.ContextVar[dict[tuple[int, int], Any] | None] = contextvars.ContextVar(
+    "sparsejac_partials", default=None)
 
 
 def _eval_partial(part: Callable[..., Any], vals: Sequence[Any], out: Any) -> Any:
@@ -249,12 +257,18 @@ class Elementwise(Primitive):
         out_shape = node.out.shape
         acc = None
         p = 0
+        cache = _PARTIALS.get()
         for k, t in enumerate(tangents):
             part = self.partials[k]
             if t is None or part is None:
                 continue
             p = t.shape[0]
-            c = _eval_partial(part, vals, out)
+            if cache is None:
+                c = _eval_partial(part, vals, out)
+            else:
+                c = cache.get((id(node), k), cache)
+                if c is cache:  # (the dict itself: not computed yet)
+                    c = cache[(id(node), k)] = _eval_partial(part, vals, out)
             term = mul0(expand_tangent(t, node.inputs[k].shape, len(out_shape)), c)
             acc = term if acc is None else acc + term
         if acc is None:
