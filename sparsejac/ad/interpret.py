@@ -105,9 +105,22 @@ def program_jvp(
     (array([2., 6.]), array([[2., 1., 0.],
            [0., 3., 2.]]))
     """
-    p = tangent_x.shape[0]
     vals = Values(prog, x, params) if values is None else values
-    walk = vals.run() if values is None else (
+    plain = _PLAIN_PRODUCTS.set(True)  # (see InterpretedLinearization.jvp)
+    try:
+        out, t_out = _walk_jvp(prog, tangent_x, vals, values is None)
+    finally:
+        _PLAIN_PRODUCTS.reset(plain)
+    if not np.isfinite(np.sum(t_out)):  # again, with mul0's zero times inf
+        out, t_out = _walk_jvp(prog, tangent_x, vals, False)
+    return out, t_out
+
+
+def _walk_jvp(prog: Program, tangent_x: np.ndarray, vals: Values, replay: bool
+              ) -> tuple[Any, np.ndarray]:
+    """:func:`program_jvp`'s walk: the values computed as it goes (``replay``) or read."""
+    p = tangent_x.shape[0]
+    walk = vals.run() if replay else (
         (node, vals.args(node), vals[node.out]) for node in prog.nodes)
     tangents: dict[int, np.ndarray] = {prog.x.id: tangent_x}
     with np.errstate(all="ignore"):  # a replay's warnings would point at sparsejac's files
