@@ -744,6 +744,13 @@ def test_numpy_twins_equal_the_kernels(seed: int) -> None:
     assert size == want_u.size
     np.testing.assert_array_equal(got_u[:size], want_u)
     np.testing.assert_array_equal(want_u[got_inv], allk)
+    for shift, stride in ((0, 1), (3, 1), (1, 2), (5, 3)):  # rows moved, fields below kept
+        _both(ak._move_rows_numpy, ak.move_rows, allk, 3, shift, stride,
+              z(allk.size, np.int64))
+        moved = z(allk.size, np.int64)
+        ak.move_rows(allk, 3, shift, stride, moved)
+        np.testing.assert_array_equal(moved >> 3, (allk >> 3) * stride + shift)
+        np.testing.assert_array_equal(moved & 7, allk & 7)
     cols = rng.integers(0, 8, size=int(rng.integers(0, 40))).astype(np.int32)
     indptr = np.sort(rng.integers(0, cols.size + 1, size=6)).astype(np.int64)
     indptr[0], indptr[-1] = 0, cols.size

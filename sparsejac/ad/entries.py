@@ -21,6 +21,7 @@ from sparsejac.ad.kernels import (
     merge2,
     merge_many,
     merge_rows,
+    move_rows,
     positions_in,
     union_size,
 )
@@ -413,17 +414,9 @@ class KeyCodec:
             out[...] = keys
             return out
         if self.bits:
-            low = self.bs + self.bc
-            if stride == 1:
-                added: np.ndarray = np.add(keys, shift << low, out=out)
-                return added
             if out is None:
-                out = np.empty_like(keys)
-            np.right_shift(keys, low, out=out)
-            out *= stride
-            out += shift
-            out <<= low
-            out |= keys & ((1 << low) - 1)
+                out = np.empty(keys.size, np.int64)
+            move_rows(keys, self.bs + self.bc, shift, stride, out)  # (one compiled pass)
             return out
         span = self.n_sources * self.n_columns
         rows = keys // span

@@ -15,7 +15,7 @@ from sparsejac.kernels import kernel
 from sparsejac.numeric import sorted_unique
 
 __all__ = ["contribute", "expand_ranges", "gather_keys", "keys_are_pattern", "merge2",
-           "merge_many", "merge_rows", "positions_in", "rank_marked", "spread_dense",
+           "merge_many", "merge_rows", "move_rows", "positions_in", "rank_marked", "spread_dense",
            "spread_onehot", "union_size"]
 
 
@@ -310,6 +310,19 @@ def keys_are_pattern(keys, indptr, cols, low):  # type: ignore[no-untyped-def]  
 
 
 @kernel(interpret=True)
+def move_rows(keys, low, shift, stride, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Bit-field keys with the row ``r`` (bits ``low`` and up) moved to ``shift + stride r``.
+
+    One pass into ``out`` (as long as ``keys``; the caller allocates it), where numpy makes
+    a temporary per operation.
+    """
+    mask = (np.int64(1) << low) - 1
+    for i in range(keys.size):
+        k = keys[i]
+        out[i] = (((k >> low) * stride + shift) << low) | (k & mask)
+
+
+@kernel(interpret=True)
 def union_size(a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Size of the union of two strictly increasing key arrays (one pass, no allocation)."""
     i = j = k = 0
@@ -437,6 +450,11 @@ def _keys_are_pattern_numpy(keys: np.ndarray, indptr: np.ndarray, cols: np.ndarr
     return bool(np.array_equal(keys, np.left_shift(rows, low) | cols))
 
 
+def _move_rows_numpy(keys: np.ndarray, low: int, shift: int, stride: int,
+                     out: np.ndarray) -> None:
+    out[:] = (((keys >> low) * stride + shift) << low) | (keys & ((1 << int(low)) - 1))
+
+
 def _union_size_numpy(a: np.ndarray, b: np.ndarray) -> int:
     if not a.size or not b.size:
         return int(a.size + b.size)
@@ -464,6 +482,7 @@ merge2.numpy_twin(_merge2_numpy, weight=0.5)
 merge_many.numpy_twin(_merge_many_numpy, weight=1.0)
 merge_rows.numpy_twin(_merge_rows_numpy, weight=1.0)
 keys_are_pattern.numpy_twin(_keys_are_pattern_numpy, weight=0.3)
+move_rows.numpy_twin(_move_rows_numpy, weight=0.2)
 union_size.numpy_twin(_union_size_numpy, weight=0.4)
 positions_in.numpy_twin(_positions_in_numpy, weight=0.25)
 rank_marked.numpy_twin(_rank_marked_numpy, weight=0.05)
