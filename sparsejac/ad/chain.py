@@ -425,7 +425,7 @@ def linear_terms(node: Node, ljs: Sequence[Any], terms_of: Any) -> list[Term] | 
     for k, lj in enumerate(ljs):
         if lj is None:
             continue
-        if lj.dyn is not None or np.ndim(lj.const) != 0:
+        if lj.dyn is not None or np.ndim(lj.const) != 0 or np.iscomplexobj(lj.const):
             return None
         v = node.inputs[k]
         stride = _strided_diagonal(lj, v.size, size)

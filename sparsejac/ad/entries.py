@@ -42,18 +42,19 @@ def union_keys(keys: list[np.ndarray], low: int | None = None,
     ``low``: where the row field of bit-field keys begins (None: keys of another layout);
     ``joined``: the arrays one after the other in one buffer, when they are its views.
     """
+    full = [k for k in keys if k.size]
+    if (len(full) > 1 and all(a[-1] < b[0] for a, b in itertools.pairwise(full))
+            and all(_increasing(k) for k in full)):
+        # ordered disjoint blocks (a concatenation): the union is the blocks in a row
+        starts = np.cumsum([0] + [k.size for k in keys])
+        return (np.concatenate(keys) if joined is None else joined), [
+            shared_arange(int(starts[1])) if i == 0 else  # (read-only, shared)
+            np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in range(len(keys))]
     if len(keys) > 2:  # one merge of every run (a deferred linear combination's terms)
         many = _merge_runs(keys, low, joined)
         if many is not None:
             return many
     if all(_increasing(k) for k in keys):  # linear merges (elementwise ops, gathers)
-        full = [k for k in keys if k.size]
-        if len(full) > 1 and all(a[-1] < b[0] for a, b in itertools.pairwise(full)):
-            # ordered disjoint blocks (a concatenation): the union is the blocks in a row
-            starts = np.cumsum([0] + [k.size for k in keys])
-            return np.concatenate(keys), [
-                shared_arange(int(starts[1])) if i == 0 else  # (read-only, shared)
-                np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in range(len(keys))]
         u = keys[0]
         if len(keys) == 1:
             return u, [shared_arange(u.size)]  # (read-only, shared: positions in order)
