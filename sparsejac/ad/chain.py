@@ -381,6 +381,11 @@ def _name(step: ValueStep) -> str:
 #: A linear combination keeps at most this many terms; a node that would make more merges its
 #: operands first (``s = s + s`` in a loop doubles them).
 MAX_TERMS = 32
+#: ... and at most this many of its terms' entries per output element: terms of one structure
+#: summed in turn (an accumulation of stages) would otherwise all stay alive until merged,
+#: where merging as they come keeps one (the Brusselator's interleave of its two species
+#: holds 8 per element).
+MAX_TERM_ENTRIES = 16
 
 
 @dataclass(frozen=True)
@@ -416,7 +421,8 @@ def linear_terms(node: Node, ljs: Sequence[Any], terms_of: Any) -> list[Term] | 
     (``np.stack(..., axis=-1)``): every local Jacobian a constant scalar on a strided
     diagonal. ``terms_of(var)`` gives an operand's own terms (one, ``1 *`` its entries, for a
     variable that is not a combination). None for any other node, and when the combination
-    would hold more than :data:`MAX_TERMS` terms. Merging the entries of a chain of such
+    would hold more than :data:`MAX_TERMS` terms or :data:`MAX_TERM_ENTRIES` of their entries
+    per output element. Merging the entries of a chain of such
     nodes once, at its end (:func:`combine`), instead of at every node, turns a stencil's
     ``a + b + c + d - 4 e`` from four merges of growing key arrays into one.
     """
@@ -438,6 +444,8 @@ def linear_terms(node: Node, ljs: Sequence[Any], terms_of: Any) -> list[Term] | 
                             t * term.step))
         if len(out) > MAX_TERMS:
             return None
+    if sum(t.entries.nnz for t in out) > MAX_TERM_ENTRIES * max(size, 1):
+        return None
     return out or None
 
 

@@ -254,6 +254,13 @@ def _padded(x: np.ndarray) -> np.ndarray:
     return np.sin(s) * t[0] + t[1] * s
 
 
+def _accumulated(x: np.ndarray) -> np.ndarray:
+    acc = np.zeros(x.size - 2)
+    for i in range(12):  # stages of one structure: merged as they come past 16 per element
+        acc = acc + (i + 1.0) * np.sin(x[2:] * x[:-2] + i) - 0.5 * x[1:-1]
+    return acc
+
+
 def _fd(f: Any, x: np.ndarray) -> np.ndarray:
     """Central differences, column by column (f is smooth and O(1) here)."""
     h = 1e-6
@@ -261,7 +268,7 @@ def _fd(f: Any, x: np.ndarray) -> np.ndarray:
     return np.array(cols).T
 
 
-@pytest.mark.parametrize("f", [_stencil_sum, _doubling, _shared, _padded])
+@pytest.mark.parametrize("f", [_stencil_sum, _doubling, _shared, _padded, _accumulated])
 def test_linear_combinations_merged_once_give_the_jacobian(f: Any) -> None:
     """Sums, differences, constant multiples, concatenations and interleaves are kept as
     terms and merged when another node reads them: a 5-point stencil and its interleave,
