@@ -34,7 +34,7 @@ from sparsejac.coloring import color
 from sparsejac.coloring.budget import prepared_effort
 from sparsejac.coloring.orders import resolve_order
 from sparsejac.detection import program_sparsity
-from sparsejac.engines import PreparedEngine, warn_constant_branch
+from sparsejac.engines import PreparedEngine, ReplayEngine, warn_constant_branch
 from sparsejac.errors import (
     ConcretizationError,
     TraceMismatchError,
@@ -72,11 +72,13 @@ __all__ = ["HESSP_RENT_SHARE", "SparseHessian", "hessian", "hessian_sparsity"]
 #: Symmetric colouring methods.
 METHODS = ("star", "acyclic")
 
-#: :meth:`SparseHessian.hessp` computes the Hessian at an ``x`` once the products asked for
-#: there number ``n_products / HESSP_RENT_SHARE`` (one at a time, they cost about that many
-#: times more per product than the Hessian's blocked ones: 9 ms against 0.35 s / 400 for
-#: logistic regression on a dense 5,000 × 400 design), and answers the ones before by single
-#: Hessian-vector products.
+#: :meth:`SparseHessian.hessp` computes a dense (not recorded) Hessian at an ``x`` once the
+#: products asked for there number ``n_products / HESSP_RENT_SHARE`` (one at a time, they
+#: cost about that many times more per product than the Hessian's blocked ones: 9 ms
+#: against 0.35 s / 400 for logistic regression on a dense 5,000 × 400 design), and answers
+#: the ones before by single Hessian-vector products. A recorded Hessian is computed at the
+#: first product: it costs two or three gradients, where a single product walking the
+#: program costs one (45 against 100 ms for 21 colours and 10⁵ unknowns).
 HESSP_RENT_SHARE = 8
 
 
@@ -626,10 +628,13 @@ class SparseHessian(PlanView):
               ) -> np.ndarray:
         """``H(x) @ p``: a drop-in ``hessp=`` for ``Newton-CG``, ``trust-ncg``, ``trust-krylov``.
 
-        The first products asked for at a new ``x`` are computed one at a time, each one
-        forward pass over the recorded gradient (forward-over-reverse); once they number an
-        eighth of the Hessian's own products (:data:`HESSP_RENT_SHARE`), the Hessian at ``x``
-        is computed and kept, and every further product there is a sparse product. An inner
+        A Hessian that is not recorded (dense: its products walk the gradient's program,
+        ``stats()["engine"]["engine"] == "replay"``) is not computed for the first products
+        asked for at a new ``x``: they are computed one at a time, each one forward pass over
+        the recorded gradient (forward-over-reverse); once they number an eighth of the
+        Hessian's own products (:data:`HESSP_RENT_SHARE`), the Hessian at ``x`` is computed
+        and kept, and every further product there is a sparse product. A recorded Hessian
+        costs two or three gradients and is computed at the first product. An inner
         conjugate-gradient loop that stops after a few products at each ``x`` (``trust-ncg``
         on a dense Hessian) pays for those products, not for the Hessian; one that asks for
         many pays for the Hessian once. The rule counts products, so the same calls take the
@@ -677,7 +682,8 @@ class SparseHessian(PlanView):
         same = (rent is not None and rent[0] == key and _same(rent[1], ps)
                 and rent[2] is state)
         count = (rent[3] if same and rent is not None else 0) + 1
-        if count * HESSP_RENT_SHARE > state.plan.n_products:
+        if (not isinstance(state.plan.engine, ReplayEngine)  # (a recorded program's H is
+                or count * HESSP_RENT_SHARE > state.plan.n_products):  # cheap: 2-3 gradients)
             self._rent = None
             return False
         kept = _kept(ps)

@@ -479,40 +479,50 @@ def _logistic_hessian(X: np.ndarray, w: np.ndarray, s: float = 1.0) -> np.ndarra
     return X.T @ (X * (s * sig * (1 - sig))[:, None]) + np.eye(X.shape[1])
 
 
-def test_hessp_computes_a_few_products_alone_before_the_hessian() -> None:
-    """A dense Hessian of 40 products (not assembled directly, which costs about one
-    product): at each new x the first products are single
-    Hessian-vector products (forward over the recorded gradient), the Hessian is computed
-    once they reach 40 / HESSP_RENT_SHARE, and kept; every product against the Hessian by
-    hand. Another x, other parameter values (in place) and a changed global start again."""
+def test_hessp_computes_a_few_products_alone_before_a_dense_hessian() -> None:
+    """A dense Hessian of 70 products, not recorded (its products walk the gradient's
+    program): at each new x the first products are single Hessian-vector products (forward
+    over the recorded gradient), the Hessian is computed once they reach 70 /
+    HESSP_RENT_SHARE, and kept; every product against the Hessian by hand. Another x, other
+    parameter values (in place) and a changed global start again. A recorded Hessian (40
+    unknowns: the chain engine) is computed at the first product."""
     from sparsejac.hessians import HESSP_RENT_SHARE
 
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(60, 40)) / 6
+    X = rng.normal(size=(90, 70)) / 6
     scale = [1.0]
     loss = _logistic(X)
-    hess = sparsejac.SparseHessian(lambda w, s: scale[0] * loss(w, s), np.zeros(40),
-                                   params=(np.ones(1),), path="products")
-    assert hess.n_products == 40
-    alone = 40 // HESSP_RENT_SHARE  # the products before the one that computes H
+    hess = sparsejac.SparseHessian(lambda w, s: scale[0] * loss(w, s), np.zeros(70),
+                                   params=(np.ones(1),))
+    assert hess.n_products == 70
+    assert hess.stats()["engine"]["engine"] == "replay"
+    alone = 70 // HESSP_RENT_SHARE  # the products before the one that computes H
     s = np.ones(1)
-    for k, x in enumerate((rng.normal(size=40), rng.normal(size=40))):
+    for k, x in enumerate((rng.normal(size=70), rng.normal(size=70))):
         want = _logistic_hessian(X, x)
         for i in range(alone + 3):
-            p = rng.normal(size=40)
+            p = rng.normal(size=70)
             np.testing.assert_allclose(hess.hessp(x, p, params=(s,)), want @ p,
                                        rtol=1e-12, atol=1e-12)
             assert hess.stats()["hessp"] == {
                 "single_products": alone * k + min(i + 1, alone),
                 "hessians": k + (i >= alone)}
     s[:] = 2.0  # in place: the kept products and Hessian answered for s = 1
-    p = rng.normal(size=40)
+    p = rng.normal(size=70)
     np.testing.assert_allclose(hess.hessp(x, p, params=(s,)), _logistic_hessian(X, x, 2.0) @ p,
                                rtol=1e-12)
     assert hess.stats()["hessp"]["single_products"] == 2 * alone + 1
     scale[0] = 3.0  # a changed global: f is prepared again, nothing kept is used
     np.testing.assert_allclose(hess.hessp(x, p, params=(s,)),
                                3.0 * _logistic_hessian(X, x, 2.0) @ p, rtol=1e-12)
+    small = _logistic(X[:, :40])
+    recorded = sparsejac.SparseHessian(small, np.zeros(40), path="products")
+    assert recorded.n_products == 40
+    assert recorded.stats()["engine"]["engine"] == "chain"
+    x = rng.normal(size=40)
+    np.testing.assert_allclose(recorded.hessp(x, np.ones(40)),
+                               _logistic_hessian(X[:, :40], x) @ np.ones(40), rtol=1e-12)
+    assert recorded.stats()["hessp"] == {"single_products": 0, "hessians": 1}
 
 
 def test_hessp_of_a_hessian_of_few_products_computes_it_at_once() -> None:
@@ -530,15 +540,16 @@ def test_single_hessp_products_keep_zero_times_inf_zero() -> None:
     from sparsejac.primitives.derive import mul0_matmul
 
     rng = np.random.default_rng(2)
-    X = rng.normal(size=(30, 20))
+    X = rng.normal(size=(100, 70))
 
     def f(w: np.ndarray) -> Any:
         return np.sum(np.sqrt(1.0 + (X @ w) ** 2)) + np.sum(np.abs(w[:3]) ** 1.5)
 
-    hess = sparsejac.SparseHessian(f, np.ones(20), path="products")
-    x = rng.normal(size=20)
+    hess = sparsejac.SparseHessian(f, np.ones(70))
+    assert hess.stats()["engine"]["engine"] == "replay"
+    x = rng.normal(size=70)
     x[0] = 0.0
-    p = rng.normal(size=20)
+    p = rng.normal(size=70)
     p[0] = 0.0
     got = hess.hessp(x, p)
     assert hess.stats()["hessp"]["single_products"] == 1

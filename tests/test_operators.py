@@ -309,6 +309,21 @@ def test_walked_products_keep_zero_times_inf_zero_and_reuse_partials():
         assert all(lin._partials[k] is v for k, v in kept.items())  # not computed again
 
 
+def test_krylov_method_of_the_function_refuses_a_special_case_at_its_tie():
+    """Found from outside: F(x) = where(x == 0, 1, expm1(x) / x) + ... is smooth, but at 0
+    the trace takes the special case, whose derivative (0) is not F's (1/2). Every path
+    refuses that tie; KrylovMethod(F) answered 0 at newton_krylov's usual start, x0 = 0."""
+    def F(x):
+        return np.where(x == 0, 1.0, np.expm1(x) / x) + 0.1 * np.roll(x, 1) - 2.0
+
+    km = sparsejac.KrylovMethod(F, shape=(6,))
+    with np.errstate(invalid="ignore"), pytest.raises(sparsejac.errors.ConcretizationError):
+        km.update(np.zeros(6))  # (F's own 0 / 0 in the branch np.where discards)
+    km.update(np.full(6, 0.5))  # away from the tie: F's derivative
+    want = sparsejac.jacobian(F, np.full(6, 0.5)).toarray()
+    np.testing.assert_allclose(km.operator @ np.eye(6), want, rtol=1e-13)
+
+
 @pytest.mark.parametrize("solver", ["lgmres", "gmres"])
 def test_krylov_method_of_the_function_itself(solver):
     """KrylovMethod(F, shape=...) traces F at each Newton point (no pattern, no preparation):
