@@ -195,13 +195,25 @@ def _steps(kind: str, x: Any, xk: np.ndarray) -> Any:
 
 
 def _linear(x: Any, xk: np.ndarray, yk: np.ndarray, extrapolate: bool) -> Any:
-    """Piecewise-linear interpolation of ``(xk, yk)`` at ``x``, its end segments extended."""
+    """Piecewise-linear interpolation of ``(xk, yk)`` at ``x``, its end segments extended.
+
+    At the last data point the last segment's slope: ``np.interp`` takes the slope to the
+    right of a data point, which beyond the last one is flat (its constant extension, not
+    scipy's), so a point there had derivative 0 where the extrapolated line (or, without
+    extrapolation, the data's own last segment) has that slope (found from outside).
+    """
     inside = np.interp(x, xk, yk)
-    if not extrapolate or xk.size < 2:
+    if xk.size < 2:
         return inside
+    with np.errstate(divide="ignore", invalid="ignore"):  # (a repeated last data point)
+        slope = (yk[-1] - yk[-2]) / (xk[-1] - xk[-2])
+    high = yk[-1] + (x - xk[-1]) * slope
+    # (a repeated last data point has no last segment: np.interp's value there, as before)
+    last = (x >= xk[-1]) if xk[-1] > xk[-2] else (x > xk[-1])
+    if not extrapolate:  # (beyond the data, the caller's fill values replace it)
+        return np.where(last, high, inside) if xk[-1] > xk[-2] else inside
     low = yk[0] + (x - xk[0]) * ((yk[1] - yk[0]) / (xk[1] - xk[0]))
-    high = yk[-1] + (x - xk[-1]) * ((yk[-1] - yk[-2]) / (xk[-1] - xk[-2]))
-    return np.where(x < xk[0], low, np.where(x > xk[-1], high, inside))
+    return np.where(x < xk[0], low, np.where(last, high, inside))
 
 
 def _check_bounds(f: Any, x: Any) -> None:

@@ -136,6 +136,8 @@ def _public_name(frame: Any, module: str) -> str:
     space = frame.f_locals
     if name == "__init__" and "self" in space:  # a constructor: the class
         name = type(space["self"]).__name__
+    elif name == "__call__" and "self" in space:  # an instance called: its class (a
+        name = type(space["self"]).__name__  # RegularGridInterpolator, not `__call__`)
     if name in ("wrapper", "inner", "wrapped", "decorated"):
         for key in ("f", "func", "fun", "function"):
             fn = space.get(key)

@@ -197,9 +197,9 @@ class Tracer:
         site = library_caller()
         if site is not None:
             raise TracedConversionError(library_message(site))
-        if self._var.shape == () and self._var.dtype.kind in "biu" and dtype is None:
-            # an integer scalar (an index computed from x: table[i] of a plain table asks
-            # numpy to convert i) has zero derivative: its value, as int() and __index__ give
+        if self._var.dtype.kind in "biu" and dtype is None:
+            # integers or booleans (table[i] of a plain table, i from np.searchsorted) have
+            # zero derivative: their value, read (local mode only), as int() gives it
             return np.asarray(self._concrete_zero_derivative("use as an index or integer"))
         if self._var.shape == () and dtype is None and copy is not False:
             # np.array([a, b]) of traced scalars: numpy builds an object array holding the

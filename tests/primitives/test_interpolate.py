@@ -194,3 +194,70 @@ def test_interp1d_refusals() -> None:
                                               fill_value="extrapolate")(u), x)
     with pytest.raises(ValueError, match="above the interpolation range"):
         sparsejac.jacobian(lambda u: interp1d(XK, YK)(u + 2.0), x)
+
+
+@pytest.mark.parametrize("fill", ["extrapolate", "nan"])
+def test_interp1d_linear_at_its_last_data_point_has_the_last_segment_slope(fill: str) -> None:
+    """Found from outside: at x == xp[-1], np.interp's right-hand slope is that of its flat
+    extension (0), where scipy's interp1d continues the last segment (or, without
+    extrapolation, ends with it): the derivative there is the last segment's slope, by hand,
+    one-off and prepared at other points; a repeated last point keeps np.interp's value."""
+    from scipy.interpolate import interp1d
+
+    xp = np.array([0.0, 1.0, 2.0, 3.0, 5.0])
+    fp = np.array([1.0, 3.0, 2.0, 0.0, 4.0])
+    kw = {"fill_value": "extrapolate"} if fill == "extrapolate" else {"bounds_error": False}
+    lin = interp1d(xp, fp, kind="linear", **kw)
+
+    def f(x):
+        return lin(x) * 1.0
+
+    x = np.array([5.0, 0.0, 4.0, 3.0, 2.5])
+    want = np.diag([2.0, 2.0, 2.0, 2.0, -2.0])  # segment slopes (right-hand at a knot)
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), want)
+    jac = sparsejac.SparseJacobian(f, np.array([4.0, 0.5, 3.5, 1.0, 2.2]))
+    np.testing.assert_allclose(jac(x).toarray(), want)
+    np.testing.assert_allclose(jac(x).toarray(), want)
+    np.testing.assert_array_equal(f(x), lin(x))
+    repeated = interp1d(np.r_[xp, 5.0], np.r_[fp, 4.0], kind="linear", **kw)
+    got = sparsejac.jacobian(lambda u: repeated(u) * 1.0, np.array([5.0, 2.5]))
+    assert np.isfinite(got.toarray()).all()
+    np.testing.assert_array_equal(repeated(np.array([5.0])), [4.0])
+
+
+def test_a_lookup_in_a_plain_table_by_a_computed_index_array() -> None:
+    """Found from outside: i = searchsorted(xp, x) - 1, then xp[i], fp[i] of plain tables
+    (linear interpolation by hand): the one-off Jacobian is the segment slopes (an index
+    array has zero derivative, read at this x), where it raised a conversion error; a
+    prepared Jacobian refuses it (the index follows x) unless given a pattern, then traces
+    at every call and is exact across intervals."""
+    xp = np.array([-2.0, -0.5, 1.0, 2.5, 4.0])
+    fp = np.array([0.0, 1.0, 3.0, 2.0, 5.0])
+
+    def f(x):
+        i = np.clip(np.searchsorted(xp, x) - 1, 0, len(xp) - 2)
+        w = (x - xp[i]) / (xp[i + 1] - xp[i])
+        return fp[i] * (1 - w) + fp[i + 1] * w
+
+    def slopes(x):
+        k = np.clip(np.searchsorted(xp, x) - 1, 0, len(xp) - 2)
+        return np.diag((fp[k + 1] - fp[k]) / (xp[k + 1] - xp[k]))
+
+    x = np.array([-1.3, 0.4, 1.7, 2.6, 3.3])
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), slopes(x))
+    with pytest.raises(sparsejac.errors.ConcretizationError, match="index"):
+        sparsejac.SparseJacobian(f, x)
+    jac = sparsejac.SparseJacobian(f, x, sparsity=np.eye(5))
+    other = np.array([-0.7, 1.4, 1.7, 3.6, 0.3])  # other intervals
+    np.testing.assert_allclose(jac(other).toarray(), slopes(other))
+
+
+def test_an_interpolator_class_refused_is_named() -> None:
+    """Found from outside: a scipy interpolator whose __call__ converts a traced point was
+    named `scipy.interpolate.__call__`; the class is named now."""
+    from scipy.interpolate import RegularGridInterpolator
+
+    grid = RegularGridInterpolator((np.arange(4.0), np.arange(3.0)), np.ones((4, 3)))
+    with pytest.raises(sparsejac.errors.TracedConversionError,
+                       match=r"scipy\.interpolate\.RegularGridInterpolator received"):
+        sparsejac.jacobian(lambda x: grid(x.reshape(1, 2)), np.array([1.5, 0.5]))
