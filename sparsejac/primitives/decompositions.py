@@ -48,6 +48,28 @@ def _eigh(a: Any, lower: bool) -> tuple[np.ndarray, np.ndarray]:
     return w, v
 
 
+def _cluster_mean(d: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Each eigenvalue's derivative ``d`` (``(p, ..., n)``) averaged over its cluster in ``w``.
+
+    Eigenvalues that coincide (to 16 units in the last place of the largest) have no
+    derivative each (``eigvalsh(diag(1 + x))`` is
+    ``min(1 + x0, 1 + x1)`` at a tie), and ``v_kᵀ dA v_k`` depends on the basis LAPACK
+    returns for their eigenspace. Their mean is differentiable, with the mean of those
+    products (``tr(Q_cᵀ dA Q_c) / k``, the same in every basis), and each takes it: the tie
+    convention of ``np.minimum`` (half of each side) and exact for every symmetric function
+    of the cluster (its sum, its mean). Distinct eigenvalues keep their own.
+    """
+    # coincident to rounding: LAPACK's eigenvalues of a matrix with a repeated one differ by
+    # a few units in the last place of the largest (Q diag(1, 1, 3) Qᵀ: 1 and 1 + 2e-16)
+    tol = 16.0 * np.finfo(np.float64).eps * np.max(np.abs(w), axis=-1, keepdims=True)
+    same = np.abs(w[..., :, None] - w[..., None, :]) <= tol[..., None]
+    if int(np.count_nonzero(same)) == same.size // max(w.shape[-1], 1):
+        return d  # (no two coincide: the diagonal alone)
+    # (summed by selection, not weights: another cluster's NaN stays out of this one)
+    total = np.sum(np.where(same[None], d[..., None, :], 0.0), axis=-1)
+    return np.asarray(total / np.sum(same, axis=-1))
+
+
 class EighValues(MatrixFunction):
     """``np.linalg.eigh(a, UPLO)[0]`` (and ``eigvalsh``): reads one triangle."""
 
@@ -65,9 +87,9 @@ class EighValues(MatrixFunction):
                 t: np.ndarray) -> np.ndarray:
         """``dw_k = v_kᵀ S(dA) v_k``."""
         lower = node.params["lower"]
-        _, v = _eigh(vals[0], lower)
+        w, v = _eigh(vals[0], lower)
         s = sym_from_triangle(t, lower)
-        return np.asarray(np.einsum("...ik,p...ij,...jk->p...k", v, s, v))
+        return _cluster_mean(np.asarray(np.einsum("...ik,p...ij,...jk->p...k", v, s, v)), w)
 
     def mask(self, node: Node, k: int) -> np.ndarray | None:
         """Only the triangle that is read."""

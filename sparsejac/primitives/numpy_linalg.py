@@ -254,8 +254,14 @@ def _cond(x: Any, p: Any = None) -> Any:
         s = np.linalg.svd(x, compute_uv=False)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
     _square(x, "cond")
-    return (np.linalg.norm(x, p, axis=(-2, -1))
-            * np.linalg.norm(np.linalg.inv(x), p, axis=(-2, -1)))
+    try:
+        inverse = np.linalg.inv(x)
+    except np.linalg.LinAlgError:  # numpy's cond is inf there: no derivative to give
+        raise UnsupportedPrimitiveError(
+            "numpy.linalg.cond", f"p={p!r} at a singular matrix (numpy gives inf, which has "
+            "no derivative); p=None or 2 (from singular values) is inf there too: evaluate "
+            "at a regular matrix", problem="a singular matrix") from None
+    return np.linalg.norm(x, p, axis=(-2, -1)) * np.linalg.norm(inverse, p, axis=(-2, -1))
 
 
 def matrix_norm(x: Any, ord: Any, row_axis: int, col_axis: int, keepdims: bool) -> Any:

@@ -171,6 +171,50 @@ def test_coincident_eigenvalues_give_nan_vector_derivatives() -> None:
     assert np.isfinite(jac(lambda x: np.linalg.eigh(x)[0] * 2, a)).all()
 
 
+def test_coincident_eigenvalues_each_take_the_derivative_of_their_mean() -> None:
+    """Found from outside: eigenvalues that coincide got the derivative of whichever
+    eigenvector basis LAPACK returned. Each now takes the derivative of their mean (the same
+    in every basis): 1/3 each for eigvalsh(diag(1 + x)) at 0, as np.min at a three-way tie;
+    at Q diag(1, 1, 3) Qᵀ (eigenvalues 1 apart by rounding) against central differences of
+    the cluster's mean, one-off and prepared; a distinct eigenvalue keeps its own."""
+    third = np.full((3, 3), 1.0 / 3.0)
+    np.testing.assert_allclose(
+        sparsejac.jacobian(lambda x: np.linalg.eigvalsh(np.diag(1 + x)), np.zeros(3)).toarray(),
+        third)
+    np.testing.assert_allclose(
+        sparsejac.jacobian(lambda x: np.min(1 + x, keepdims=True), np.zeros(3)).toarray(),
+        third[:1])
+    q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(3, 3)))
+    a = q @ np.diag([1.0, 1.0, 3.0]) @ q.T
+
+    def f(x):
+        return np.linalg.eigvalsh(a + np.diag(x))
+
+    h = 1e-6
+    fd = np.array([(f(h * e) - f(-h * e)) / (2 * h) for e in np.eye(3)]).T
+    want = np.vstack([fd[:2].mean(axis=0), fd[:2].mean(axis=0), fd[2]])
+    for got in (sparsejac.jacobian(f, np.zeros(3)),
+                sparsejac.SparseJacobian(f, np.full(3, 0.1))(np.zeros(3))):
+        np.testing.assert_allclose(got.toarray(), want, atol=1e-7)
+    _, v = np.linalg.eigh(a + np.diag([0.0, 0.5, 1.0]))  # distinct: v_k v_kᵀ's diagonal
+    np.testing.assert_allclose(sparsejac.jacobian(f, np.array([0.0, 0.5, 1.0])).toarray(),
+                               (v * v).T, atol=1e-12)
+
+
+def test_cond_of_a_singular_matrix_names_cond() -> None:
+    """Found from outside: cond(A, 1) at a singular A, inf for numpy, raised the bare
+    LinAlgError of the inverse it is computed with; the refusal names cond now."""
+    def f(x):
+        return np.atleast_1d(np.linalg.cond(x.reshape(2, 2), 1))
+
+    with pytest.raises(sparsejac.errors.UnsupportedPrimitiveError,
+                       match=r"numpy\.linalg\.cond .*singular"):
+        sparsejac.jacobian(f, np.array([1.0, 2.0, 2.0, 4.0]))
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(sparsejac.jacobian(f, x).toarray(), fd_jacobian(f, x),
+                               rtol=1e-6)
+
+
 def test_svd_full_matrices_extra_columns_are_nan() -> None:
     """The columns of a full U beyond the n-th are not unique: NaN; the others are exact."""
     x = rand((4, 2), 11)
