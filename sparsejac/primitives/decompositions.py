@@ -48,7 +48,7 @@ def _eigh(a: Any, lower: bool) -> tuple[np.ndarray, np.ndarray]:
     return w, v
 
 
-def _cluster_mean(d: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _cluster_mean(d: np.ndarray, w: np.ndarray, positive: bool = False) -> np.ndarray:
     """Each eigenvalue's derivative ``d`` (``(p, ..., n)``) averaged over its cluster in ``w``.
 
     Eigenvalues that coincide (to 16 units in the last place of the largest) have no
@@ -57,12 +57,17 @@ def _cluster_mean(d: np.ndarray, w: np.ndarray) -> np.ndarray:
     returns for their eigenspace. Their mean is differentiable, with the mean of those
     products (``tr(Q_cᵀ dA Q_c) / k``, the same in every basis), and each takes it: the tie
     convention of ``np.minimum`` (half of each side) and exact for every symmetric function
-    of the cluster (its sum, its mean). Distinct eigenvalues keep their own.
+    of the cluster (its sum, its mean). Distinct eigenvalues keep their own. With
+    ``positive`` (singular values) only positive values form clusters: zero ones are not
+    differentiable even summed (``|x|`` at 0) and keep theirs.
     """
     # coincident to rounding: LAPACK's eigenvalues of a matrix with a repeated one differ by
     # a few units in the last place of the largest (Q diag(1, 1, 3) Qᵀ: 1 and 1 + 2e-16)
     tol = 16.0 * np.finfo(np.float64).eps * np.max(np.abs(w), axis=-1, keepdims=True)
     same = np.abs(w[..., :, None] - w[..., None, :]) <= tol[..., None]
+    if positive:
+        same &= (w > tol)[..., :, None]
+        same |= np.eye(w.shape[-1], dtype=bool)
     if int(np.count_nonzero(same)) == same.size // max(w.shape[-1], 1):
         return d  # (no two coincide: the diagonal alone)
     # (summed by selection, not weights: another cluster's NaN stays out of this one)
@@ -187,9 +192,10 @@ class SvdValues(MatrixFunction):
 
     def tangent(self, node: Node, k: int, vals: Sequence[Any], out: Any,
                 t: np.ndarray) -> np.ndarray:
-        """``ds_k = u_kᵀ dA v_k``."""
-        u, _, vh = _thin_svd(vals[0])
-        return np.asarray(np.einsum("...ik,p...ij,...kj->p...k", u, t, vh))
+        """``ds_k = u_kᵀ dA v_k``; coincident positive ones, the mean (see ``_cluster_mean``)."""
+        u, s, vh = _thin_svd(vals[0])
+        return _cluster_mean(np.asarray(np.einsum("...ik,p...ij,...kj->p...k", u, t, vh)), s,
+                             positive=True)
 
     def reads(self, node: Node, k: int) -> tuple[int | str, ...]:
         """The matrix only."""

@@ -201,6 +201,28 @@ def test_coincident_eigenvalues_each_take_the_derivative_of_their_mean() -> None
                                (v * v).T, atol=1e-12)
 
 
+def test_coincident_singular_values_each_take_the_derivative_of_their_mean() -> None:
+    """Coincident positive singular values (a repeated largest one: norm(A, 2) there is a
+    max of two smooth branches) each take the derivative of their mean, against central
+    differences of that mean; a distinct one keeps its own."""
+    rng = np.random.default_rng(1)
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    r, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    a = q @ np.diag([2.0, 2.0, 1.0]) @ r.T
+
+    def f(x):
+        return np.linalg.svd(a + x.reshape(3, 3), compute_uv=False)
+
+    h = 1e-6
+    fd = np.array([(f(h * e) - f(-h * e)) / (2 * h) for e in np.eye(9)]).T
+    got = sparsejac.jacobian(f, np.zeros(9)).toarray()
+    np.testing.assert_allclose(got, np.vstack([fd[:2].mean(axis=0)] * 2 + [fd[2]]),
+                               atol=1e-8)
+    top = sparsejac.jacobian(lambda x: np.atleast_1d(np.linalg.norm(a + x.reshape(3, 3), 2)),
+                             np.zeros(9)).toarray()
+    np.testing.assert_allclose(top[0], fd[:2].mean(axis=0), atol=1e-8)
+
+
 def test_cond_of_a_singular_matrix_names_cond() -> None:
     """Found from outside: cond(A, 1) at a singular A, inf for numpy, raised the bare
     LinAlgError of the inverse it is computed with; the refusal names cond now."""
