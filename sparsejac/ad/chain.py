@@ -27,7 +27,7 @@ import numpy as np
 
 from sparsejac.ad.entries import Entries, KeyCodec, is_arange, union_keys
 from sparsejac.ad.kernels import contribute, expand_ranges, gather_keys, rank_marked
-from sparsejac.numeric import shared_arange
+from sparsejac.numeric import mul0, shared_arange
 from sparsejac.tracing import Node
 
 __all__ = ["Contribution", "Slots", "ValueStep", "apply_contributions", "chain"]
@@ -409,11 +409,6 @@ class _Scaled:
     dyn: None = None
 
 
-def _mul0(a: float, b: float) -> float:
-    """``a * b`` with a zero factor giving zero even against inf or nan (as ``contribute``)."""
-    return 0.0 if a == 0.0 or b == 0.0 else a * b
-
-
 def linear_terms(node: Node, ljs: Sequence[Any], terms_of: Any) -> list[Term] | None:
     """The output of a node that adds constant multiples of its operands, as terms.
 
@@ -440,7 +435,7 @@ def linear_terms(node: Node, ljs: Sequence[Any], terms_of: Any) -> list[Term] | 
         s, t = stride
         c = float(lj.const)
         for term in terms_of(v):
-            out.append(Term(term.entries, _mul0(c, term.scale), s + t * term.start,
+            out.append(Term(term.entries, float(mul0(c, term.scale)), s + t * term.start,
                             t * term.step))
         if len(out) > MAX_TERMS:
             return None
